@@ -1,0 +1,288 @@
+/*
+ * replayssm.h — the one public header of replayssm.
+ *
+ * ReplaySSM decode for linear-attention layers (Gated DeltaNet, Kimi Delta Attention):
+ * keep a checkpoint S0 plus a ring of the last steps' (k, u, G), rebuild what a step
+ * needs on the fly, and write the full state only when the ring is folded.
+ * The maths and the byte model are in docs/design.md (copied from the design reference).
+ *
+ * Conventions
+ *  - Every call returns an rssm_status. On failure nothing was changed and
+ *    rssm_last_error() (per thread) holds a sentence saying what was wrong.
+ *  - The library never prints, exits or aborts on caller input.
+ *  - Kernel-level calls work on caller-owned memory: raw pointers into tensors with the
+ *    layouts documented below (row-major, last dimension contiguous). On the CUDA device
+ *    every pointer is device memory and the call is enqueued on the caller's stream; it
+ *    allocates nothing, synchronises nothing and reads nothing back, so it can be captured
+ *    in a CUDA graph. On the CPU device the stream argument is ignored and the call
+ *    returns when the work is done.
+ *  - Every tensor pointer must be aligned to 16 bytes (RSSM_ERROR_MISALIGNED otherwise).
+ *  - A row whose slot index is -1 is padding: its output is zero and it touches no state,
+ *    ring or cursor.
+ *
+ * Shapes: H key heads, HV value heads (HV % H == 0, group = HV / H; value head hv reads
+ * key head hv / group), head dims K (keys) and V (values), ring length L, B rows, T tokens.
+ */
+#ifndef REPLAYSSM_H
+#define REPLAYSSM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RSSM_VERSION_MAJOR 0
+#define RSSM_VERSION_MINOR 1
+#define RSSM_VERSION_PATCH 0
+#define RSSM_VERSION_NUMBER (RSSM_VERSION_MAJOR * 10000 + RSSM_VERSION_MINOR * 100 + RSSM_VERSION_PATCH)
+
+/* Runtime version: RSSM_VERSION_NUMBER of the library actually linked. */
+unsigned rssm_version_number(void);
+/* "major.minor.patch" of the library actually linked. */
+const char *rssm_version_string(void);
+
+/* ------------------------------------------------------------------------------------ */
+/* Errors                                                                                 */
+
+typedef enum rssm_status {
+    RSSM_OK = 0,
+    RSSM_ERROR_NULL_POINTER,    /* a required pointer is NULL */
+    RSSM_ERROR_BAD_SHAPE,       /* head counts, dims, batch or token count out of range */
+    RSSM_ERROR_BAD_DTYPE,       /* dtype unknown or not supported by this device/op */
+    RSSM_ERROR_BAD_SLOT,        /* a slot index outside [-1, num_slots) */
+    RSSM_ERROR_BAD_RING_LEN,    /* ring length < 1 or > RSSM_MAX_RING_LEN */
+    RSSM_ERROR_BAD_TOKENS,      /* T < 1, T > L for verify, or accepted count outside [0, T] */
+    RSSM_ERROR_MISALIGNED,      /* a pointer not aligned to 16 bytes */
+    RSSM_ERROR_BAD_ARGUMENT,    /* any other invalid value (gate kind, scale, threshold) */
+    RSSM_ERROR_UNSUPPORTED,     /* a valid request this device cannot do (e.g. CUDA absent) */
+    RSSM_ERROR_DEVICE,          /* the device reported an error (CUDA error string in message) */
+    RSSM_ERROR_OUT_OF_MEMORY,   /* an allocation failed */
+    RSSM_ERROR_POOL_FULL,       /* runtime: no free slot left; nothing changed */
+    RSSM_ERROR_BAD_FORMAT,      /* runtime: import of a blob with wrong magic, version or shape */
+    RSSM_ERROR_CHECKSUM,        /* runtime: import of a blob whose checksum does not match */
+    RSSM_ERROR_NOT_FOUND,       /* runtime: a slot or entry that is not held */
+    RSSM_STATUS_COUNT
+} rssm_status;
+
+/* Stable name of a status, e.g. "RSSM_ERROR_BAD_SLOT". Never NULL. */
+const char *rssm_status_name(rssm_status status);
+/* The message of the last failing call on this thread ("" when none). Never NULL. */
+const char *rssm_last_error(void);
+
+/* ------------------------------------------------------------------------------------ */
+/* Devices                                                                                */
+
+typedef enum rssm_device {
+    RSSM_DEVICE_CPU = 0,       /* optimised CPU back end: threads + SIMD */
+    RSSM_DEVICE_CUDA = 1,      /* CUDA back end (sm_90); RSSM_ERROR_UNSUPPORTED when not built */
+    RSSM_DEVICE_REFERENCE = 2, /* float64 plain loops, single thread, host memory: the oracle */
+} rssm_device;
+
+typedef struct rssm_context rssm_context;
+
+/* Creates a context on a device. For CPU, `index` is the thread count (0 = all cores);
+ * for CUDA it is the device ordinal; ignored for the reference. */
+rssm_status rssm_context_create(rssm_device device, int index, rssm_context **out);
+/* Frees a context; accepts NULL. */
+void rssm_context_free(rssm_context *ctx);
+rssm_device rssm_context_device(const rssm_context *ctx);
+/* 1 when the CUDA back end was compiled in and a device is present, else 0. */
+int rssm_cuda_available(void);
+/* CUDA only: slot indices can live in device memory, so they are bounds-checked in the
+ * kernels: an out-of-range row is treated as padding and counted. This call synchronises
+ * the context's device, returns RSSM_ERROR_BAD_SLOT if any such row was seen since the
+ * last call (and clears the count), RSSM_OK otherwise. On CPU/reference, slots are
+ * checked on the host before any work and this returns RSSM_OK. Not for the hot path. */
+rssm_status rssm_context_check_device_errors(rssm_context *ctx);
+
+/* ------------------------------------------------------------------------------------ */
+/* Layer shape                                                                            */
+
+typedef enum rssm_dtype {
+    RSSM_DTYPE_F32 = 0,
+    RSSM_DTYPE_BF16 = 1,
+    RSSM_DTYPE_F64 = 2, /* reference device only (the float64 oracle) */
+} rssm_dtype;
+
+typedef enum rssm_gate {
+    RSSM_GATE_GDN = 0, /* scalar log-gate per value head  */
+    RSSM_GATE_KDA = 1, /* log-gate per key channel, per value head */
+} rssm_gate;
+
+#define RSSM_MAX_HEAD_DIM 256
+#define RSSM_MAX_RING_LEN 64
+
+typedef struct rssm_layer {
+    int32_t num_k_heads;   /* H  */
+    int32_t num_v_heads;   /* HV, a multiple of H */
+    int32_t head_k_dim;    /* K, 1..RSSM_MAX_HEAD_DIM */
+    int32_t head_v_dim;    /* V, 1..RSSM_MAX_HEAD_DIM */
+    rssm_gate gate;
+    int32_t ring_len;      /* L, 1..RSSM_MAX_RING_LEN */
+    rssm_dtype state_dtype; /* checkpoint */
+    rssm_dtype ring_dtype;  /* ring u and k (ring G is always f32, or f64 on the reference) */
+    rssm_dtype io_dtype;    /* q, k, v, a, b and the output o */
+    float scale;            /* applied to q after normalisation; 0 means K^-0.5 */
+    int32_t qk_l2norm;      /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
+    int32_t has_lower_bound; /* KDA only: 1 selects the safe gate below */
+    float lower_bound;       /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
+    float kda_fold_threshold; /* KDA only: G_MAX, fold early when min(G) < -G_MAX; 0 means 60 */
+} rssm_layer;
+
+/* A layer with the common defaults filled in (scale 0 = K^-0.5, l2norm on, dtypes f32). */
+rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V,
+                              int32_t L);
+/* Validates a layer description; RSSM_OK or the reason. */
+rssm_status rssm_layer_validate(const rssm_layer *layer);
+/* Size in bytes of one dtype element (f32 4, bf16 2, f64 8). */
+size_t rssm_dtype_size(rssm_dtype dtype);
+
+/* ------------------------------------------------------------------------------------ */
+/* State tensors of one layer                                                             */
+/*
+ * checkpoint  [slots, HV, V, K]   state dtype     S0 of each slot and value head (K contiguous)
+ * ring_u      [slots, HV, L, V]   ring dtype      u_i = beta_i (v_i - S_{i-1} diag(alpha_i) k_i)
+ * ring_k      GDN [slots, H, L, K]  ring dtype    normalised k_i, shared by the key head's group
+ *             KDA [slots, HV, L, K] ring dtype    pre-decayed key k~_i = k_i * exp(-G_i)
+ * ring_g      GDN [slots, HV, L]    f32           G_i, cumulative log-gate since the checkpoint
+ *             KDA [slots, HV, L, K] f32           G_i per key channel
+ * ring_base   KDA [slots, HV]       i32           entries of the shared cursor already folded
+ *                                                 into this head's checkpoint (GDN: unused, may be NULL)
+ * cursor      [slots]               i32           committed entries since the last shared fold;
+ *                                                 shared by all layers, moved by rssm_advance and
+ *                                                 rssm_commit once per forward.
+ *
+ * Entry position p of a head's ring (0-based) holds the token committed when the cursor went
+ * from base+p to base+p+1; a head's live entries are 0 .. cursor - base - 1.
+ * For packed decode only `checkpoint` is used (it is then simply the state).
+ * On the reference device every dtype may also be RSSM_DTYPE_F64 and ring_g is double.
+ */
+typedef struct rssm_state {
+    int32_t num_slots;
+    void *checkpoint;
+    void *ring_u;
+    void *ring_k;
+    void *ring_g;
+    int32_t *ring_base;
+    int32_t *cursor;
+} rssm_state;
+
+/* Bytes of each state tensor for `num_slots` slots (for sizing caller-owned memory). */
+typedef struct rssm_state_bytes {
+    size_t checkpoint, ring_u, ring_k, ring_g, ring_base, cursor, total;
+} rssm_state_bytes;
+rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out);
+
+/* ------------------------------------------------------------------------------------ */
+/* Per-step inputs and outputs                                                            */
+/*
+ * Per token (row b, token t):
+ *   q, k   [B, T, H, K]   io dtype   raw (normalised inside when qk_l2norm)
+ *   v      [B, T, HV, V]  io dtype
+ *   gates, either raw:
+ *     a    GDN [B, T, HV]; KDA [B, T, HV, K]   io dtype
+ *     b    [B, T, HV]                           io dtype    beta = sigmoid(b)
+ *     A_log [HV] f32;  dt_bias GDN [HV], KDA [HV, K] f32
+ *       GDN g = -exp(A_log) * softplus(a + dt_bias)     (softplus threshold 20)
+ *       KDA g likewise per channel, or the safe gate when layer.has_lower_bound
+ *   or precomputed (as FLA's kernels take them; used when `g` is not NULL):
+ *     g    GDN [B, T, HV]; KDA [B, T, HV, K]   f32   log-gate (<= 0)
+ *     beta [B, T, HV]                           f32
+ *   o      [B, T, HV, V]  io dtype   output (written for every row; zero for padding rows)
+ * Strides: q_stride, k_stride, v_stride, a_stride, b_stride are the element distance
+ * between consecutive tokens (b, t) -> (b, t+1) and (b, T-1) -> (b+1, 0); 0 means packed
+ * (H*K, H*K, HV*V, HV or HV*K, HV). This lets a fused qkv projection be passed as views.
+ * On the reference device with io dtype f64 the pointers are double.
+ *
+ * slot     [B] i32   the state slot of each row, or -1 for padding
+ * write_slot [B] i32 packed decode only: where the new state goes (NULL = same as slot);
+ *                    a copy-on-write step reads `slot` and writes `write_slot`
+ * fold     [B] u8    optional forced fold (NULL = none). decode: fold at the end of the step
+ *                    (the checkpoint then includes this token; used for prefix snapshots).
+ *                    verify: fold the committed entries at the start of the step.
+ */
+typedef struct rssm_step_io {
+    int32_t batch;  /* B */
+    int32_t tokens; /* T */
+    const void *q, *k, *v, *a, *b;
+    const float *A_log, *dt_bias;
+    const float *g, *beta;
+    int64_t q_stride, k_stride, v_stride, a_stride, b_stride;
+    void *o;
+    const int32_t *slot;
+    const int32_t *write_slot;
+    const uint8_t *fold;
+} rssm_step_io;
+
+/* ------------------------------------------------------------------------------------ */
+/* Kernel-level operations (one layer)                                                    */
+/*
+ * All take the context, the layer, the layer's state tensors, and a stream (cudaStream_t
+ * as void*, NULL = default stream; ignored on CPU/reference).
+ *
+ * Fold rules (shared by all layers so that one cursor serves them; c = cursor[slot]):
+ *   decode: start fold if c + 1 > L (only after a verify left the ring full);
+ *           end fold if (entries after the step) == L or fold[b].
+ *   verify: start fold if c + T > L or fold[b].
+ * KDA adds per-head early folds that only move that head's ring_base:
+ *   decode: end fold when min_k G_n < -G_MAX (the new entry is folded, never stored);
+ *   verify: start fold when min_k (G_c + window sum of g) < -G_MAX.
+ *   Decode then needs no bound on the gate. A verify window is exact as long as its own
+ *   decay (sum of its T log-gates) stays above -80 per channel.
+ */
+
+/* Baseline: S = state[slot]; per token u = beta (v - S diag(alpha) k); S = S diag(alpha) + u k^T;
+ * o = S q; state[write_slot] = S. T tokens in order (T >= 1). */
+rssm_status rssm_decode_packed(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                               const rssm_step_io *io, void *stream);
+
+/* ReplaySSM decode, T must be 1: reads the checkpoint and the live ring entries, writes the
+ * new entry (u, k, G) at position cursor - base, and on a fold writes the checkpoint
+ * S_n = S0 diag(e^{G_n}) + sum_i u_i (k_i * e^{G_n - G_i})^T instead (ring then empty).
+ * Does not move the cursor: call rssm_advance once after the last layer. */
+rssm_status rssm_decode_replay(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                               const rssm_step_io *io, void *stream);
+
+/* Speculative verify of T tokens (1 <= T <= L) per row through the ring: outputs every
+ * token's o, appends the T entries after the committed ones (after a start fold if needed),
+ * writes no intermediate state. Call rssm_commit after the last layer. */
+rssm_status rssm_verify(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                        const rssm_step_io *io, void *stream);
+
+/* Cursor move after a decode step (T = 1): for every non-padding row applies the decode
+ * fold rule: c = (c + 1 > L ? 0 : c) + 1; c = (c == L || fold[b]) ? 0 : c.
+ * `fold` is the same array given to the decode step (NULL = none). Once per forward. */
+rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                         int32_t batch, const int32_t *slot, const uint8_t *fold, void *stream);
+
+/* Cursor move after a verify of T tokens: c = (c + T > L || fold[b] ? 0 : c) + accepted[b],
+ * accepted[b] in [0, T]. Rejected entries are never read again. Once per forward. */
+rssm_status rssm_commit(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                        int32_t batch, int32_t tokens, const int32_t *slot, const uint8_t *fold,
+                        const int32_t *accepted, void *stream);
+
+/* Folds the ring of src_slot[b] (at its committed position) into dst's checkpoint at
+ * dst_slot[b] and resets dst's ring_base; src and dst may be the same state and slot.
+ * Cursors are not touched: after the last layer, reset dst's cursors (rssm_reset_cursors).
+ * Rows with src_slot or dst_slot -1 are skipped. */
+rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src,
+                             const rssm_state *dst, int32_t batch, const int32_t *src_slot,
+                             const int32_t *dst_slot, void *stream);
+
+/* Prefill of T tokens per row with the recurrent form: starts from the slot's current state
+ * (checkpoint with its live ring folded in; zero the slot first for a fresh sequence), writes
+ * o for every token, the final state as the checkpoint and resets ring_base. After the last
+ * layer reset the cursors (rssm_reset_cursors) so the ring starts empty. */
+rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                         const rssm_step_io *io, void *stream);
+
+/* cursor[slot[b]] = 0 for every non-padding row. */
+rssm_status rssm_reset_cursors(rssm_context *ctx, const rssm_state *state, int32_t batch,
+                               const int32_t *slot, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REPLAYSSM_H */

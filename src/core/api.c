@@ -1,0 +1,543 @@
+/*
+ * api.c — the public calls: validate everything, fill one params struct, dispatch.
+ *
+ * Validation happens before any work, so a failing call changes nothing. On host devices
+ * (CPU, reference) slot indices, cursors and accepted counts are host memory and are checked
+ * here too; on CUDA they live on the device and the kernels bound-check them instead.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/backend.h"
+#include "core/layout.h"
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static _Thread_local char last_error[512];
+
+rssm_status rssm_fail(rssm_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *rssm_last_error(void) { return last_error; }
+
+const char *rssm_status_name(rssm_status status)
+{
+    static const char *const names[RSSM_STATUS_COUNT] = {
+        "RSSM_OK",
+        "RSSM_ERROR_NULL_POINTER",
+        "RSSM_ERROR_BAD_SHAPE",
+        "RSSM_ERROR_BAD_DTYPE",
+        "RSSM_ERROR_BAD_SLOT",
+        "RSSM_ERROR_BAD_RING_LEN",
+        "RSSM_ERROR_BAD_TOKENS",
+        "RSSM_ERROR_MISALIGNED",
+        "RSSM_ERROR_BAD_ARGUMENT",
+        "RSSM_ERROR_UNSUPPORTED",
+        "RSSM_ERROR_DEVICE",
+        "RSSM_ERROR_OUT_OF_MEMORY",
+        "RSSM_ERROR_POOL_FULL",
+        "RSSM_ERROR_BAD_FORMAT",
+        "RSSM_ERROR_CHECKSUM",
+        "RSSM_ERROR_NOT_FOUND",
+    };
+    if ((unsigned)status >= RSSM_STATUS_COUNT) return "RSSM_ERROR_UNKNOWN";
+    return names[status];
+}
+
+unsigned rssm_version_number(void) { return RSSM_VERSION_NUMBER; }
+
+const char *rssm_version_string(void)
+{
+#define RSSM_STR2(x) #x
+#define RSSM_STR(x) RSSM_STR2(x)
+    return RSSM_STR(RSSM_VERSION_MAJOR) "." RSSM_STR(RSSM_VERSION_MINOR) "." RSSM_STR(RSSM_VERSION_PATCH);
+}
+
+/* ---- contexts ---------------------------------------------------------------------------- */
+
+rssm_status rssm_context_create(rssm_device device, int index, rssm_context **out)
+{
+    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_context_create: out is NULL");
+    *out = NULL;
+    if (device != RSSM_DEVICE_CPU && device != RSSM_DEVICE_CUDA && device != RSSM_DEVICE_REFERENCE)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_context_create: unknown device %d", (int)device);
+    if (index < 0) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_context_create: index %d < 0", index);
+    rssm_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_context_create: out of host memory");
+    ctx->device = device;
+    ctx->index = index;
+    rssm_status st = RSSM_OK;
+    switch (device) {
+    case RSSM_DEVICE_REFERENCE: ctx->backend = &rssm_reference_backend; break;
+    case RSSM_DEVICE_CPU:
+        ctx->backend = &rssm_cpu_backend;
+        st = rssm_cpu_init(ctx, index);
+        break;
+    case RSSM_DEVICE_CUDA:
+        ctx->backend = &rssm_cuda_backend;
+        st = rssm_cuda_init(ctx, index);
+        break;
+    }
+    if (st != RSSM_OK) {
+        free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return RSSM_OK;
+}
+
+void rssm_context_free(rssm_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->backend && ctx->backend->destroy) ctx->backend->destroy(ctx);
+    free(ctx);
+}
+
+rssm_device rssm_context_device(const rssm_context *ctx) { return ctx ? ctx->device : RSSM_DEVICE_CPU; }
+
+int rssm_cuda_available(void) { return rssm_cuda_present(); }
+
+rssm_status rssm_context_check_device_errors(rssm_context *ctx)
+{
+    if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_context_check_device_errors: ctx is NULL");
+    if (ctx->device != RSSM_DEVICE_CUDA) return RSSM_OK;
+    return rssm_cuda_check_errors(ctx);
+}
+
+/* ---- layers ------------------------------------------------------------------------------ */
+
+size_t rssm_dtype_size(rssm_dtype dtype)
+{
+    switch (dtype) {
+    case RSSM_DTYPE_F32: return 4;
+    case RSSM_DTYPE_BF16: return 2;
+    case RSSM_DTYPE_F64: return 8;
+    }
+    return 0;
+}
+
+rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V, int32_t L)
+{
+    rssm_layer l;
+    memset(&l, 0, sizeof l);
+    l.num_k_heads = H, l.num_v_heads = HV, l.head_k_dim = K, l.head_v_dim = V;
+    l.gate = gate, l.ring_len = L;
+    l.state_dtype = l.ring_dtype = l.io_dtype = RSSM_DTYPE_F32;
+    l.qk_l2norm = 1;
+    return l;
+}
+
+static int dtype_ok(rssm_dtype d) { return d == RSSM_DTYPE_F32 || d == RSSM_DTYPE_BF16 || d == RSSM_DTYPE_F64; }
+
+rssm_status rssm_layer_validate(const rssm_layer *l)
+{
+    if (!l) return rssm_fail(RSSM_ERROR_NULL_POINTER, "layer is NULL");
+    if (l->num_k_heads < 1 || l->num_v_heads < 1 || l->num_v_heads % l->num_k_heads != 0)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: H=%d HV=%d (need H >= 1 and HV a multiple of H)",
+                         l->num_k_heads, l->num_v_heads);
+    if (l->num_v_heads > 4096)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: HV=%d is more than 4096", l->num_v_heads);
+    if (l->head_k_dim < 1 || l->head_k_dim > RSSM_MAX_HEAD_DIM || l->head_v_dim < 1 ||
+        l->head_v_dim > RSSM_MAX_HEAD_DIM)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "head dims K=%d V=%d (need 1..%d)", l->head_k_dim, l->head_v_dim,
+                         RSSM_MAX_HEAD_DIM);
+    if (l->gate != RSSM_GATE_GDN && l->gate != RSSM_GATE_KDA)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "gate kind %d is neither GDN nor KDA", (int)l->gate);
+    if (l->ring_len < 1 || l->ring_len > RSSM_MAX_RING_LEN)
+        return rssm_fail(RSSM_ERROR_BAD_RING_LEN, "ring length L=%d (need 1..%d)", l->ring_len, RSSM_MAX_RING_LEN);
+    if (!dtype_ok(l->state_dtype) || !dtype_ok(l->ring_dtype) || !dtype_ok(l->io_dtype))
+        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "dtypes state=%d ring=%d io=%d: one is not f32, bf16 or f64",
+                         (int)l->state_dtype, (int)l->ring_dtype, (int)l->io_dtype);
+    if (!isfinite(l->scale) || l->scale < 0)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "scale %g is not a finite number >= 0", (double)l->scale);
+    if (l->qk_l2norm != 0 && l->qk_l2norm != 1)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "qk_l2norm is %d (need 0 or 1)", l->qk_l2norm);
+    if (l->has_lower_bound != 0 && l->has_lower_bound != 1)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "has_lower_bound is %d (need 0 or 1)", l->has_lower_bound);
+    if (l->has_lower_bound && (l->gate != RSSM_GATE_KDA || !isfinite(l->lower_bound) || l->lower_bound >= 0))
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "the safe gate needs KDA and a finite lower bound < 0 (got %g)",
+                         (double)l->lower_bound);
+    if (!isfinite(l->kda_fold_threshold) || l->kda_fold_threshold < 0 || l->kda_fold_threshold > 80)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "kda_fold_threshold %g (need 0 for the default, or up to 80)",
+                         (double)l->kda_fold_threshold);
+    return RSSM_OK;
+}
+
+/* The layer with defaults resolved, checked against the context's back end. */
+static rssm_status resolve_layer(const rssm_context *ctx, const rssm_layer *in, rssm_layer *out)
+{
+    rssm_status st = rssm_layer_validate(in);
+    if (st != RSSM_OK) return st;
+    *out = *in;
+    if (out->scale == 0) out->scale = 1.0f / sqrtf((float)out->head_k_dim);
+    if (out->kda_fold_threshold == 0) out->kda_fold_threshold = RSSM_DEFAULT_KDA_FOLD_THRESHOLD;
+    if (ctx && ctx->device != RSSM_DEVICE_REFERENCE &&
+        (out->state_dtype == RSSM_DTYPE_F64 || out->ring_dtype == RSSM_DTYPE_F64 || out->io_dtype == RSSM_DTYPE_F64))
+        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "f64 tensors are for the reference device only");
+    if (ctx && ctx->backend->supports && !ctx->backend->supports(out))
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "the %s back end does not support this layer shape",
+                         ctx->backend->name);
+    return RSSM_OK;
+}
+
+static int gk_of(const rssm_layer *l) { return l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1; }
+
+rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out)
+{
+    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_state_size: out is NULL");
+    rssm_status st = rssm_layer_validate(layer);
+    if (st != RSSM_OK) return st;
+    if (num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "num_slots %d < 1", num_slots);
+    const rssm_layer *l = layer;
+    const size_t n = (size_t)num_slots, s = rssm_dtype_size(l->state_dtype), r = rssm_dtype_size(l->ring_dtype);
+    const size_t g = l->ring_dtype == RSSM_DTYPE_F64 ? 8 : 4;
+    const size_t heads_k = l->gate == RSSM_GATE_GDN ? l->num_k_heads : l->num_v_heads;
+    memset(out, 0, sizeof *out);
+    out->checkpoint = n * l->num_v_heads * l->head_v_dim * l->head_k_dim * s;
+    out->ring_u = n * l->num_v_heads * l->ring_len * l->head_v_dim * r;
+    out->ring_k = n * heads_k * l->ring_len * l->head_k_dim * r;
+    out->ring_g = n * l->num_v_heads * l->ring_len * gk_of(l) * g;
+    out->ring_base = l->gate == RSSM_GATE_KDA ? n * l->num_v_heads * 4 : 0;
+    out->cursor = n * 4;
+    out->total = out->checkpoint + out->ring_u + out->ring_k + out->ring_g + out->ring_base + out->cursor;
+    return RSSM_OK;
+}
+
+/* ---- argument checks --------------------------------------------------------------------- */
+
+#define NEED(ptr, what)                                                                                \
+    do {                                                                                               \
+        if (!(ptr)) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: %s is NULL", fn, what);             \
+    } while (0)
+
+#define ALIGNED(ptr, what)                                                                             \
+    do {                                                                                               \
+        if ((ptr) && ((uintptr_t)(ptr) & 15u))                                                        \
+            return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s is not 16-byte aligned", fn, what);        \
+    } while (0)
+
+static int host_device(const rssm_context *ctx) { return ctx->device != RSSM_DEVICE_CUDA; }
+
+/* The state tensors an op needs are present and aligned. `ring`: replay tensors needed. */
+static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_state *s, int ring)
+{
+    NEED(s, "state");
+    if (s->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, s->num_slots);
+    NEED(s->checkpoint, "state.checkpoint");
+    ALIGNED(s->checkpoint, "state.checkpoint");
+    if (!ring) return RSSM_OK;
+    NEED(s->ring_u, "state.ring_u");
+    NEED(s->ring_k, "state.ring_k");
+    NEED(s->ring_g, "state.ring_g");
+    NEED(s->cursor, "state.cursor");
+    if (l->gate == RSSM_GATE_KDA) NEED(s->ring_base, "state.ring_base (KDA)");
+    ALIGNED(s->ring_u, "state.ring_u");
+    ALIGNED(s->ring_k, "state.ring_k");
+    ALIGNED(s->ring_g, "state.ring_g");
+    ALIGNED(s->ring_base, "state.ring_base");
+    ALIGNED(s->cursor, "state.cursor");
+    return RSSM_OK;
+}
+
+/* Slot indices in [-1, num_slots); no slot used twice among non-padding rows. */
+static rssm_status check_slots(const char *fn, const char *what, const int32_t *slot, int32_t batch, int32_t num_slots)
+{
+    uint8_t *seen = calloc((size_t)num_slots, 1);
+    if (!seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    rssm_status st = RSSM_OK;
+    for (int32_t b = 0; b < batch && st == RSSM_OK; b++) {
+        const int32_t s = slot[b];
+        if (s < -1 || s >= num_slots)
+            st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is outside [-1, %d)", fn, what, b, s, num_slots);
+        else if (s >= 0 && seen[s]++)
+            st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is used by two rows", fn, what, b, s);
+    }
+    free(seen);
+    return st;
+}
+
+/* Cursors and ring bases of the rows' slots are a consistent ring (0 <= base <= c <= L). */
+static rssm_status check_cursors(const char *fn, const rssm_layer *l, const rssm_state *s, const int32_t *slot,
+                                 int32_t batch)
+{
+    for (int32_t b = 0; b < batch; b++) {
+        if (slot[b] < 0) continue;
+        const int32_t c = s->cursor[slot[b]];
+        if (c < 0 || c > l->ring_len)
+            return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: cursor of slot %d is %d, outside [0, L=%d]", fn, slot[b], c,
+                             l->ring_len);
+        if (l->gate != RSSM_GATE_KDA) continue;
+        for (int hv = 0; hv < l->num_v_heads; hv++) {
+            const int32_t base = s->ring_base[rssm_base_off(l, slot[b], hv)];
+            if (base < 0 || base > c)
+                return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: ring_base of slot %d head %d is %d, outside [0, %d]", fn,
+                                 slot[b], hv, base, c);
+        }
+    }
+    return RSSM_OK;
+}
+
+/* Token stride: 0 -> packed `dense`; else >= dense and 16-byte multiple. */
+static rssm_status resolve_stride(const char *fn, const char *what, int64_t *stride, int64_t dense, size_t elem)
+{
+    if (*stride == 0) {
+        *stride = dense;
+        return RSSM_OK;
+    }
+    if (*stride < dense)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: %s %lld is smaller than one token (%lld)", fn, what,
+                         (long long)*stride, (long long)dense);
+    if ((*stride * (int64_t)elem) % 16)
+        return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s %lld is not a multiple of 16 bytes", fn, what,
+                         (long long)*stride);
+    return RSSM_OK;
+}
+
+static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, const rssm_step_io *in, rssm_step_io *io)
+{
+    NEED(in, "io");
+    *io = *in;
+    if (io->batch < 0 || io->batch > (1 << 24))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d outside [0, 2^24]", fn, io->batch);
+    if (io->tokens < 1 || io->tokens > 65536)
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: tokens %d outside [1, 65536]", fn, io->tokens);
+    if (op == RSSM_OP_DECODE_REPLAY && io->tokens != 1)
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: replay decode takes one token per row (T=%d); use rssm_verify",
+                         fn, io->tokens);
+    if (op == RSSM_OP_VERIFY && io->tokens > l->ring_len)
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: T=%d tokens do not fit a ring of L=%d", fn, io->tokens,
+                         l->ring_len);
+    NEED(io->q, "io.q");
+    NEED(io->k, "io.k");
+    NEED(io->v, "io.v");
+    NEED(io->o, "io.o");
+    NEED(io->slot, "io.slot");
+    if (io->g) {
+        NEED(io->beta, "io.beta (with io.g)");
+    } else {
+        NEED(io->a, "io.a (or io.g)");
+        NEED(io->b, "io.b (or io.beta)");
+        NEED(io->A_log, "io.A_log");
+        NEED(io->dt_bias, "io.dt_bias");
+    }
+    ALIGNED(io->q, "io.q");
+    ALIGNED(io->k, "io.k");
+    ALIGNED(io->v, "io.v");
+    ALIGNED(io->a, "io.a");
+    ALIGNED(io->b, "io.b");
+    ALIGNED(io->A_log, "io.A_log");
+    ALIGNED(io->dt_bias, "io.dt_bias");
+    ALIGNED(io->g, "io.g");
+    ALIGNED(io->beta, "io.beta");
+    ALIGNED(io->o, "io.o");
+    ALIGNED(io->slot, "io.slot");
+    ALIGNED(io->write_slot, "io.write_slot");
+    ALIGNED(io->fold, "io.fold");
+    const size_t e = rssm_dtype_size(l->io_dtype);
+    const int64_t hk = (int64_t)l->num_k_heads * l->head_k_dim, hvv = (int64_t)l->num_v_heads * l->head_v_dim;
+    const int64_t na = (int64_t)l->num_v_heads * gk_of(l);
+    rssm_status st;
+    if ((st = resolve_stride(fn, "q_stride", &io->q_stride, hk, e)) != RSSM_OK) return st;
+    if ((st = resolve_stride(fn, "k_stride", &io->k_stride, hk, e)) != RSSM_OK) return st;
+    if ((st = resolve_stride(fn, "v_stride", &io->v_stride, hvv, e)) != RSSM_OK) return st;
+    if ((st = resolve_stride(fn, "a_stride", &io->a_stride, na, e)) != RSSM_OK) return st;
+    if (io->b_stride == 0) io->b_stride = l->num_v_heads;
+    else if (io->b_stride < l->num_v_heads)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: b_stride %lld is smaller than HV", fn, (long long)io->b_stride);
+    if (op != RSSM_OP_DECODE_PACKED && io->write_slot)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: write_slot is for packed decode only", fn);
+    return RSSM_OK;
+}
+
+static rssm_status check_ctx(const char *fn, rssm_context *ctx)
+{
+    if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: ctx is NULL", fn);
+    return RSSM_OK;
+}
+
+static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const rssm_layer *layer,
+                            const rssm_state *state, const rssm_step_io *io, void *stream)
+{
+    rssm_params p;
+    rssm_status st;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
+    if ((st = resolve_layer(ctx, layer, &p.layer)) != RSSM_OK) return st;
+    if ((st = check_state(fn, &p.layer, state, op != RSSM_OP_DECODE_PACKED)) != RSSM_OK) return st;
+    p.state = *state;
+    if ((st = check_io(fn, op, &p.layer, io, &p.io)) != RSSM_OK) return st;
+    p.group = p.layer.num_v_heads / p.layer.num_k_heads;
+    p.gk = gk_of(&p.layer);
+    if (host_device(ctx)) {
+        if ((st = check_slots(fn, "slot", p.io.slot, p.io.batch, state->num_slots)) != RSSM_OK) return st;
+        if (p.io.write_slot) {
+            if ((st = check_slots(fn, "write_slot", p.io.write_slot, p.io.batch, state->num_slots)) != RSSM_OK)
+                return st;
+            for (int32_t b = 0; b < p.io.batch; b++)
+                if ((p.io.slot[b] < 0) != (p.io.write_slot[b] < 0))
+                    return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: row %d pads only one of slot/write_slot", fn, b);
+        }
+        if (op != RSSM_OP_DECODE_PACKED && (st = check_cursors(fn, &p.layer, state, p.io.slot, p.io.batch)) != RSSM_OK)
+            return st;
+    }
+    if (p.io.batch == 0) return RSSM_OK;
+    return ctx->backend->step(ctx, &p, stream);
+}
+
+rssm_status rssm_decode_packed(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                               const rssm_step_io *io, void *stream)
+{
+    return run_step("rssm_decode_packed", RSSM_OP_DECODE_PACKED, ctx, layer, state, io, stream);
+}
+
+rssm_status rssm_decode_replay(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
+                               const rssm_step_io *io, void *stream)
+{
+    return run_step("rssm_decode_replay", RSSM_OP_DECODE_REPLAY, ctx, layer, state, io, stream);
+}
+
+rssm_status rssm_verify(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, const rssm_step_io *io,
+                        void *stream)
+{
+    return run_step("rssm_verify", RSSM_OP_VERIFY, ctx, layer, state, io, stream);
+}
+
+rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, const rssm_step_io *io,
+                         void *stream)
+{
+    return run_step("rssm_prefill", RSSM_OP_PREFILL, ctx, layer, state, io, stream);
+}
+
+/* ---- materialise ------------------------------------------------------------------------- */
+
+rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src,
+                             const rssm_state *dst, int32_t batch, const int32_t *src_slot,
+                             const int32_t *dst_slot, void *stream)
+{
+    const char *fn = "rssm_materialize";
+    rssm_materialize_params p;
+    rssm_status st;
+    memset(&p, 0, sizeof p);
+    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
+    if ((st = resolve_layer(ctx, layer, &p.layer)) != RSSM_OK) return st;
+    if ((st = check_state(fn, &p.layer, src, 1)) != RSSM_OK) return st;
+    NEED(dst, "dst");
+    NEED(dst->checkpoint, "dst.checkpoint");
+    ALIGNED(dst->checkpoint, "dst.checkpoint");
+    if (dst->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: dst.num_slots %d < 1", fn, dst->num_slots);
+    if (p.layer.gate == RSSM_GATE_KDA) NEED(dst->ring_base, "dst.ring_base (KDA)");
+    ALIGNED(dst->ring_base, "dst.ring_base");
+    if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
+    NEED(src_slot, "src_slot");
+    NEED(dst_slot, "dst_slot");
+    ALIGNED(src_slot, "src_slot");
+    ALIGNED(dst_slot, "dst_slot");
+    if (host_device(ctx)) {
+        /* a source may feed several destinations; destinations are distinct */
+        for (int32_t b = 0; b < batch; b++)
+            if (src_slot[b] < -1 || src_slot[b] >= src->num_slots)
+                return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: src_slot[%d] = %d is outside [-1, %d)", fn, b, src_slot[b],
+                                 src->num_slots);
+        if ((st = check_slots(fn, "dst_slot", dst_slot, batch, dst->num_slots)) != RSSM_OK) return st;
+        if ((st = check_cursors(fn, &p.layer, src, src_slot, batch)) != RSSM_OK) return st;
+        if (src->checkpoint == dst->checkpoint)
+            for (int32_t b = 0; b < batch; b++)
+                for (int32_t j = 0; j < batch; j++)
+                    if (dst_slot[b] >= 0 && dst_slot[b] == src_slot[j] && j != b)
+                        return rssm_fail(RSSM_ERROR_BAD_SLOT,
+                                         "%s: slot %d is a destination of row %d and a source of row %d", fn,
+                                         dst_slot[b], b, j);
+    }
+    p.src = *src;
+    p.dst = *dst;
+    p.batch = batch;
+    p.src_slot = src_slot;
+    p.dst_slot = dst_slot;
+    p.group = p.layer.num_v_heads / p.layer.num_k_heads;
+    p.gk = gk_of(&p.layer);
+    if (batch == 0) return RSSM_OK;
+    return ctx->backend->materialize(ctx, &p, stream);
+}
+
+/* ---- cursors ----------------------------------------------------------------------------- */
+
+static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *ctx, int32_t L, const rssm_state *state,
+                              int32_t batch, int32_t tokens, const int32_t *slot, const uint8_t *fold,
+                              const int32_t *accepted, void *stream)
+{
+    rssm_cursor_params p;
+    rssm_status st;
+    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
+    NEED(state, "state");
+    NEED(state->cursor, "state.cursor");
+    ALIGNED(state->cursor, "state.cursor");
+    NEED(slot, "slot");
+    ALIGNED(slot, "slot");
+    ALIGNED(fold, "fold");
+    if (state->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, state->num_slots);
+    if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
+    if (op == RSSM_CURSOR_COMMIT) {
+        NEED(accepted, "accepted");
+        ALIGNED(accepted, "accepted");
+        if (tokens < 1 || tokens > L)
+            return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: T=%d outside [1, L=%d]", fn, tokens, L);
+    }
+    if (host_device(ctx)) {
+        if ((st = check_slots(fn, "slot", slot, batch, state->num_slots)) != RSSM_OK) return st;
+        for (int32_t b = 0; b < batch; b++) {
+            if (slot[b] < 0) continue;
+            const int32_t c = state->cursor[slot[b]];
+            if (op != RSSM_CURSOR_RESET && (c < 0 || c > L))
+                return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: cursor of slot %d is %d, outside [0, L=%d]", fn, slot[b],
+                                 c, L);
+            if (op == RSSM_CURSOR_COMMIT && (accepted[b] < 0 || accepted[b] > tokens))
+                return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: accepted[%d] = %d outside [0, T=%d]", fn, b, accepted[b],
+                                 tokens);
+        }
+    }
+    p.op = op;
+    p.ring_len = L;
+    p.batch = batch;
+    p.tokens = tokens;
+    p.num_slots = state->num_slots;
+    p.cursor = state->cursor;
+    p.slot = slot;
+    p.fold = fold;
+    p.accepted = accepted;
+    if (batch == 0) return RSSM_OK;
+    return ctx->backend->cursor(ctx, &p, stream);
+}
+
+rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
+                         const int32_t *slot, const uint8_t *fold, void *stream)
+{
+    rssm_status st = rssm_layer_validate(layer);
+    if (st != RSSM_OK) return st;
+    return run_cursor("rssm_advance", RSSM_CURSOR_ADVANCE, ctx, layer->ring_len, state, batch, 1, slot, fold, NULL,
+                      stream);
+}
+
+rssm_status rssm_commit(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
+                        int32_t tokens, const int32_t *slot, const uint8_t *fold, const int32_t *accepted,
+                        void *stream)
+{
+    rssm_status st = rssm_layer_validate(layer);
+    if (st != RSSM_OK) return st;
+    return run_cursor("rssm_commit", RSSM_CURSOR_COMMIT, ctx, layer->ring_len, state, batch, tokens, slot, fold,
+                      accepted, stream);
+}
+
+rssm_status rssm_reset_cursors(rssm_context *ctx, const rssm_state *state, int32_t batch, const int32_t *slot,
+                               void *stream)
+{
+    return run_cursor("rssm_reset_cursors", RSSM_CURSOR_RESET, ctx, RSSM_MAX_RING_LEN, state, batch, 1, slot, NULL,
+                      NULL, stream);
+}

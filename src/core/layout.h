@@ -1,0 +1,49 @@
+/*
+ * layout.h — element offsets of every tensor, in one place (C and CUDA).
+ *
+ * All tensors are row-major with the last dimension contiguous (replayssm.h has the shapes).
+ * s = slot, hv = value head, kh = key head, p = ring position, b = row, t = token.
+ */
+#ifndef RSSM_LAYOUT_H
+#define RSSM_LAYOUT_H
+
+#include "core/params.h"
+
+/* checkpoint [slots, HV, V, K]: first element of a head's V x K matrix */
+RSSM_HD int64_t rssm_ckpt_off(const rssm_layer *l, int64_t s, int hv)
+{
+    return (s * l->num_v_heads + hv) * (int64_t)l->head_v_dim * l->head_k_dim;
+}
+
+/* ring_u [slots, HV, L, V] */
+RSSM_HD int64_t rssm_ring_u_off(const rssm_layer *l, int64_t s, int hv, int p)
+{
+    return ((s * l->num_v_heads + hv) * l->ring_len + p) * (int64_t)l->head_v_dim;
+}
+
+/* ring_k GDN [slots, H, L, K] (per key head); KDA [slots, HV, L, K] (per value head) */
+RSSM_HD int64_t rssm_ring_k_off(const rssm_layer *l, int64_t s, int hv, int group, int p)
+{
+    if (l->gate == RSSM_GATE_GDN) return ((s * l->num_k_heads + hv / group) * l->ring_len + p) * (int64_t)l->head_k_dim;
+    return ((s * l->num_v_heads + hv) * l->ring_len + p) * (int64_t)l->head_k_dim;
+}
+
+/* ring_g GDN [slots, HV, L]; KDA [slots, HV, L, K] (gk = 1 or K) */
+RSSM_HD int64_t rssm_ring_g_off(const rssm_layer *l, int64_t s, int hv, int p, int gk)
+{
+    return ((s * l->num_v_heads + hv) * l->ring_len + p) * (int64_t)gk;
+}
+
+/* ring_base [slots, HV] (KDA) */
+RSSM_HD int64_t rssm_base_off(const rssm_layer *l, int64_t s, int hv) { return s * l->num_v_heads + hv; }
+
+/* Per-token inputs: the token index bt = b * T + t. */
+RSSM_HD int64_t rssm_bt(const rssm_step_io *io, int b, int t) { return (int64_t)b * io->tokens + t; }
+
+/* o [B, T, HV, V] */
+RSSM_HD int64_t rssm_o_off(const rssm_layer *l, int64_t bt, int hv) { return (bt * l->num_v_heads + hv) * (int64_t)l->head_v_dim; }
+
+/* precomputed g: GDN [B, T, HV]; KDA [B, T, HV, K]; beta [B, T, HV] */
+RSSM_HD int64_t rssm_g_off(const rssm_layer *l, int64_t bt, int hv, int gk) { return (bt * l->num_v_heads + hv) * (int64_t)gk; }
+
+#endif /* RSSM_LAYOUT_H */

@@ -1,0 +1,136 @@
+/*
+ * params.h — the parameter structs every back end receives, and the small maths shared by
+ * C and CUDA (bf16 conversion, gates, fold rules).
+ *
+ * The public call validates its arguments once, fills one of these structs, and hands it
+ * unchanged to the reference, the CPU back end or the CUDA launcher (by value into kernels).
+ */
+#ifndef RSSM_PARAMS_H
+#define RSSM_PARAMS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "replayssm.h"
+
+#ifdef __CUDACC__
+#define RSSM_HD __host__ __device__ __forceinline__
+#else
+#define RSSM_HD static inline
+#endif
+
+/* Which op of the step family a params struct describes. */
+typedef enum rssm_op {
+    RSSM_OP_DECODE_PACKED = 0,
+    RSSM_OP_DECODE_REPLAY,
+    RSSM_OP_VERIFY,
+    RSSM_OP_PREFILL,
+} rssm_op;
+
+/* Step family: packed decode, replay decode, verify, prefill. */
+typedef struct rssm_params {
+    rssm_op op;
+    rssm_layer layer;  /* validated; scale and kda_fold_threshold resolved (never 0) */
+    rssm_state state;
+    rssm_step_io io;   /* strides resolved (never 0) */
+    int32_t group;     /* HV / H */
+    int32_t gk;        /* entries of one G: 1 (GDN) or K (KDA) */
+} rssm_params;
+
+/* Materialise: fold src rings into dst checkpoints. */
+typedef struct rssm_materialize_params {
+    rssm_layer layer;
+    rssm_state src, dst;
+    int32_t batch;
+    const int32_t *src_slot; /* [B] */
+    const int32_t *dst_slot; /* [B] */
+    int32_t group, gk;
+} rssm_materialize_params;
+
+/* Cursor moves: advance after decode, commit after verify, reset. */
+typedef enum rssm_cursor_op { RSSM_CURSOR_ADVANCE = 0, RSSM_CURSOR_COMMIT, RSSM_CURSOR_RESET } rssm_cursor_op;
+
+typedef struct rssm_cursor_params {
+    rssm_cursor_op op;
+    int32_t ring_len; /* L */
+    int32_t batch, tokens;
+    int32_t num_slots;
+    int32_t *cursor;          /* [slots] */
+    const int32_t *slot;      /* [B] */
+    const uint8_t *fold;      /* [B] or NULL */
+    const int32_t *accepted;  /* [B], commit only */
+} rssm_cursor_params;
+
+/* ---- fold rules (see replayssm.h) -------------------------------------------------- */
+
+/* Entries committed before a step of T tokens, after the shared start-fold rule. */
+RSSM_HD int32_t rssm_start_fold(int32_t cursor, int32_t tokens, int32_t L, int forced)
+{
+    return cursor + tokens > L || forced;
+}
+
+/* Cursor after a decode step (T = 1). */
+RSSM_HD int32_t rssm_cursor_after_decode(int32_t c, int32_t L, int forced)
+{
+    c = (c + 1 > L ? 0 : c) + 1;
+    return (c == L || forced) ? 0 : c;
+}
+
+/* Cursor after a verify of T tokens with `accepted` of them kept. */
+RSSM_HD int32_t rssm_cursor_after_commit(int32_t c, int32_t T, int32_t L, int forced, int32_t accepted)
+{
+    return (c + T > L || forced ? 0 : c) + accepted;
+}
+
+/* ---- bf16 -------------------------------------------------------------------------- */
+
+/* float -> bf16 bits, round to nearest even; NaN stays NaN. */
+RSSM_HD uint16_t rssm_f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+RSSM_HD float rssm_bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- gates (float64 versions for the reference; float versions for back ends) -------- */
+
+/* softplus with threshold 20, as in FLA/PyTorch: x > 20 -> x. */
+RSSM_HD double rssm_softplus_f64(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+RSSM_HD double rssm_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+RSSM_HD float rssm_softplus_f32(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+RSSM_HD float rssm_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* The log-gate of one channel from raw inputs:
+ *   plain: g = -exp(A_log) * softplus(a + dt_bias)
+ *   safe (KDA with lower bound): g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
+RSSM_HD double rssm_gate_f64(double a, double A_log, double dt_bias, int safe, double lower_bound)
+{
+    if (safe) return lower_bound * rssm_sigmoid_f64(exp(A_log) * (a + dt_bias));
+    return -exp(A_log) * rssm_softplus_f64(a + dt_bias);
+}
+
+RSSM_HD float rssm_gate_f32(float a, float A_log, float dt_bias, int safe, float lower_bound)
+{
+    if (safe) return lower_bound * rssm_sigmoid_f32(expf(A_log) * (a + dt_bias));
+    return -expf(A_log) * rssm_softplus_f32(a + dt_bias);
+}
+
+/* L2-normalisation epsilon (inside the square root), as FLA. */
+#define RSSM_L2NORM_EPS 1e-6
+
+/* Default KDA early-fold threshold G_MAX. */
+#define RSSM_DEFAULT_KDA_FOLD_THRESHOLD 60.0f
+
+#endif /* RSSM_PARAMS_H */

@@ -1,0 +1,3 @@
+#include <stdio.h>
+#include "replayssm.h"
+int main(void) { printf("replayssm %s\n", rssm_version_string()); return 0; }
