@@ -115,7 +115,8 @@ CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o: /work/main/src/cpu/cpu_backend
   /usr/include/x86_64-linux-gnu/bits/types/__locale_t.h \
   /usr/include/strings.h \
   /work/main/include/replayssm.h \
-  /work/main/src/ref/ref.h
+  /work/main/src/ref/ref.h \
+  /work/main/src/cpu/cpu.h
 
 CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o: /work/main/src/cuda/cuda_absent.c \
   /usr/include/stdc-predef.h \
@@ -303,6 +304,8 @@ CMakeFiles/replayssm.dir/src/ref/ref.c.o: /work/main/src/ref/ref.c \
 /usr/include/x86_64-linux-gnu/bits/time64.h:
 
 /usr/include/x86_64-linux-gnu/bits/types/sigset_t.h:
+
+/work/main/src/cpu/cpu.h:
 
 /usr/lib/gcc/x86_64-linux-gnu/12/include/stdarg.h:
 
