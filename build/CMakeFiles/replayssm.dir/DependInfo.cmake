@@ -9,6 +9,7 @@ set(CMAKE_DEPENDS_LANGUAGES
 # The set of dependency files which are needed:
 set(CMAKE_DEPENDS_DEPENDENCY_FILES
   "/work/main/src/core/api.c" "CMakeFiles/replayssm.dir/src/core/api.c.o" "gcc" "CMakeFiles/replayssm.dir/src/core/api.c.o.d"
+  "/work/main/src/core/device.c" "CMakeFiles/replayssm.dir/src/core/device.c.o" "gcc" "CMakeFiles/replayssm.dir/src/core/device.c.o.d"
   "/work/main/src/cpu/cpu_backend.c" "CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o" "gcc" "CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o.d"
   "/work/main/src/cuda/cuda_absent.c" "CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o" "gcc" "CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o.d"
   "/work/main/src/ref/ref.c" "CMakeFiles/replayssm.dir/src/ref/ref.c.o" "gcc" "CMakeFiles/replayssm.dir/src/ref/ref.c.o.d"

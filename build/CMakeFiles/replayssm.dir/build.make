@@ -83,10 +83,24 @@ CMakeFiles/replayssm.dir/src/core/api.c.s: cmake_force
 	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/replayssm.dir/src/core/api.c.s"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/core/api.c -o CMakeFiles/replayssm.dir/src/core/api.c.s
 
+CMakeFiles/replayssm.dir/src/core/device.c.o: CMakeFiles/replayssm.dir/flags.make
+CMakeFiles/replayssm.dir/src/core/device.c.o: /work/main/src/core/device.c
+CMakeFiles/replayssm.dir/src/core/device.c.o: CMakeFiles/replayssm.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object CMakeFiles/replayssm.dir/src/core/device.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm.dir/src/core/device.c.o -MF CMakeFiles/replayssm.dir/src/core/device.c.o.d -o CMakeFiles/replayssm.dir/src/core/device.c.o -c /work/main/src/core/device.c
+
+CMakeFiles/replayssm.dir/src/core/device.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/replayssm.dir/src/core/device.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/src/core/device.c > CMakeFiles/replayssm.dir/src/core/device.c.i
+
+CMakeFiles/replayssm.dir/src/core/device.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/replayssm.dir/src/core/device.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/src/core/device.c -o CMakeFiles/replayssm.dir/src/core/device.c.s
+
 CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o: CMakeFiles/replayssm.dir/flags.make
 CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o: /work/main/src/cpu/cpu_backend.c
 CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o: CMakeFiles/replayssm.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Building C object CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o -MF CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o.d -o CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o -c /work/main/src/cpu/cpu_backend.c
 
 CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.i: cmake_force
@@ -100,7 +114,7 @@ CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.s: cmake_force
 CMakeFiles/replayssm.dir/src/ref/ref.c.o: CMakeFiles/replayssm.dir/flags.make
 CMakeFiles/replayssm.dir/src/ref/ref.c.o: /work/main/src/ref/ref.c
 CMakeFiles/replayssm.dir/src/ref/ref.c.o: CMakeFiles/replayssm.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Building C object CMakeFiles/replayssm.dir/src/ref/ref.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object CMakeFiles/replayssm.dir/src/ref/ref.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm.dir/src/ref/ref.c.o -MF CMakeFiles/replayssm.dir/src/ref/ref.c.o.d -o CMakeFiles/replayssm.dir/src/ref/ref.c.o -c /work/main/src/ref/ref.c
 
 CMakeFiles/replayssm.dir/src/ref/ref.c.i: cmake_force
@@ -114,7 +128,7 @@ CMakeFiles/replayssm.dir/src/ref/ref.c.s: cmake_force
 CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o: CMakeFiles/replayssm.dir/flags.make
 CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o: /work/main/src/cuda/cuda_absent.c
 CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o: CMakeFiles/replayssm.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Building C object CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Building C object CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o -MF CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o.d -o CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o -c /work/main/src/cuda/cuda_absent.c
 
 CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.i: cmake_force
@@ -128,6 +142,7 @@ CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.s: cmake_force
 # Object files for target replayssm
 replayssm_OBJECTS = \
 "CMakeFiles/replayssm.dir/src/core/api.c.o" \
+"CMakeFiles/replayssm.dir/src/core/device.c.o" \
 "CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o" \
 "CMakeFiles/replayssm.dir/src/ref/ref.c.o" \
 "CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o"
@@ -136,12 +151,13 @@ replayssm_OBJECTS = \
 replayssm_EXTERNAL_OBJECTS =
 
 libreplayssm.so: CMakeFiles/replayssm.dir/src/core/api.c.o
+libreplayssm.so: CMakeFiles/replayssm.dir/src/core/device.c.o
 libreplayssm.so: CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o
 libreplayssm.so: CMakeFiles/replayssm.dir/src/ref/ref.c.o
 libreplayssm.so: CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o
 libreplayssm.so: CMakeFiles/replayssm.dir/build.make
 libreplayssm.so: CMakeFiles/replayssm.dir/link.txt
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_5) "Linking C shared library libreplayssm.so"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_6) "Linking C shared library libreplayssm.so"
 	$(CMAKE_COMMAND) -E cmake_link_script CMakeFiles/replayssm.dir/link.txt --verbose=$(VERBOSE)
 
 # Rule to build all files generated by this target.

@@ -1,6 +1,8 @@
 file(REMOVE_RECURSE
   "CMakeFiles/replayssm.dir/src/core/api.c.o"
   "CMakeFiles/replayssm.dir/src/core/api.c.o.d"
+  "CMakeFiles/replayssm.dir/src/core/device.c.o"
+  "CMakeFiles/replayssm.dir/src/core/device.c.o.d"
   "CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o"
   "CMakeFiles/replayssm.dir/src/cpu/cpu_backend.c.o.d"
   "CMakeFiles/replayssm.dir/src/cuda/cuda_absent.c.o"

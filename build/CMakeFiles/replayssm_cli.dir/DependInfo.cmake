@@ -8,6 +8,8 @@ set(CMAKE_DEPENDS_LANGUAGES
 
 # The set of dependency files which are needed:
 set(CMAKE_DEPENDS_DEPENDENCY_FILES
+  "/work/main/tools/bench.c" "CMakeFiles/replayssm_cli.dir/tools/bench.c.o" "gcc" "CMakeFiles/replayssm_cli.dir/tools/bench.c.o.d"
+  "/work/main/tools/check.c" "CMakeFiles/replayssm_cli.dir/tools/check.c.o" "gcc" "CMakeFiles/replayssm_cli.dir/tools/check.c.o.d"
   "/work/main/tools/main.c" "CMakeFiles/replayssm_cli.dir/tools/main.c.o" "gcc" "CMakeFiles/replayssm_cli.dir/tools/main.c.o.d"
   )
 

@@ -69,10 +69,38 @@ include CMakeFiles/replayssm_cli.dir/progress.make
 # Include the compile flags for this target's objects.
 include CMakeFiles/replayssm_cli.dir/flags.make
 
+CMakeFiles/replayssm_cli.dir/tools/bench.c.o: CMakeFiles/replayssm_cli.dir/flags.make
+CMakeFiles/replayssm_cli.dir/tools/bench.c.o: /work/main/tools/bench.c
+CMakeFiles/replayssm_cli.dir/tools/bench.c.o: CMakeFiles/replayssm_cli.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object CMakeFiles/replayssm_cli.dir/tools/bench.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm_cli.dir/tools/bench.c.o -MF CMakeFiles/replayssm_cli.dir/tools/bench.c.o.d -o CMakeFiles/replayssm_cli.dir/tools/bench.c.o -c /work/main/tools/bench.c
+
+CMakeFiles/replayssm_cli.dir/tools/bench.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/replayssm_cli.dir/tools/bench.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/tools/bench.c > CMakeFiles/replayssm_cli.dir/tools/bench.c.i
+
+CMakeFiles/replayssm_cli.dir/tools/bench.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/replayssm_cli.dir/tools/bench.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/tools/bench.c -o CMakeFiles/replayssm_cli.dir/tools/bench.c.s
+
+CMakeFiles/replayssm_cli.dir/tools/check.c.o: CMakeFiles/replayssm_cli.dir/flags.make
+CMakeFiles/replayssm_cli.dir/tools/check.c.o: /work/main/tools/check.c
+CMakeFiles/replayssm_cli.dir/tools/check.c.o: CMakeFiles/replayssm_cli.dir/compiler_depend.ts
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Building C object CMakeFiles/replayssm_cli.dir/tools/check.c.o"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm_cli.dir/tools/check.c.o -MF CMakeFiles/replayssm_cli.dir/tools/check.c.o.d -o CMakeFiles/replayssm_cli.dir/tools/check.c.o -c /work/main/tools/check.c
+
+CMakeFiles/replayssm_cli.dir/tools/check.c.i: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Preprocessing C source to CMakeFiles/replayssm_cli.dir/tools/check.c.i"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -E /work/main/tools/check.c > CMakeFiles/replayssm_cli.dir/tools/check.c.i
+
+CMakeFiles/replayssm_cli.dir/tools/check.c.s: cmake_force
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green "Compiling C source to assembly CMakeFiles/replayssm_cli.dir/tools/check.c.s"
+	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -S /work/main/tools/check.c -o CMakeFiles/replayssm_cli.dir/tools/check.c.s
+
 CMakeFiles/replayssm_cli.dir/tools/main.c.o: CMakeFiles/replayssm_cli.dir/flags.make
 CMakeFiles/replayssm_cli.dir/tools/main.c.o: /work/main/tools/main.c
 CMakeFiles/replayssm_cli.dir/tools/main.c.o: CMakeFiles/replayssm_cli.dir/compiler_depend.ts
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_1) "Building C object CMakeFiles/replayssm_cli.dir/tools/main.c.o"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_3) "Building C object CMakeFiles/replayssm_cli.dir/tools/main.c.o"
 	/usr/bin/cc $(C_DEFINES) $(C_INCLUDES) $(C_FLAGS) -MD -MT CMakeFiles/replayssm_cli.dir/tools/main.c.o -MF CMakeFiles/replayssm_cli.dir/tools/main.c.o.d -o CMakeFiles/replayssm_cli.dir/tools/main.c.o -c /work/main/tools/main.c
 
 CMakeFiles/replayssm_cli.dir/tools/main.c.i: cmake_force
@@ -85,16 +113,20 @@ CMakeFiles/replayssm_cli.dir/tools/main.c.s: cmake_force
 
 # Object files for target replayssm_cli
 replayssm_cli_OBJECTS = \
+"CMakeFiles/replayssm_cli.dir/tools/bench.c.o" \
+"CMakeFiles/replayssm_cli.dir/tools/check.c.o" \
 "CMakeFiles/replayssm_cli.dir/tools/main.c.o"
 
 # External object files for target replayssm_cli
 replayssm_cli_EXTERNAL_OBJECTS =
 
+replayssm: CMakeFiles/replayssm_cli.dir/tools/bench.c.o
+replayssm: CMakeFiles/replayssm_cli.dir/tools/check.c.o
 replayssm: CMakeFiles/replayssm_cli.dir/tools/main.c.o
 replayssm: CMakeFiles/replayssm_cli.dir/build.make
 replayssm: libreplayssm.so
 replayssm: CMakeFiles/replayssm_cli.dir/link.txt
-	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_2) "Linking C executable replayssm"
+	@$(CMAKE_COMMAND) -E cmake_echo_color --switch=$(COLOR) --green --bold --progress-dir=/work/main/build/CMakeFiles --progress-num=$(CMAKE_PROGRESS_4) "Linking C executable replayssm"
 	$(CMAKE_COMMAND) -E cmake_link_script CMakeFiles/replayssm_cli.dir/link.txt --verbose=$(VERBOSE)
 
 # Rule to build all files generated by this target.

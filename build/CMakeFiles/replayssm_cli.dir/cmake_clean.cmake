@@ -1,4 +1,8 @@
 file(REMOVE_RECURSE
+  "CMakeFiles/replayssm_cli.dir/tools/bench.c.o"
+  "CMakeFiles/replayssm_cli.dir/tools/bench.c.o.d"
+  "CMakeFiles/replayssm_cli.dir/tools/check.c.o"
+  "CMakeFiles/replayssm_cli.dir/tools/check.c.o.d"
   "CMakeFiles/replayssm_cli.dir/tools/main.c.o"
   "CMakeFiles/replayssm_cli.dir/tools/main.c.o.d"
   "replayssm"
