@@ -8,5 +8,6 @@
 
 int rssm_cli_check(int argc, char **argv);    /* tools/check.c */
 int rssm_cli_bench(int argc, char **argv);    /* tools/bench.c */
+int rssm_cli_simulate(int argc, char **argv); /* tools/simulate.c */
 
 #endif /* RSSM_CLI_H */

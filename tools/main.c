@@ -13,6 +13,7 @@ static void usage(FILE *f)
             "replayssm %s: ReplaySSM decode for linear-attention layers\n"
             "\n"
             "usage: replayssm <command> [options]\n"
+            "  simulate   serve a workload end to end, packed vs replay (the main job)\n"
             "  check      run the equivalence matrix against the float64 reference\n"
             "  bench      time packed vs replay decode on this machine\n"
             "  version    print the library version\n"
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "check")) return rssm_cli_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return rssm_cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "simulate")) return rssm_cli_simulate(argc - 1, argv + 1);
     if (!strcmp(cmd, "version")) {
         printf("replayssm %s (cuda: %s)\n", rssm_version_string(), rssm_cuda_available() ? "available" : "absent");
         return 0;

@@ -1,20 +1,73 @@
-/* Placeholder until the optimised CPU back end lands: delegates to nothing. */
-#include "core/backend.h"
-#include "ref/ref.h"
+/*
+ * cpu_backend.c — the optimised CPU back end's function table: dispatches every op over
+ * the thread pool in work items of one (row b, key head kh) = B * H items, static chunks.
+ *
+ * Rows are independent (api.c rejects a slot used by two rows), and a work item owns a
+ * whole key-head group, so a GDN group's shared ring_k is read before it is written
+ * (cpu_kernels.c). Scratch comes from per-thread arenas made at init: nothing is
+ * allocated on the hot path. A context is used by one calling thread at a time.
+ */
 #include "cpu/cpu.h"
+#include "cpu/cpu_internal.h"
+#include "ref/ref.h"
 
-rssm_status rssm_cpu_init(rssm_context *ctx, int threads)
+void rssm_cpu_destroy(rssm_context *ctx); /* cpu_pool.c */
+
+typedef void (*item_fn)(const cpu_job *j, int b, int kh, cpu_arena *a);
+
+typedef struct dispatch {
+    cpu_job job;
+    item_fn item;
+    int heads_k; /* H */
+} dispatch;
+
+/* items [begin, end) of B * H: item = b * H + kh */
+static void run_items(void *arg, int64_t begin, int64_t end, int thread)
 {
-    (void)ctx, (void)threads;
-    return RSSM_OK;
+    const dispatch *d = arg;
+    cpu_arena *a = &d->job.arenas[thread];
+    for (int64_t w = begin; w < end; w++) {
+        a->used = 0;
+        d->item(&d->job, (int)(w / d->heads_k), (int)(w % d->heads_k), a);
+    }
 }
+
+static cpu_arena *arenas_of(rssm_context *ctx) { return ((cpu_impl *)ctx->impl)->arenas; }
 
 static rssm_status cpu_step(rssm_context *ctx, const rssm_params *p, void *stream)
 {
-    return rssm_fail(RSSM_ERROR_UNSUPPORTED, "cpu back end not written yet");
+    (void)stream;
+    dispatch d = {{p, NULL, rssm_cpu_vec_of(ctx), arenas_of(ctx)}, NULL, p->layer.num_k_heads};
+    switch (p->op) {
+    case RSSM_OP_DECODE_PACKED:
+    case RSSM_OP_PREFILL: d.item = rssm_cpu_item_packed; break;
+    case RSSM_OP_DECODE_REPLAY:
+    case RSSM_OP_VERIFY: d.item = rssm_cpu_item_replay; break;
+    default: return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "cpu: unknown op %d", (int)p->op);
+    }
+    rssm_cpu_parallel_for(ctx, (int64_t)p->io.batch * p->layer.num_k_heads, run_items, &d);
+    return RSSM_OK;
 }
 
-const rssm_backend rssm_cpu_backend = {.name = "cpu", .step = cpu_step, .cursor = rssm_host_cursor};
+static rssm_status cpu_materialize(rssm_context *ctx, const rssm_materialize_params *p, void *stream)
+{
+    (void)stream;
+    dispatch d = {{NULL, p, rssm_cpu_vec_of(ctx), arenas_of(ctx)}, rssm_cpu_item_materialize, p->layer.num_k_heads};
+    rssm_cpu_parallel_for(ctx, (int64_t)p->batch * p->layer.num_k_heads, run_items, &d);
+    return RSSM_OK;
+}
 
-void rssm_cpu_parallel_for(rssm_context *ctx, int64_t n, rssm_task_fn fn, void *arg) { fn(arg, 0, n, 0); }
-int rssm_cpu_threads(const rssm_context *ctx) { return 1; }
+/* f32 and bf16 for state, ring and io; float64 is the reference's alone */
+static int cpu_supports(const rssm_layer *l)
+{
+    return l->state_dtype != RSSM_DTYPE_F64 && l->ring_dtype != RSSM_DTYPE_F64 && l->io_dtype != RSSM_DTYPE_F64;
+}
+
+const rssm_backend rssm_cpu_backend = {
+    .name = "cpu",
+    .step = cpu_step,
+    .materialize = cpu_materialize,
+    .cursor = rssm_host_cursor,
+    .supports = cpu_supports,
+    .destroy = rssm_cpu_destroy,
+};

@@ -1,0 +1,352 @@
+"""Loading libreplayssm.so and the ctypes mirror of include/replayssm.h.
+
+Everything in this module is a literal transcription of the C header: struct field order and
+types, enum values, function prototypes. Nothing here knows about numpy or torch.
+
+Library search order (first hit wins):
+  1. the environment variable REPLAYSSM_LIBRARY (a path to the shared library; an error if it
+     does not exist),
+  2. the package directory (python/replayssm/libreplayssm.so, e.g. copied there before
+     `pip install`),
+  3. ../build*/libreplayssm.so relative to python/ in a checkout (the newest one).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+import threading
+
+# ---- enums (values exactly as in replayssm.h) -------------------------------------------
+
+STATUS_NAMES = (
+    "RSSM_OK",
+    "RSSM_ERROR_NULL_POINTER",
+    "RSSM_ERROR_BAD_SHAPE",
+    "RSSM_ERROR_BAD_DTYPE",
+    "RSSM_ERROR_BAD_SLOT",
+    "RSSM_ERROR_BAD_RING_LEN",
+    "RSSM_ERROR_BAD_TOKENS",
+    "RSSM_ERROR_MISALIGNED",
+    "RSSM_ERROR_BAD_ARGUMENT",
+    "RSSM_ERROR_UNSUPPORTED",
+    "RSSM_ERROR_DEVICE",
+    "RSSM_ERROR_OUT_OF_MEMORY",
+    "RSSM_ERROR_POOL_FULL",
+    "RSSM_ERROR_BAD_FORMAT",
+    "RSSM_ERROR_CHECKSUM",
+    "RSSM_ERROR_NOT_FOUND",
+)
+RSSM_OK = 0
+RSSM_ERROR_UNSUPPORTED = STATUS_NAMES.index("RSSM_ERROR_UNSUPPORTED")
+
+DEVICE_CPU, DEVICE_CUDA, DEVICE_REFERENCE = 0, 1, 2
+DTYPE_F32, DTYPE_BF16, DTYPE_F64 = 0, 1, 2
+GATE_GDN, GATE_KDA = 0, 1
+
+MAX_HEAD_DIM = 256
+MAX_RING_LEN = 64
+ALIGNMENT = 16  # every tensor pointer (RSSM_ERROR_MISALIGNED otherwise)
+
+# ---- structs ------------------------------------------------------------------------------
+
+_c_enum = ctypes.c_int  # C enums are int-sized on every ABI the library targets
+
+
+class rssm_layer(ctypes.Structure):
+    _fields_ = [
+        ("num_k_heads", ctypes.c_int32),
+        ("num_v_heads", ctypes.c_int32),
+        ("head_k_dim", ctypes.c_int32),
+        ("head_v_dim", ctypes.c_int32),
+        ("gate", _c_enum),
+        ("ring_len", ctypes.c_int32),
+        ("state_dtype", _c_enum),
+        ("ring_dtype", _c_enum),
+        ("io_dtype", _c_enum),
+        ("scale", ctypes.c_float),
+        ("qk_l2norm", ctypes.c_int32),
+        ("has_lower_bound", ctypes.c_int32),
+        ("lower_bound", ctypes.c_float),
+        ("kda_fold_threshold", ctypes.c_float),
+    ]
+
+
+class rssm_state(ctypes.Structure):
+    _fields_ = [
+        ("num_slots", ctypes.c_int32),
+        ("checkpoint", ctypes.c_void_p),
+        ("ring_u", ctypes.c_void_p),
+        ("ring_k", ctypes.c_void_p),
+        ("ring_g", ctypes.c_void_p),
+        ("ring_base", ctypes.c_void_p),  # int32_t *
+        ("cursor", ctypes.c_void_p),  # int32_t *
+    ]
+
+
+class rssm_state_bytes(ctypes.Structure):
+    _fields_ = [
+        ("checkpoint", ctypes.c_size_t),
+        ("ring_u", ctypes.c_size_t),
+        ("ring_k", ctypes.c_size_t),
+        ("ring_g", ctypes.c_size_t),
+        ("ring_base", ctypes.c_size_t),
+        ("cursor", ctypes.c_size_t),
+        ("total", ctypes.c_size_t),
+    ]
+
+
+class rssm_step_io(ctypes.Structure):
+    _fields_ = [
+        ("batch", ctypes.c_int32),
+        ("tokens", ctypes.c_int32),
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("a", ctypes.c_void_p),
+        ("b", ctypes.c_void_p),
+        ("A_log", ctypes.c_void_p),  # const float *
+        ("dt_bias", ctypes.c_void_p),  # const float *
+        ("g", ctypes.c_void_p),  # const float *
+        ("beta", ctypes.c_void_p),  # const float *
+        ("q_stride", ctypes.c_int64),
+        ("k_stride", ctypes.c_int64),
+        ("v_stride", ctypes.c_int64),
+        ("a_stride", ctypes.c_int64),
+        ("b_stride", ctypes.c_int64),
+        ("o", ctypes.c_void_p),
+        ("slot", ctypes.c_void_p),  # const int32_t *
+        ("write_slot", ctypes.c_void_p),  # const int32_t *
+        ("fold", ctypes.c_void_p),  # const uint8_t *
+    ]
+
+
+class rssm_prefix_cache_stats(ctypes.Structure):
+    _fields_ = [
+        ("nodes", ctypes.c_int32),
+        ("snapshots", ctypes.c_int32),
+        ("locked", ctypes.c_int32),
+        ("locks", ctypes.c_int32),
+        ("bytes", ctypes.c_size_t),
+        ("hits", ctypes.c_int64),
+        ("misses", ctypes.c_int64),
+        ("inserts", ctypes.c_int64),
+        ("evictions", ctypes.c_int64),
+    ]
+
+
+RSSM_EXPORT_RING = 0
+RSSM_EXPORT_MATERIALIZED = 1
+RSSM_EXPORT_FORMAT_VERSION = 1
+RSSM_PLAN_DECODE, RSSM_PLAN_VERIFY = 0, 1
+RSSM_SNAPSHOT_CHECKPOINT, RSSM_SNAPSHOT_MATERIALIZE = 0, 1
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+
+class LibraryNotFoundError(OSError):
+    """libreplayssm.so could not be found or loaded."""
+
+
+class ReplaySSMError(RuntimeError):
+    """A replayssm call returned a status other than RSSM_OK.
+
+    Attributes: status (int), status_name ("RSSM_ERROR_BAD_SLOT", ...), message (the library's
+    rssm_last_error() sentence), function (the C function called)."""
+
+    def __init__(self, status: int, message: str, function: str = ""):
+        self.status = int(status)
+        self.status_name = status_name(self.status)
+        self.message = message
+        self.function = function
+        where = f"{function}: " if function else ""
+        super().__init__(f"{where}{self.status_name}: {message}")
+
+
+class UnsupportedError(ReplaySSMError):
+    """RSSM_ERROR_UNSUPPORTED: a valid request this device cannot do."""
+
+
+# ---- loading ------------------------------------------------------------------------------
+
+_LIB_NAMES = {"linux": "libreplayssm.so", "darwin": "libreplayssm.dylib", "win32": "replayssm.dll"}
+LIB_NAME = _LIB_NAMES.get(sys.platform, "libreplayssm.so")
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/replayssm -> repo root
+
+
+def candidate_paths() -> list:
+    """Where the library is looked for, in order (the env var is handled by find_library)."""
+    paths = [os.path.join(PACKAGE_DIR, LIB_NAME)]
+    builds = glob.glob(os.path.join(CHECKOUT_ROOT, "build*", LIB_NAME))
+    builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)  # newest build first
+    return paths + builds
+
+
+def find_library() -> str:
+    env = os.environ.get("REPLAYSSM_LIBRARY")
+    if env:
+        if not os.path.isfile(env):
+            raise LibraryNotFoundError(f"REPLAYSSM_LIBRARY={env!r} does not name a file")
+        return env
+    for p in candidate_paths():
+        if os.path.isfile(p):
+            return p
+    raise LibraryNotFoundError(
+        f"{LIB_NAME} not found. Build it (cmake -S . -B build -DRSSM_CUDA=OFF && cmake --build build) "
+        f"in the checkout at {CHECKOUT_ROOT}, copy it into {PACKAGE_DIR}, or set REPLAYSSM_LIBRARY "
+        f"to its path. Looked in: {PACKAGE_DIR}, {os.path.join(CHECKOUT_ROOT, 'build*')}"
+    )
+
+
+_P = ctypes.c_void_p
+_I32 = ctypes.c_int32
+_ST = ctypes.c_int  # rssm_status
+_LAYER_P = ctypes.POINTER(rssm_layer)
+_STATE_P = ctypes.POINTER(rssm_state)
+_IO_P = ctypes.POINTER(rssm_step_io)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "rssm_version_number": (ctypes.c_uint, []),
+    "rssm_version_string": (ctypes.c_char_p, []),
+    "rssm_status_name": (ctypes.c_char_p, [_ST]),
+    "rssm_last_error": (ctypes.c_char_p, []),
+    "rssm_context_create": (_ST, [_c_enum, ctypes.c_int, ctypes.POINTER(_P)]),
+    "rssm_context_free": (None, [_P]),
+    "rssm_context_device": (_c_enum, [_P]),
+    "rssm_cuda_available": (ctypes.c_int, []),
+    "rssm_context_check_device_errors": (_ST, [_P]),
+    "rssm_layer_default": (rssm_layer, [_c_enum, _I32, _I32, _I32, _I32, _I32]),
+    "rssm_layer_validate": (_ST, [_LAYER_P]),
+    "rssm_dtype_size": (ctypes.c_size_t, [_c_enum]),
+    "rssm_state_size": (_ST, [_LAYER_P, _I32, ctypes.POINTER(rssm_state_bytes)]),
+    "rssm_decode_packed": (_ST, [_P, _LAYER_P, _STATE_P, _IO_P, _P]),
+    "rssm_decode_replay": (_ST, [_P, _LAYER_P, _STATE_P, _IO_P, _P]),
+    "rssm_verify": (_ST, [_P, _LAYER_P, _STATE_P, _IO_P, _P]),
+    "rssm_prefill": (_ST, [_P, _LAYER_P, _STATE_P, _IO_P, _P]),
+    "rssm_advance": (_ST, [_P, _LAYER_P, _STATE_P, _I32, _P, _P, _P]),
+    "rssm_commit": (_ST, [_P, _LAYER_P, _STATE_P, _I32, _I32, _P, _P, _P, _P]),
+    "rssm_materialize": (_ST, [_P, _LAYER_P, _STATE_P, _STATE_P, _I32, _P, _P, _P]),
+    "rssm_reset_cursors": (_ST, [_P, _STATE_P, _I32, _P, _P]),
+}
+
+# The /* Runtime */ section (state pool, step planner, prefix cache): bound when the loaded
+# library exports it (replayssm.runtime.available() says so).
+_SZ = ctypes.c_size_t
+_PP = ctypes.POINTER(_P)
+_I32P = ctypes.POINTER(_I32)
+_RUNTIME_PROTOTYPES = {
+    "rssm_pool_bytes": (_ST, [_LAYER_P, _I32, _I32, ctypes.POINTER(_SZ)]),
+    "rssm_pool_create": (_ST, [_P, _LAYER_P, _I32, _I32, _PP]),
+    "rssm_pool_free": (None, [_P]),
+    "rssm_pool_memory": (_SZ, [_P]),
+    "rssm_pool_slot_bytes": (_SZ, [_P]),
+    "rssm_pool_num_slots": (_I32, [_P]),
+    "rssm_pool_num_free": (_I32, [_P]),
+    "rssm_pool_num_layers": (_I32, [_P]),
+    "rssm_pool_context": (_P, [_P]),
+    "rssm_pool_is_held": (ctypes.c_int, [_P, _I32]),
+    "rssm_pool_layer": (_ST, [_P, _I32, _LAYER_P]),
+    "rssm_pool_state": (_ST, [_P, _I32, _STATE_P]),
+    "rssm_pool_acquire": (_ST, [_P, _I32P]),
+    "rssm_pool_acquire_copy": (_ST, [_P, _P, _I32, _I32P]),
+    "rssm_pool_release": (_ST, [_P, _I32]),
+    "rssm_pool_copy": (_ST, [_P, _I32, _P, _I32]),
+    "rssm_pool_copy_checkpoint": (_ST, [_P, _I32, _P, _I32]),
+    "rssm_pool_cursor": (_ST, [_P, _I32, _I32P]),
+    "rssm_pool_export_size": (_ST, [_P, ctypes.c_uint32, ctypes.POINTER(_SZ)]),
+    "rssm_pool_export": (_ST, [_P, _I32, ctypes.c_uint32, _P, _SZ, ctypes.POINTER(_SZ)]),
+    "rssm_pool_import": (_ST, [_P, _P, _SZ, _I32P]),
+    "rssm_pool_validate": (_ST, [_P]),
+    "rssm_plan_create": (_ST, [_P, _I32, _I32, _PP]),
+    "rssm_plan_free": (None, [_P]),
+    "rssm_plan_memory": (_SZ, [_P]),
+    "rssm_plan_batch": (_I32, [_P]),
+    "rssm_plan_set": (_ST, [_P, _I32, _P, _P]),
+    "rssm_plan_set_accepted": (_ST, [_P, _I32, _P]),
+    "rssm_plan_begin": (_ST, [_P, _c_enum, _I32, _P]),
+    "rssm_plan_io": (_ST, [_P, _IO_P]),
+    "rssm_plan_end": (_ST, [_P, _P]),
+    "rssm_plan_fold_rows": (_ST, [_P, _c_enum, _P]),
+    "rssm_plan_slot_buffer": (_P, [_P]),
+    "rssm_plan_fold_buffer": (_P, [_P]),
+    "rssm_plan_seq_len_buffer": (_P, [_P]),
+    "rssm_plan_accepted_buffer": (_P, [_P]),
+    "rssm_prefix_cache_create": (_ST, [_P, _SZ, _I32, _PP]),
+    "rssm_prefix_cache_free": (None, [_P]),
+    "rssm_prefix_cache_insert": (_ST, [_P, _P, _I32, _P, _I32, ctypes.c_uint32]),
+    "rssm_prefix_cache_match": (_ST, [_P, _P, _I32, _P, _I32, _I32P, ctypes.POINTER(ctypes.c_uint64)]),
+    "rssm_prefix_cache_unlock": (_ST, [_P, ctypes.c_uint64]),
+    "rssm_prefix_cache_evict": (_ST, [_P, _I32, _I32P]),
+    "rssm_prefix_cache_get_stats": (_ST, [_P, ctypes.POINTER(rssm_prefix_cache_stats)]),
+    "rssm_prefix_cache_validate": (_ST, [_P]),
+}
+
+_lib = None
+_lib_path = None
+_lock = threading.Lock()
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library (loaded on first use)."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = find_library()
+            try:
+                handle = ctypes.CDLL(path)
+            except OSError as e:
+                raise LibraryNotFoundError(f"could not load {path}: {e}") from e
+            for name, (res, args) in _PROTOTYPES.items():
+                fn = getattr(handle, name)
+                fn.restype = res
+                fn.argtypes = args
+            for name, (res, args) in _RUNTIME_PROTOTYPES.items():
+                fn = getattr(handle, name, None)  # absent from builds older than the runtime
+                if fn is not None:
+                    fn.restype = res
+                    fn.argtypes = args
+            _lib_path = path
+            _lib = handle
+    return _lib
+
+
+def library_path() -> str:
+    lib()
+    return _lib_path
+
+
+def has_symbol(name: str) -> bool:
+    return hasattr(lib(), name)
+
+
+def status_name(status: int) -> str:
+    if 0 <= status < len(STATUS_NAMES):
+        return STATUS_NAMES[status]
+    try:
+        return lib().rssm_status_name(status).decode()
+    except LibraryNotFoundError:
+        return f"RSSM_STATUS_{status}"
+
+
+def last_error() -> str:
+    return lib().rssm_last_error().decode(errors="replace")
+
+
+def check(status: int, function: str = "") -> None:
+    """Raises ReplaySSMError (UnsupportedError for RSSM_ERROR_UNSUPPORTED) unless status is RSSM_OK.
+    Must run on the thread that made the call (rssm_last_error is per thread)."""
+    if status == RSSM_OK:
+        return
+    cls = UnsupportedError if status == RSSM_ERROR_UNSUPPORTED else ReplaySSMError
+    raise cls(status, last_error(), function)
+
+
+def call(name: str, *args) -> None:
+    """Calls a status-returning library function and raises on failure."""
+    check(getattr(lib(), name)(*args), name)

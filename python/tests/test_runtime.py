@@ -1,0 +1,105 @@
+"""The runtime section (state pool, step planner, prefix cache) through the binding."""
+import numpy as np
+import pytest
+
+import replayssm as rs
+from _util import Problem, from_io, rel_err, tol
+from replayssm.runtime import Plan, Pool, PrefixCache
+
+pytestmark = pytest.mark.skipif(not rs.runtime.available(), reason="the loaded library has no runtime section")
+
+LAYERS = [rs.Layer(gate="gdn", H=2, HV=4, K=16, V=8, ring_len=4), rs.Layer(gate="kda", H=2, HV=4, K=16, V=8, ring_len=4)]
+
+
+def test_pool_bookkeeping(ctx):
+    pool = Pool(ctx, LAYERS, 3)
+    assert pool.memory == Pool.bytes_needed(LAYERS, 3)
+    assert (pool.num_slots, pool.num_free, pool.num_layers) == (3, 3, 2)
+    assert pool.layer(1) == LAYERS[1]
+    slots = [pool.acquire() for _ in range(3)]
+    assert sorted(slots) == [0, 1, 2] and pool.num_free == 0 and pool.is_held(slots[0])
+    with pytest.raises(rs.ReplaySSMError) as e:
+        pool.acquire()
+    assert e.value.status_name == "RSSM_ERROR_POOL_FULL"
+    pool.release(slots[1])
+    with pytest.raises(rs.ReplaySSMError) as e:
+        pool.release(slots[1])
+    assert e.value.status_name == "RSSM_ERROR_NOT_FOUND" and e.value.message
+    pool.validate()
+    st = pool.state(0)
+    assert st.num_slots == 4  # + the scratch slot
+    assert st.cursor is pool.state(1).cursor or np.shares_memory(st.cursor, pool.state(1).cursor)
+
+
+def test_plan_decode_over_layers_matches_recurrence(ctx):
+    """A two-layer "model" (independent layers sharing the cursor) stepped by the planner."""
+    pool = Pool(ctx, LAYERS, 4)
+    s = [pool.acquire(), pool.acquire()]
+    plan = Plan(pool, batch=3, track_interval=5)
+    probs = [Problem(layer, s + [-1], T=13, seed=20 + i, initial_state=np.zeros((3, 4, 8, 16)))
+             for i, layer in enumerate(LAYERS)]
+    outs = [[], []]
+    seq = [0, 0]
+    for t in range(13):
+        plan.set(s, seq_len=seq)
+        plan.begin("decode")
+        np.testing.assert_array_equal(plan.fold_rows("decode")[:2], [(x + 1) % 5 == 0 for x in seq])
+        for i, (layer, p) in enumerate(zip(LAYERS, probs)):
+            o = rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold, **p.token(t))
+            outs[i].append(from_io(o, "f32"))
+        plan.end()
+        seq = [x + 1 for x in seq]
+    np.testing.assert_array_equal(plan.seq_len[:2], [13, 13])
+    for i, p in enumerate(probs):
+        o = np.stack(outs[i], 1)
+        assert rel_err(o[:2], p.o[:2]) < tol("f32")
+        assert not o[2].any()
+    assert pool.cursor(s[0]) == 13 % 5 % 4 or pool.cursor(s[0]) in range(0, 5)
+    # copy (materialise) a slot and compare the folded state
+    d = pool.acquire()
+    pool.copy(s[0], pool, d)
+    assert pool.cursor(d) == 0
+    for i, p in enumerate(probs):
+        assert rel_err(pool.state(i).checkpoint[d], p.S[0]) < tol("f32")
+    pool.validate()
+
+
+def test_export_import_roundtrip(ctx):
+    pool = Pool(ctx, LAYERS, 3)
+    s = pool.acquire()
+    st = pool.state(0)
+    st.checkpoint[s] = np.random.default_rng(0).standard_normal(st.checkpoint[s].shape)
+    blob = pool.export(s)
+    assert len(blob) == pool.export_size()
+    t = pool.import_(blob)
+    np.testing.assert_array_equal(pool.state(0).checkpoint[t], st.checkpoint[s])
+    bad = bytearray(blob)
+    bad[-1] ^= 0xFF
+    with pytest.raises(rs.ReplaySSMError) as e:
+        pool.import_(bytes(bad))
+    assert e.value.status_name in ("RSSM_ERROR_CHECKSUM", "RSSM_ERROR_BAD_FORMAT")
+    with pytest.raises(rs.ReplaySSMError) as e:
+        pool.import_(b"not a blob")
+    assert e.value.status_name == "RSSM_ERROR_BAD_FORMAT"
+    assert len(pool.export(s, materialized=True)) == pool.export_size(materialized=True)
+
+
+def test_prefix_cache(ctx):
+    pool = Pool(ctx, LAYERS, 6)
+    s = pool.acquire()
+    pool.state(0).checkpoint[s] = 1.5
+    cache = PrefixCache(pool, max_snapshots=3)
+    cache.insert([1, 2, 3, 4], pool, s)
+    d = pool.acquire()
+    matched, lock = cache.match([1, 2, 3, 4, 5], pool, d, lock=True)
+    assert matched == 4 and lock is not None
+    assert (pool.state(0).checkpoint[d] == 1.5).all()
+    assert cache.match([9, 9])[0] == 0
+    st = cache.stats()
+    assert st["snapshots"] == 1 and st["locked"] == 1 and st["hits"] >= 1 and st["misses"] >= 1
+    cache.unlock(lock)
+    with pytest.raises(rs.ReplaySSMError) as e:
+        cache.unlock(lock)
+    assert e.value.status_name == "RSSM_ERROR_NOT_FOUND"
+    assert cache.evict(10) == 1
+    cache.validate()

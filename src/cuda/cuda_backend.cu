@@ -1,0 +1,474 @@
+/*
+ * cuda_backend.cu — the CUDA back end: the function table of backend.h (step, materialise,
+ * cursor moves), the context's own stream and device error counter, and the device.h
+ * halves (memory, graph timing, bandwidth).
+ *
+ * Every op is enqueued on the caller's stream with no allocation, synchronisation or read
+ * back, so a whole decode step can be captured in a CUDA graph. Launch shape of the step
+ * kernel (cuda_kernels.cuh): grid (HV * NS, B), 256 threads, NS = slices of VS state rows
+ * per head, clusters of the CTAs that share ring data. One visible switch turns the runtime
+ * head size and state dtype into a template configuration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_kernels.cuh"
+
+extern "C" {
+#include "core/backend.h"
+}
+
+typedef struct cuda_impl {
+    int device;
+    cudaStream_t stream; /* the context's own stream, for tools */
+    int *err;            /* device error counter: rows with out-of-range slots */
+    int sm_count;
+} cuda_impl;
+
+static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
+
+static rssm_status cuda_fail(cudaError_t e, const char *what)
+{
+    return rssm_fail(RSSM_ERROR_DEVICE, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CU(call, what)                                                                                 \
+    do {                                                                                               \
+        cudaError_t e_ = (call);                                                                       \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                             \
+    } while (0)
+
+/* ---- configurations: the one switch from runtime head size to templates ------------------ */
+/* The kernels are instantiated in cuda_step_k128.cu, cuda_step_k64.cu and cuda_step_gen.cu
+ * (separate files so they compile in parallel). */
+
+enum { CFG_K128_F32, CFG_K128_BF16, CFG_K64_F32, CFG_K64_BF16, CFG_GEN_F32, CFG_GEN_BF16 };
+
+static int config_of(const rssm_layer *l)
+{
+    const int bf = l->state_dtype == RSSM_DTYPE_BF16;
+    switch (l->head_k_dim) {
+    case 128: return bf ? CFG_K128_BF16 : CFG_K128_F32;
+    case 64: return bf ? CFG_K64_BF16 : CFG_K64_F32;
+    default: return bf ? CFG_GEN_BF16 : CFG_GEN_F32;
+    }
+}
+
+static int vs_of(int config)
+{
+    switch (config) {
+    case CFG_K128_F32: return cfg_k128_f32::VS;
+    case CFG_K128_BF16: return cfg_k128_bf16::VS;
+    case CFG_K64_F32: return cfg_k64_f32::VS;
+    case CFG_K64_BF16: return cfg_k64_bf16::VS;
+    case CFG_GEN_F32: return cfg_gen_f32::VS;
+    default: return cfg_gen_bf16::VS;
+    }
+}
+
+#define RSSM_SMEM_MAX (200 * 1024)
+
+static size_t smem_bytes(const rssm_layer *l, int config, int tc)
+{
+    const int gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
+    return sizeof(float) * (size_t)make_smem_layout(l->ring_len, l->head_k_dim, vs_of(config), tc, gk).total;
+}
+
+static void *kernel_for(int config, bool kda, int tc)
+{
+    switch (config) {
+    case CFG_K128_F32: return rssm_cuda_kernel_k128(0, kda, tc);
+    case CFG_K128_BF16: return rssm_cuda_kernel_k128(1, kda, tc);
+    case CFG_K64_F32: return rssm_cuda_kernel_k64(0, kda, tc);
+    case CFG_K64_BF16: return rssm_cuda_kernel_k64(1, kda, tc);
+    case CFG_GEN_F32: return rssm_cuda_kernel_gen(0, kda, tc);
+    default: return rssm_cuda_kernel_gen(1, kda, tc);
+    }
+}
+
+/* ---- launching --------------------------------------------------------------------------- */
+
+static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
+{
+    const rssm_layer *l = &A.l;
+    const int config = config_of(l);
+    const int VS = vs_of(config);
+    const bool kda = l->gate == RSSM_GATE_KDA;
+    A.NS = (l->head_v_dim + VS - 1) / VS;
+    /* CTAs that share ring data form a cluster (<= 8, the portable size) */
+    A.defer_k = 0;
+    if (A.mode == MODE_PACKED) A.cs = 1;
+    else if (kda) A.cs = A.NS;
+    else if (A.group * A.NS <= 8) A.cs = A.group * A.NS;
+    else A.cs = A.NS, A.defer_k = A.mode == MODE_REPLAY || A.mode == MODE_VERIFY;
+    if (A.cs > 8) return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: %d slices of a head do not fit a cluster", fn, A.NS);
+    const size_t smem = smem_bytes(l, config, tc);
+    if (smem > RSSM_SMEM_MAX)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: %zu bytes of shared memory needed", fn, smem);
+
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDim = dim3((unsigned)(l->num_v_heads * A.NS), (unsigned)batch, 1);
+    lc.blockDim = dim3(RSSM_NT, 1, 1);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = stream;
+    cudaLaunchAttribute attr[1];
+    if (A.cs > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)A.cs;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    void *args[] = {&A};
+    CU(cudaLaunchKernelExC(&lc, kernel_for(config, kda, tc), args), fn);
+    if (A.defer_k) {
+        gdn_write_k_kernel<<<dim3((unsigned)l->num_k_heads, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
+        CU(cudaGetLastError(), fn);
+    }
+    return RSSM_OK;
+}
+
+static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "cuda step");
+    kargs A;
+    memset(&A, 0, sizeof A);
+    A.l = p->layer;
+    A.group = p->group;
+    A.st = p->state;
+    A.dst = p->state;
+    A.io = p->io;
+    A.err = im->err;
+    int tc = 1;
+    const char *fn = "rssm_decode_packed";
+    switch (p->op) {
+    case RSSM_OP_DECODE_PACKED: A.mode = MODE_PACKED; break;
+    case RSSM_OP_DECODE_REPLAY: A.mode = MODE_REPLAY, fn = "rssm_decode_replay"; break;
+    case RSSM_OP_VERIFY: A.mode = MODE_VERIFY, tc = 4, fn = "rssm_verify"; break;
+    case RSSM_OP_PREFILL: A.mode = MODE_PREFILL, fn = "rssm_prefill"; break;
+    }
+    return launch_step(A, p->io.batch, tc, (cudaStream_t)stream, fn);
+}
+
+static rssm_status cuda_materialize(rssm_context *ctx, const rssm_materialize_params *p, void *stream)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "rssm_materialize");
+    kargs A;
+    memset(&A, 0, sizeof A);
+    A.l = p->layer;
+    A.mode = MODE_MAT;
+    A.group = p->group;
+    A.st = p->src;
+    A.dst = p->dst;
+    A.src_slot = p->src_slot;
+    A.dst_slot = p->dst_slot;
+    A.io.tokens = 0;
+    A.err = im->err;
+    return launch_step(A, p->batch, 1, (cudaStream_t)stream, "rssm_materialize");
+}
+
+/* cursor moves: one thread per row */
+__global__ void cursor_kernel(rssm_cursor_params p, int *err)
+{
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= p.batch) return;
+    const int s = p.slot[b];
+    if (s < -1 || s >= p.num_slots) {
+        atomicAdd(err, 1);
+        return;
+    }
+    if (s < 0) return;
+    const int forced = p.fold ? p.fold[b] != 0 : 0;
+    int32_t c = p.cursor[s];
+    switch (p.op) {
+    case RSSM_CURSOR_ADVANCE: c = rssm_cursor_after_decode(c, p.ring_len, forced); break;
+    case RSSM_CURSOR_COMMIT: {
+        int a = p.accepted[b];
+        if (a < 0 || a > p.tokens) atomicAdd(err, 1), a = a < 0 ? 0 : p.tokens;
+        c = rssm_cursor_after_commit(c, p.tokens, p.ring_len, forced, a);
+        break;
+    }
+    case RSSM_CURSOR_RESET: c = 0; break;
+    }
+    p.cursor[s] = c;
+}
+
+static rssm_status cuda_cursor(rssm_context *ctx, const rssm_cursor_params *p, void *stream)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "cursor");
+    cursor_kernel<<<(p->batch + 255) / 256, 256, 0, (cudaStream_t)stream>>>(*p, im->err);
+    CU(cudaGetLastError(), "cursor kernel");
+    return RSSM_OK;
+}
+
+static int cuda_supports(const rssm_layer *l)
+{
+    const int ok = (l->state_dtype == RSSM_DTYPE_F32 || l->state_dtype == RSSM_DTYPE_BF16) &&
+                   (l->ring_dtype == RSSM_DTYPE_F32 || l->ring_dtype == RSSM_DTYPE_BF16) &&
+                   (l->io_dtype == RSSM_DTYPE_F32 || l->io_dtype == RSSM_DTYPE_BF16);
+    if (!ok) return 0;
+    const int config = config_of(l);
+    return smem_bytes(l, config, 4) <= RSSM_SMEM_MAX && smem_bytes(l, config, 1) <= RSSM_SMEM_MAX;
+}
+
+static void cuda_destroy(rssm_context *ctx)
+{
+    cuda_impl *im = impl_of(ctx);
+    if (!im) return;
+    cudaSetDevice(im->device);
+    if (im->err) cudaFree(im->err);
+    if (im->stream) cudaStreamDestroy(im->stream);
+    free(im);
+    ctx->impl = NULL;
+}
+
+extern "C" const rssm_backend rssm_cuda_backend = {
+    "cuda", cuda_step, cuda_materialize, cuda_cursor, cuda_supports, cuda_destroy,
+};
+
+/* ---- context --------------------------------------------------------------------------------- */
+
+extern "C" int rssm_cuda_present(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n > 0;
+}
+
+static cudaError_t raise_smem(void)
+{
+    for (int config = 0; config <= CFG_GEN_BF16; config++)
+        for (int kda = 0; kda <= 1; kda++)
+            for (int tc = 1; tc <= 4; tc += 3) {
+                cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, tc),
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
+                if (e != cudaSuccess) return e;
+            }
+    return cudaSuccess;
+}
+
+extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "no CUDA device: %s",
+                         e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    }
+    if (device >= n) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "CUDA device %d does not exist (%d found)", device, n);
+    CU(cudaSetDevice(device), "cudaSetDevice");
+    cudaDeviceProp prop;
+    CU(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    if (prop.major < 9)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "CUDA device %d is sm_%d%d; this back end needs sm_90", device,
+                         prop.major, prop.minor);
+    cuda_impl *im = (cuda_impl *)calloc(1, sizeof *im);
+    if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_cuda_init: out of host memory");
+    im->device = device;
+    im->sm_count = prop.multiProcessorCount;
+    ctx->impl = im;
+    if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
+        (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
+        (e = cudaDeviceSynchronize()) != cudaSuccess) {
+        cuda_destroy(ctx);
+        return cuda_fail(e, "rssm_cuda_init");
+    }
+    return RSSM_OK;
+}
+
+extern "C" rssm_status rssm_cuda_check_errors(rssm_context *ctx)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "check errors");
+    CU(cudaDeviceSynchronize(), "check errors");
+    int n = 0;
+    CU(cudaMemcpy(&n, im->err, sizeof n, cudaMemcpyDeviceToHost), "check errors");
+    CU(cudaMemset(im->err, 0, sizeof n), "check errors");
+    CU(cudaDeviceSynchronize(), "check errors");
+    if (n) return rssm_fail(RSSM_ERROR_BAD_SLOT, "%d row(s) had a slot, cursor or accepted count out of range", n);
+    return RSSM_OK;
+}
+
+/* ---- device.h halves --------------------------------------------------------------------- */
+
+extern "C" rssm_status rssm_cuda_alloc(rssm_context *ctx, size_t bytes, void **out)
+{
+    CU(cudaSetDevice(impl_of(ctx)->device), "rssm_dev_alloc");
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 16);
+    if (e != cudaSuccess) {
+        *out = NULL;
+        cudaGetLastError();
+        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
+    }
+    return RSSM_OK;
+}
+
+extern "C" void rssm_cuda_free(rssm_context *ctx, void *ptr)
+{
+    cudaSetDevice(impl_of(ctx)->device);
+    cudaFree(ptr);
+}
+
+extern "C" rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "rssm_dev_memset");
+    CU(cudaMemsetAsync(dst, byte, bytes, im->stream), "rssm_dev_memset");
+    CU(cudaStreamSynchronize(im->stream), "rssm_dev_memset");
+    return RSSM_OK;
+}
+
+extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind)
+{
+    cuda_impl *im = impl_of(ctx);
+    const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost
+                                                                            : cudaMemcpyDeviceToDevice;
+    CU(cudaSetDevice(im->device), "rssm_dev memcpy");
+    CU(cudaMemcpyAsync(dst, src, bytes, k, im->stream), "rssm_dev memcpy");
+    CU(cudaStreamSynchronize(im->stream), "rssm_dev memcpy");
+    return RSSM_OK;
+}
+
+extern "C" rssm_status rssm_cuda_sync(rssm_context *ctx)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "rssm_dev_sync");
+    CU(cudaStreamSynchronize(im->stream), "rssm_dev_sync");
+    CU(cudaGetLastError(), "rssm_dev_sync");
+    return RSSM_OK;
+}
+
+extern "C" void *rssm_cuda_stream(rssm_context *ctx) { return (void *)impl_of(ctx)->stream; }
+
+extern "C" rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup,
+                                      int reps, double *us_per_rep)
+{
+    cuda_impl *im = impl_of(ctx);
+    cudaStream_t st = im->stream;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    rssm_status rs = RSSM_OK;
+    cudaError_t e;
+    CU(cudaSetDevice(im->device), "rssm_dev_time");
+    if (graph) {
+        CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "rssm_dev_time: begin capture");
+        const int bad = work(arg, (void *)st);
+        e = cudaStreamEndCapture(st, &g);
+        if (bad) {
+            if (g) cudaGraphDestroy(g);
+            return rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed during capture: %s",
+                             rssm_last_error());
+        }
+        if (e != cudaSuccess) return cuda_fail(e, "rssm_dev_time: end capture");
+        if ((e = cudaGraphInstantiate(&ge, g, 0)) != cudaSuccess) {
+            cudaGraphDestroy(g);
+            return cuda_fail(e, "rssm_dev_time: instantiate");
+        }
+    }
+#define RUN_ONCE()                                                                                     \
+    (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
+    if ((e = cudaEventCreate(&e0)) != cudaSuccess || (e = cudaEventCreate(&e1)) != cudaSuccess) {
+        rs = cuda_fail(e, "rssm_dev_time: events");
+        goto done;
+    }
+    for (int i = 0; i < warmup; i++)
+        if (RUN_ONCE()) {
+            rs = rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed");
+            goto done;
+        }
+    cudaEventRecord(e0, st);
+    for (int i = 0; i < reps; i++)
+        if (RUN_ONCE()) {
+            rs = rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed");
+            goto done;
+        }
+    cudaEventRecord(e1, st);
+    if ((e = cudaEventSynchronize(e1)) != cudaSuccess) {
+        rs = cuda_fail(e, "rssm_dev_time");
+        goto done;
+    }
+    {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        *us_per_rep = ms * 1e3 / reps;
+    }
+    if ((e = cudaGetLastError()) != cudaSuccess) rs = cuda_fail(e, "rssm_dev_time");
+done:
+#undef RUN_ONCE
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (ge) cudaGraphExecDestroy(ge);
+    if (g) cudaGraphDestroy(g);
+    return rs;
+}
+
+/* copy a[i] = b[i] and triad a[i] = b[i] + s c[i], 16-byte accesses, grid-stride */
+__global__ void bw_copy_kernel(uint4 *__restrict__ a, const uint4 *__restrict__ b, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        a[i] = b[i];
+}
+
+__global__ void bw_triad_kernel(float4 *__restrict__ a, const float4 *__restrict__ b, const float4 *__restrict__ c,
+                                size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float4 x = b[i], y = c[i];
+        a[i] = make_float4(x.x + 3.0f * y.x, x.y + 3.0f * y.y, x.z + 3.0f * y.z, x.w + 3.0f * y.w);
+    }
+}
+
+extern "C" rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps)
+{
+    cuda_impl *im = impl_of(ctx);
+    cudaStream_t st = im->stream;
+    const size_t n = bytes / 16;
+    void *a = NULL, *b = NULL, *c = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    rssm_status rs = RSSM_OK;
+    CU(cudaSetDevice(im->device), "rssm_dev_bandwidth");
+    if (cudaMalloc(&a, n * 16) != cudaSuccess || cudaMalloc(&b, n * 16) != cudaSuccess ||
+        cudaMalloc(&c, n * 16) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFree(a), cudaFree(b), cudaFree(c);
+        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_dev_bandwidth: 3 x %zu bytes", bytes);
+    }
+    cudaMemsetAsync(a, 0, n * 16, st);
+    cudaMemsetAsync(b, 0x3f, n * 16, st);
+    cudaMemsetAsync(c, 0x40, n * 16, st);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    const int grid = im->sm_count * 8;
+    for (int triad = 0; triad <= 1; triad++) {
+        float best = 1e30f;
+        for (int rep = 0; rep < 8; rep++) {
+            cudaEventRecord(e0, st);
+            if (triad) bw_triad_kernel<<<grid, 256, 0, st>>>((float4 *)a, (const float4 *)b, (const float4 *)c, n);
+            else bw_copy_kernel<<<grid, 256, 0, st>>>((uint4 *)a, (const uint4 *)b, n);
+            cudaEventRecord(e1, st);
+            cudaEventSynchronize(e1);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, e0, e1);
+            if (rep > 0 && ms < best) best = ms;
+        }
+        const double moved = (triad ? 3.0 : 2.0) * (double)n * 16;
+        if (triad && triad_gbps) *triad_gbps = moved / (best * 1e6);
+        if (!triad && copy_gbps) *copy_gbps = moved / (best * 1e6);
+    }
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) rs = cuda_fail(e, "rssm_dev_bandwidth");
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    cudaFree(a), cudaFree(b), cudaFree(c);
+    return rs;
+}

@@ -1,0 +1,658 @@
+/*
+ * cuda_kernels.cuh — the step kernel of the CUDA back end (packed decode, replay decode,
+ * verify, prefill, materialise) and its small helpers.
+ *
+ * Work decomposition: one CTA of 256 threads = one (row b, value head hv, slice of VS rows of
+ * the head's V x K state). A state row is owned by a group of LANES lanes, each holding C
+ * channels (16 bytes for the fast configs); a thread holds RPT = 4 rows, prefetched into
+ * registers at the very start, so one read of S0 serves every product of the step:
+ *   S0 (e^G ⊙ k_t) and S0 (e^G ⊙ q_t) for every token t of the step, and the fold
+ *   S_n = S0 e^{G_n} + sum_i u_i (k_i e^{G_n - G_i})^T + u_n k_n^T          (GDN)
+ *   S_n = (S0 + sum_i u_i k~_i^T) diag(e^{G_n}) + u_n k_n^T                  (KDA)
+ * Ring weights (h dot products of length K per token) are computed once per CTA into shared
+ * memory; the ring part of every row is then a weighted sum of h stored u's.
+ *
+ * Races: the CTAs that share ring data (GDN: the group's value heads share ring_k; every
+ * slice of a head shares ring_g and, for KDA, ring_base) form one thread-block cluster and
+ * pass a cluster barrier after reading the committed entries and before anyone writes new
+ * ones (a start fold overwrites positions 0..T-1). When a GDN group does not fit one
+ * cluster (group * slices > 8), the step kernel writes no ring_k and a second small kernel
+ * (gdn_write_k_kernel) writes the new keys after it.
+ *
+ * Packed decode runs the same code with an empty ring and an end fold on every token, so
+ * replay at L = 1 (every step an end fold with h = 0) performs the same operations in the
+ * same order and matches packed decode bit for bit. FMAs are explicit (__fmaf_rn); the
+ * build uses --fmad=false.
+ */
+#ifndef RSSM_CUDA_KERNELS_CUH
+#define RSSM_CUDA_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "core/layout.h"
+#include "core/params.h"
+}
+
+#define RSSM_NT 256   /* threads per CTA */
+#define RSSM_NW 8     /* warps per CTA */
+#define RSSM_RPT 4    /* state rows per thread */
+
+enum { MODE_PACKED = 0, MODE_REPLAY = 1, MODE_VERIFY = 2, MODE_PREFILL = 3, MODE_MAT = 4 };
+
+/* Everything a launch needs, passed by value. */
+typedef struct kargs {
+    rssm_layer l;          /* resolved */
+    int mode;
+    int group, NS, cs;     /* HV/H, slices per head, cluster size */
+    int defer_k;           /* GDN: ring_k written by gdn_write_k_kernel */
+    rssm_state st;         /* the state read (and written, except by materialise) */
+    rssm_state dst;        /* materialise destination (== st otherwise) */
+    rssm_step_io io;       /* strides resolved; tokens = 0 for materialise */
+    const int32_t *src_slot, *dst_slot; /* materialise */
+    int *err;              /* device error counter */
+} kargs;
+
+/* ---- element access ----------------------------------------------------------------- */
+
+__device__ __forceinline__ float ld_dt(const void *p, int dt, int64_t i)
+{
+    return dt == RSSM_DTYPE_F32 ? __ldg((const float *)p + i)
+                                : rssm_bf16_to_f32(__ldg((const unsigned short *)p + i));
+}
+/* for memory this grid itself writes (no read-only cache path) */
+__device__ __forceinline__ float ld_dt_rw(const void *p, int dt, int64_t i)
+{
+    return dt == RSSM_DTYPE_F32 ? ((const float *)p)[i] : rssm_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+__device__ __forceinline__ void st_dt(void *p, int dt, int64_t i, float x)
+{
+    if (dt == RSSM_DTYPE_F32) ((float *)p)[i] = x;
+    else ((uint16_t *)p)[i] = rssm_f32_to_bf16(x);
+}
+__device__ __forceinline__ float round_dt(int dt, float x)
+{
+    return dt == RSSM_DTYPE_F32 ? x : rssm_bf16_to_f32(rssm_f32_to_bf16(x));
+}
+
+/* ---- thread layout of the state rows ------------------------------------------------------ */
+
+/* C channels per lane, LANES lanes per row; STRIDED: lane li holds c = li + LANES*e (generic
+ * head dims, scalar loads), else c = li*C + e (one 16-byte access). BF16: state dtype. */
+template <int C_, int LANES_, bool STRIDED_, bool BF16_> struct cfg {
+    enum { C = C_, LANES = LANES_, RG = 32 / LANES_, VS = RSSM_NW * (32 / LANES_) * RSSM_RPT };
+    static constexpr bool STRIDED = STRIDED_, BF16 = BF16_;
+};
+
+template <class CF> __device__ __forceinline__ int chan(int li, int e)
+{
+    return CF::STRIDED ? li + CF::LANES * e : li * CF::C + e;
+}
+
+/* Loads channels of row `row` (a pointer to K elements) into x[C] (zeros outside K). */
+template <class CF> __device__ __forceinline__ void load_row(const void *row, int li, int K, float *x)
+{
+    if (!CF::STRIDED && !CF::BF16) {
+        const float4 v = *((const float4 *)row + li);
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else if (!CF::STRIDED && CF::BF16) {
+        const uint4 v = *((const uint4 *)((const uint16_t *)row + li * 8));
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            x[2 * e] = __uint_as_float(w[e] << 16);
+            x[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < CF::C; e++) {
+            const int c = chan<CF>(li, e);
+            x[e] = c < K ? (CF::BF16 ? rssm_bf16_to_f32(((const uint16_t *)row)[c]) : ((const float *)row)[c]) : 0.0f;
+        }
+    }
+}
+
+template <class CF> __device__ __forceinline__ void store_row(void *row, int li, int K, const float *x)
+{
+    if (!CF::STRIDED && !CF::BF16) {
+        *((float4 *)row + li) = make_float4(x[0], x[1], x[2], x[3]);
+    } else if (!CF::STRIDED && CF::BF16) {
+        uint32_t w[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            w[e] = (uint32_t)rssm_f32_to_bf16(x[2 * e]) | ((uint32_t)rssm_f32_to_bf16(x[2 * e + 1]) << 16);
+        *((uint4 *)((uint16_t *)row + li * 8)) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+#pragma unroll
+        for (int e = 0; e < CF::C; e++) {
+            const int c = chan<CF>(li, e);
+            if (c < K) {
+                if (CF::BF16) ((uint16_t *)row)[c] = rssm_f32_to_bf16(x[e]);
+                else ((float *)row)[c] = x[e];
+            }
+        }
+    }
+}
+
+/* Sum over the LANES lanes of a row group; every lane gets the same bits (xor butterfly,
+ * each addition commutative). */
+template <int LANES> __device__ __forceinline__ float group_sum(float v)
+{
+#pragma unroll
+    for (int m = LANES / 2; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    return v;
+}
+
+__device__ __forceinline__ float warp_sum(float v) { return group_sum<32>(v); }
+__device__ __forceinline__ float warp_min(float v)
+{
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+
+/* Deterministic block reduction of N <= 16 values per thread into out[0..N) (shared).
+ * min_mask bit i: value i is reduced with min instead of sum. Contains two __syncthreads. */
+template <int N> __device__ __forceinline__ void block_reduce(const float (&v)[N], unsigned min_mask, float *red, float *out)
+{
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const float r = (min_mask >> i) & 1 ? warp_min(v[i]) : warp_sum(v[i]);
+        if (lane == 0) red[w * 16 + i] = r;
+    }
+    __syncthreads();
+    if (threadIdx.x < N) {
+        const int i = threadIdx.x;
+        float r = red[i];
+        for (int ww = 1; ww < RSSM_NW; ww++) r = (min_mask >> i) & 1 ? fminf(r, red[ww * 16 + i]) : r + red[ww * 16 + i];
+        out[i] = r;
+    }
+    __syncthreads();
+}
+
+/* ---- per-token inputs -------------------------------------------------------------------- */
+
+__device__ __forceinline__ float gate_of(const kargs &A, int64_t bt, int hv, int gk, int c)
+{
+    const rssm_step_io &io = A.io;
+    if (io.g) return io.g[(bt * A.l.num_v_heads + hv) * gk + c];
+    const float a = ld_dt(io.a, A.l.io_dtype, bt * io.a_stride + (int64_t)hv * gk + c);
+    return rssm_gate_f32(a, io.A_log[hv], io.dt_bias[hv * gk + c], A.l.has_lower_bound, A.l.lower_bound);
+}
+
+__device__ __forceinline__ float beta_of(const kargs &A, int64_t bt, int hv)
+{
+    const rssm_step_io &io = A.io;
+    if (io.g) return io.beta[bt * A.l.num_v_heads + hv];
+    return rssm_sigmoid_f32(ld_dt(io.b, A.l.io_dtype, bt * io.b_stride + hv));
+}
+
+/* ---- shared-memory layout (floats), the same formula on host and device ----------------- */
+
+typedef struct smem_layout {
+    int ek, eG, ringu, xk, xq, kn, Gt, wk, wq, dec, rk, rq, vv, Gcur, beta, kq, nrm, misc, red, total;
+} smem_layout;
+
+__host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, int VS, int TC, int gk)
+{
+    smem_layout s;
+    int o = 0;
+    s.ek = o, o += L * K;       /* entry keys as stored, f32 [L][K] (KDA pre-decayed) */
+    s.eG = o, o += L;           /* GDN entry G [L] */
+    s.ringu = o, o += L * VS;   /* entry u of this slice's rows, as stored [L][VS] */
+    s.xk = o, o += TC * K;      /* e^{G_t} k_t */
+    s.xq = o, o += TC * K;      /* e^{G_t} q_t */
+    s.kn = o, o += TC * K;      /* normalised k_t; during the norm pass: normalised q_t */
+    s.Gt = o, o += TC * gk;     /* G_t */
+    s.wk = o, o += TC * L;      /* ring weights for k_t, q_t per entry position */
+    s.wq = o, o += TC * L;
+    s.dec = o, o += TC * L;     /* GDN e^{G_t - G_p} */
+    s.rk = o, o += TC * VS;     /* sum_p u_p w_p for entries before the chunk */
+    s.rq = o, o += TC * VS;
+    s.vv = o, o += TC * VS;     /* v_t of this slice */
+    s.Gcur = o, o += gk;        /* G after the entries so far */
+    s.beta = o, o += TC;
+    s.kq = o, o += TC;
+    s.nrm = o, o += 2 * TC + 2; /* 1/norm of k_t, q_t; min G; window min */
+    s.misc = o, o += TC * K;    /* normalised, scaled q_t */
+    s.red = o, o += RSSM_NW * 16;
+    s.total = o;
+    return s;
+}
+
+/* ---- the cluster barrier (sm_90) ---------------------------------------------------------- */
+
+__device__ __forceinline__ void cluster_sync_all()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* ---- the step kernel ------------------------------------------------------------------------ */
+
+template <class CF, bool KDA, int TC>
+__global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
+{
+    extern __shared__ float sm[];
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    const rssm_layer &l = A.l;
+    const int K = l.head_k_dim, V = l.head_v_dim, L = l.ring_len, HV = l.num_v_heads, gk = KDA ? K : 1;
+    const int rdt = l.ring_dtype, iodt = l.io_dtype;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
+    const int b = blockIdx.y, hv = blockIdx.x / A.NS, slice = blockIdx.x % A.NS, kh = hv / A.group;
+    const int j0 = slice * VS;
+    const int mode = A.mode;
+    const int T = mode == MODE_MAT ? 0 : A.io.tokens;
+    const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
+    float *ek = sm + S.ek, *eG = sm + S.eG, *ringu = sm + S.ringu, *xk = sm + S.xk, *xq = sm + S.xq;
+    float *kn = sm + S.kn, *qn = sm + S.misc, *Gt = sm + S.Gt, *wk = sm + S.wk, *wq = sm + S.wq;
+    float *dec = sm + S.dec, *rk = sm + S.rk, *rq = sm + S.rq, *vv = sm + S.vv, *Gcur = sm + S.Gcur;
+    float *sbeta = sm + S.beta, *skq = sm + S.kq, *nrm = sm + S.nrm, *red = sm + S.red;
+
+    /* slots: out-of-range rows are padding, counted once per row */
+    int s, d;
+    bool bad = false;
+    if (mode == MODE_MAT) {
+        s = A.src_slot[b], d = A.dst_slot[b];
+        if (s < -1 || s >= A.st.num_slots) bad = true, s = -1;
+        if (d < -1 || d >= A.dst.num_slots) bad = true, d = -1;
+        if (d < 0) s = -1;
+    } else {
+        s = A.io.slot[b];
+        if (s < -1 || s >= A.st.num_slots) bad = true, s = -1;
+        d = s;
+        if (s >= 0 && mode == MODE_PACKED && A.io.write_slot) {
+            d = A.io.write_slot[b];
+            if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
+            if (d < 0) s = -1;
+        }
+    }
+    /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
+    int c = 0, base = 0, h = 0;
+    if (s >= 0 && mode != MODE_PACKED) {
+        c = A.st.cursor[s];
+        base = KDA ? A.st.ring_base[(int64_t)s * HV + hv] : 0;
+        h = c - base;
+        if (c < 0 || c > L || base < 0 || h < 0) bad = true, s = -1;
+    }
+    if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
+    if (s < 0) {
+        if (mode != MODE_MAT)
+            for (int i = tid; i < T * VS; i += RSSM_NT) {
+                const int t = i / VS, j = j0 + i % VS;
+                if (j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, (int64_t)b * T + t, hv) + j, 0.0f);
+            }
+        return;
+    }
+
+    /* prefetch this thread's rows of S0 */
+    const int64_t ck0 = rssm_ckpt_off(&l, s, hv);
+    const size_t esz = CF::BF16 ? 2 : 4;
+    float sreg[RPT][C];
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        const int j = j0 + (w * RG + rg) * RPT + r;
+        if (j < V) load_row<CF>((const char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+        else
+#pragma unroll
+            for (int e = 0; e < C; e++) sreg[r][e] = 0.0f;
+    }
+
+    const int forced = (A.io.fold && (mode == MODE_REPLAY || mode == MODE_VERIFY)) ? A.io.fold[b] != 0 : 0;
+    int uniform = 0, c0 = c;
+    if (mode == MODE_REPLAY || mode == MODE_VERIFY) {
+        uniform = rssm_start_fold(c, T, L, mode == MODE_VERIFY && forced);
+        c0 = uniform ? 0 : c;
+    }
+
+    /* ---- phase 1: committed entries into shared memory (before anyone writes) ---- */
+    if (mode != MODE_PACKED && h > 0) {
+        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, 0);
+        for (int i = tid; i < h * K; i += RSSM_NT) ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
+        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+        for (int i = tid; i < h * VS; i += RSSM_NT) {
+            const int p = i / VS, j = j0 + i % VS;
+            ringu[i] = j < V ? ld_dt_rw(A.st.ring_u, rdt, ru0 + (int64_t)p * V + j) : 0.0f;
+        }
+        const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
+        if (!KDA)
+            for (int p = tid; p < h; p += RSSM_NT) eG[p] = rg0[p];
+        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = rg0[(h - 1) * gk + i];
+    } else {
+        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = 0.0f;
+    }
+    /* KDA verify: early start fold when min_k (G_c + window sum of g) < -G_MAX */
+    int early = 0;
+    if (KDA && mode == MODE_VERIFY && !uniform && h > 0) {
+        float m = 3.0e38f;
+        if (tid < K) {
+            float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, h - 1, gk) + tid);
+            for (int t = 0; t < T; t++) W += gate_of(A, (int64_t)b * T + t, hv, gk, tid);
+            m = W;
+        }
+        float mv[1] = {m};
+        block_reduce<1>(mv, 1u, red, nrm + 2 * TC + 1);
+        early = nrm[2 * TC + 1] < -l.kda_fold_threshold;
+    }
+    __syncthreads();
+    if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it */
+
+    int new_base = base; /* KDA: this head's ring_base at the end of the step */
+
+    /* ---- phase 2: fold the committed entries at the start (start fold, materialise, prefill) ---- */
+    const bool form = (mode == MODE_MAT || mode == MODE_PREFILL || uniform || early);
+    if (form && h > 0) {
+        if (!KDA)
+            for (int p = tid; p < h; p += RSSM_NT) dec[p] = expf(Gcur[0] - eG[p]);
+        __syncthreads();
+        const float eg0 = KDA ? 0.0f : expf(Gcur[0]);
+#pragma unroll
+        for (int r = 0; r < RPT; r++) {
+            const int jl = (w * RG + rg) * RPT + r;
+#pragma unroll
+            for (int e = 0; e < C; e++) {
+                const int cc = chan<CF>(li, e);
+                const int c1 = cc < K ? cc : 0;
+                float acc = KDA ? sreg[r][e] : sreg[r][e] * eg0;
+                for (int p = 0; p < h; p++)
+                    acc = __fmaf_rn(ringu[p * VS + jl], KDA ? ek[p * K + c1] : ek[p * K + c1] * dec[p], acc);
+                if (KDA) acc = acc * expf(Gcur[c1]);
+                sreg[r][e] = acc;
+            }
+        }
+        __syncthreads();
+    }
+    if (mode == MODE_MAT || (form && mode != MODE_PREFILL)) {
+        /* store the folded checkpoint (materialise: into dst) and continue from it as stored */
+        const rssm_state &o = mode == MODE_MAT ? A.dst : A.st;
+        const int slot_o = mode == MODE_MAT ? d : s;
+        const int64_t co = rssm_ckpt_off(&l, slot_o, hv);
+        if (h > 0 || mode == MODE_MAT) {
+#pragma unroll
+            for (int r = 0; r < RPT; r++) {
+                const int j = j0 + (w * RG + rg) * RPT + r;
+                if (j < V) store_row<CF>((char *)o.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
+#pragma unroll
+                for (int e = 0; e < C; e++) sreg[r][e] = CF::BF16 ? round_dt(RSSM_DTYPE_BF16, sreg[r][e]) : sreg[r][e];
+            }
+        }
+        if (mode == MODE_MAT) {
+            if (KDA && slice == 0 && tid == 0 && A.dst.ring_base) A.dst.ring_base[(int64_t)d * HV + hv] = 0;
+            return;
+        }
+        new_base = c0;
+    }
+    if (form) {
+        h = 0;
+        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = 0.0f;
+    }
+    if (mode == MODE_PACKED || mode == MODE_PREFILL) h = 0;
+    __syncthreads();
+
+    /* ---- phase 3: tokens, in chunks of TC (packed/prefill: one at a time, state in registers) ---- */
+    const bool seq = mode == MODE_PACKED || mode == MODE_PREFILL;
+    const float scale = l.scale;
+    int hp = h; /* positions filled before the chunk */
+    for (int cs = 0; cs < T; cs += TC) {
+        const int nt = T - cs < TC ? T - cs : TC;
+        const int64_t bt0 = (int64_t)b * T + cs;
+
+        /* P1: raw q, k, gates, beta, v; norms */
+        float qraw[TC], kraw[TC], part[2 * TC];
+#pragma unroll
+        for (int t = 0; t < TC; t++) {
+            qraw[t] = kraw[t] = 0.0f;
+            if (t < nt && tid < K) {
+                qraw[t] = ld_dt(A.io.q, iodt, (bt0 + t) * A.io.q_stride + (int64_t)kh * K + tid);
+                kraw[t] = ld_dt(A.io.k, iodt, (bt0 + t) * A.io.k_stride + (int64_t)kh * K + tid);
+            }
+            part[2 * t] = kraw[t] * kraw[t];
+            part[2 * t + 1] = qraw[t] * qraw[t];
+        }
+        for (int i = tid; i < nt * gk; i += RSSM_NT) {
+            const int t = i / gk, cc = i % gk;
+            Gt[t * gk + cc] = gate_of(A, bt0 + t, hv, gk, cc); /* g_t for now; G_t below */
+        }
+        if (tid < nt) sbeta[tid] = beta_of(A, bt0 + tid, hv);
+        for (int i = tid; i < nt * VS; i += RSSM_NT) {
+            const int t = i / VS, j = j0 + i % VS;
+            vv[i] = j < V ? ld_dt(A.io.v, iodt, (bt0 + t) * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
+        }
+        if (l.qk_l2norm) block_reduce<2 * TC>(part, 0u, red, nrm);
+        else __syncthreads();
+
+        /* P2: normalise, cumulative gates, gated vectors, entry keys as stored; k.q; min G */
+        if (tid == 0 && !KDA) { /* GDN: scalar G_t, one thread */
+            float G = Gcur[0];
+            for (int t = 0; t < nt; t++) G = G + Gt[t], Gt[t] = G;
+        }
+        float part2[TC + 1];
+        float Gc = KDA && tid < K ? Gcur[tid] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int t = 0; t < TC; t++) {
+            part2[t] = 0.0f;
+            if (t < nt && tid < K) {
+                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nrm[2 * t] + (float)RSSM_L2NORM_EPS) : 1.0f;
+                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nrm[2 * t + 1] + (float)RSSM_L2NORM_EPS) : 1.0f;
+                const float kv = kraw[t] * sk, qv = qraw[t] * sq * scale;
+                float G;
+                if (KDA) Gc = Gc + Gt[t * gk + tid], G = Gc;
+                else G = Gt[t];
+                const float eg = expf(G);
+                kn[t * K + tid] = kv;
+                qn[t * K + tid] = qv;
+                xk[t * K + tid] = eg * kv;
+                xq[t * K + tid] = eg * qv;
+                ek[(hp + t) * K + tid] = round_dt(rdt, KDA ? kv * expf(-G) : kv);
+                part2[t] = kv * qv;
+            }
+        }
+        part2[TC] = KDA && tid < K ? Gc : 3.0e38f;
+        __syncthreads(); /* all reads of Gt (GDN) and Gcur done */
+        if (KDA && tid < K) {
+            /* G_t per channel: recompute the running sum in the same order */
+            float G = Gcur[tid];
+            for (int t = 0; t < nt; t++) G = G + Gt[t * gk + tid], Gt[t * gk + tid] = G;
+        }
+        if (!KDA && tid < nt) eG[hp + tid] = Gt[tid];
+        block_reduce<TC + 1>(part2, 1u << TC, red, skq); /* skq[0..TC) = k.q, skq[TC] = min G (KDA) */
+        /* note: skq has TC entries and nrm follows it; min G lands in nrm[0] (norms are consumed) */
+        int end = 0;
+        if (seq) end = 1;
+        else if (mode == MODE_REPLAY) {
+            end = (c0 + 1 == L || forced) ? 1 : 0;
+            if (!end && KDA && skq[TC] < -l.kda_fold_threshold) end = 2;
+        }
+
+        /* P3: ring weights of every token for every earlier position; new entries to memory */
+        {
+            const int span = hp + TC;
+            for (int pi = w; pi < nt * span; pi += RSSM_NW) {
+                const int t = pi / span, p = pi % span;
+                if (p >= hp + t) continue;
+                float dk = 0.0f, dq = 0.0f;
+                const float *xa = KDA ? xk + t * K : kn + t * K, *xb = KDA ? xq + t * K : qn + t * K;
+                for (int cc = lane; cc < K; cc += 32) {
+                    dk = __fmaf_rn(ek[p * K + cc], xa[cc], dk);
+                    dq = __fmaf_rn(ek[p * K + cc], xb[cc], dq);
+                }
+                dk = warp_sum(dk), dq = warp_sum(dq);
+                if (lane == 0) {
+                    float f = 1.0f;
+                    if (!KDA) f = expf(Gt[t] - eG[p]), dec[t * L + p] = f;
+                    wk[t * L + p] = dk * f;
+                    wq[t * L + p] = dq * f;
+                }
+            }
+            if (!end && slice == 0) {
+                const bool wk_ = KDA || (hv % A.group == 0 && !A.defer_k);
+                const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, hp);
+                const int64_t rg0 = rssm_ring_g_off(&l, s, hv, hp, gk);
+                for (int i = tid; i < nt * K; i += RSSM_NT) {
+                    if (wk_) st_dt(A.st.ring_k, rdt, rk0 + i, ek[hp * K + i]);
+                    if (KDA) ((float *)A.st.ring_g)[rg0 + i] = Gt[i];
+                }
+                if (!KDA && tid < nt) ((float *)A.st.ring_g)[rg0 + tid] = Gt[tid];
+            }
+        }
+        __syncthreads();
+
+        /* P4: ring part of every row for entries before the chunk */
+        if (tid < VS) {
+            float ak[TC], aq[TC];
+#pragma unroll
+            for (int t = 0; t < TC; t++) ak[t] = aq[t] = 0.0f;
+            for (int p = 0; p < hp; p++) {
+                const float u = ringu[p * VS + tid];
+#pragma unroll
+                for (int t = 0; t < TC; t++)
+                    if (t < nt) ak[t] = __fmaf_rn(u, wk[t * L + p], ak[t]), aq[t] = __fmaf_rn(u, wq[t * L + p], aq[t]);
+            }
+#pragma unroll
+            for (int t = 0; t < TC; t++)
+                if (t < nt) rk[t * VS + tid] = ak[t], rq[t * VS + tid] = aq[t];
+        }
+        __syncthreads();
+
+        /* P5: the rows: S0 products, u_t, o_t; entries or the end fold */
+        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+#pragma unroll
+        for (int r = 0; r < RPT; r++) {
+            const int jl = (w * RG + rg) * RPT + r, j = j0 + jl;
+            const bool valid = j < V;
+            float dk[TC], dq[TC];
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                dk[t] = dq[t] = 0.0f;
+                if (t < nt) {
+#pragma unroll
+                    for (int e = 0; e < C; e++) {
+                        const int cc = chan<CF>(li, e);
+                        const float a = cc < K ? xk[t * K + cc] : 0.0f, q = cc < K ? xq[t * K + cc] : 0.0f;
+                        dk[t] = __fmaf_rn(sreg[r][e], a, dk[t]);
+                        dq[t] = __fmaf_rn(sreg[r][e], q, dq[t]);
+                    }
+                    dk[t] = group_sum<LANES>(dk[t]);
+                    if (!end) dq[t] = group_sum<LANES>(dq[t]);
+                }
+            }
+            float uw[TC];
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                uw[t] = 0.0f;
+                if (t >= nt) continue;
+                float dd = dk[t] + rk[t * VS + jl];
+#pragma unroll
+                for (int s2 = 0; s2 < t; s2++) dd = __fmaf_rn(uw[s2], wk[t * L + hp + s2], dd);
+                const float u = sbeta[t] * (vv[t * VS + jl] - dd);
+                float o;
+                if (end) {
+                    /* S_n = fold of the ring with the new entry; o = S_n q */
+                    const float eg0 = KDA ? 0.0f : expf(Gt[t]);
+                    float oo = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < C; e++) {
+                        const int cc = chan<CF>(li, e);
+                        const int c1 = cc < K ? cc : 0;
+                        float acc;
+                        if (KDA) {
+                            acc = sreg[r][e];
+                            for (int p = 0; p < hp; p++) acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1], acc);
+                            acc = acc * expf(Gt[t * gk + c1]);
+                        } else {
+                            acc = sreg[r][e] * eg0;
+                            for (int p = 0; p < hp; p++)
+                                acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1] * dec[t * L + p], acc);
+                        }
+                        acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
+                        sreg[r][e] = acc;
+                        oo = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, oo);
+                    }
+                    o = group_sum<LANES>(oo);
+                } else {
+                    o = dq[t] + rq[t * VS + jl];
+#pragma unroll
+                    for (int s2 = 0; s2 < t; s2++) o = __fmaf_rn(uw[s2], wq[t * L + hp + s2], o);
+                    o = __fmaf_rn(u, skq[t], o);
+                    uw[t] = round_dt(rdt, u);
+                    if (li == 0 && valid) {
+                        st_dt(A.st.ring_u, rdt, ru0 + (int64_t)(hp + t) * V + j, uw[t]);
+                        ringu[(hp + t) * VS + jl] = uw[t];
+                    }
+                }
+                if (li == 0 && valid) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
+            }
+            if (end && !seq && valid) /* replay end fold: the new checkpoint */
+                store_row<CF>((char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+        }
+        if (end && !seq) new_base = end == 2 ? c0 + 1 : 0;
+        if (!seq) hp += nt; /* packed/prefill keep no ring: every token folds into the registers */
+        __syncthreads();
+        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = seq ? 0.0f : Gt[(nt - 1) * gk + i];
+        __syncthreads();
+    }
+
+    if (seq) { /* packed / prefill: the final state */
+        const int64_t co = rssm_ckpt_off(&l, d, hv);
+#pragma unroll
+        for (int r = 0; r < RPT; r++) {
+            const int j = j0 + (w * RG + rg) * RPT + r;
+            if (j < V) store_row<CF>((char *)A.st.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
+        }
+        if (mode == MODE_PREFILL) new_base = 0;
+    }
+    if (KDA && mode != MODE_PACKED && slice == 0 && tid == 0 && new_base != base)
+        A.st.ring_base[(int64_t)s * HV + hv] = new_base;
+}
+
+/* GDN keys when a group does not fit one cluster: after the step kernel, one CTA per
+ * (row, key head) writes the normalised keys of the step's new entries. */
+__global__ void __launch_bounds__(RSSM_NT) gdn_write_k_kernel(const kargs A)
+{
+    __shared__ float red[RSSM_NW * 16];
+    __shared__ float nrm[2];
+    const rssm_layer &l = A.l;
+    const int K = l.head_k_dim, L = l.ring_len, T = A.io.tokens, b = blockIdx.y, kh = blockIdx.x;
+    const int s = A.io.slot[b];
+    if (s < 0 || s >= A.st.num_slots) return;
+    const int c = A.st.cursor[s];
+    if (c < 0 || c > L) return;
+    const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+    const int verify = A.mode == MODE_VERIFY;
+    const int c0 = rssm_start_fold(c, T, L, verify && forced) ? 0 : c;
+    if (!verify && (c0 + 1 == L || forced)) return; /* end fold: no entry */
+    for (int t = 0; t < T; t++) {
+        const int64_t bt = (int64_t)b * T + t;
+        float kv = threadIdx.x < K ? ld_dt(A.io.k, l.io_dtype, bt * A.io.k_stride + (int64_t)kh * K + threadIdx.x) : 0.0f;
+        float part[1] = {kv * kv};
+        if (l.qk_l2norm) {
+            block_reduce<1>(part, 0u, red, nrm);
+            kv = kv * (1.0f / sqrtf(nrm[0] + (float)RSSM_L2NORM_EPS));
+        }
+        if (threadIdx.x < K)
+            st_dt(A.st.ring_k, l.ring_dtype, rssm_ring_k_off(&l, s, kh * A.group, A.group, c0 + t) + threadIdx.x, kv);
+    }
+}
+
+/* ---- configurations (one per fast head size and state dtype, plus a generic one) ---------- */
+
+typedef cfg<4, 32, false, false> cfg_k128_f32; /* K=128, f32 state: 32 lanes x float4 */
+typedef cfg<8, 16, false, true> cfg_k128_bf16; /* K=128, bf16 state: 16 lanes x 8 bf16 */
+typedef cfg<4, 16, false, false> cfg_k64_f32;  /* K=64: 16 lanes x float4 */
+typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
+typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
+typedef cfg<8, 32, true, true> cfg_gen_bf16;
+
+/* The step kernel of a configuration: tc = 1 (decode, prefill, materialise) or 4 (verify). */
+template <class CF> static void *step_kernel_of(int kda, int tc)
+{
+    if (kda) return tc == 1 ? (void *)step_kernel<CF, true, 1> : (void *)step_kernel<CF, true, 4>;
+    return tc == 1 ? (void *)step_kernel<CF, false, 1> : (void *)step_kernel<CF, false, 4>;
+}
+void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
+void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
+void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
+
+#endif /* RSSM_CUDA_KERNELS_CUH */

@@ -1,0 +1,246 @@
+/*
+ * plan.c — the step planner: static per-batch-size device buffers and the per-step calls
+ * around the layers' kernel calls.
+ *
+ *   rssm_plan_set    (host, once per step, outside a graph)  slots + seq lens: one upload
+ *   rssm_plan_begin  (capturable)  fold[b] from seq_len[b]   (plan_rules.h)
+ *   ... every layer: rssm_decode_replay / rssm_verify with rssm_plan_io's slot and fold ...
+ *   rssm_plan_end    (capturable)  rssm_advance / rssm_commit, then seq_len[b] += 1 / accepted[b]
+ *
+ * Device memory (one allocation, each buffer on a 256-byte boundary):
+ *   slot [batch] i32 | seq_len [batch] i32 | accepted [batch] i32 | fold [batch] u8
+ * The host keeps a staging copy of slot and seq_len with the same layout, so that the two
+ * go up in one upload. On CUDA the fold and seq_len updates are kernels (runtime_kernels.cu);
+ * on host devices the same rules run as loops here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/device.h"
+#include "runtime/runtime.h"
+
+struct rssm_plan {
+    rssm_pool *pool;
+    int32_t batch, track;
+    unsigned char *mem; /* device */
+    unsigned char *host; /* staging: [slot | seq_len] as on the device */
+    size_t bytes, off_seq, off_acc, off_fold;
+    int32_t *slot, *seq, *acc; /* device */
+    uint8_t *fold;             /* device */
+    int set;                   /* rssm_plan_set was called */
+    int begun;                 /* between begin and end */
+    rssm_plan_mode mode;
+    int32_t tokens;
+};
+
+static size_t al(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RSSM_RT_ALIGN; }
+
+static int on_cuda(const rssm_plan *p) { return rssm_context_device(p->pool->ctx) == RSSM_DEVICE_CUDA; }
+
+rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_interval, rssm_plan **out)
+{
+    const char *fn = "rssm_plan_create";
+    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: out is NULL", fn);
+    *out = NULL;
+    if (!pool) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: pool is NULL", fn);
+    if (batch < 1 || batch > (1 << 20)) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d outside [1, 2^20]", fn, batch);
+    if (track_interval < 0)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: track_interval %d < 0 (0 = no forced folds)", fn, track_interval);
+    rssm_plan *p = calloc(1, sizeof *p);
+    if (!p) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    p->pool = pool;
+    p->batch = batch;
+    p->track = track_interval;
+    const size_t n4 = al((size_t)batch * 4);
+    p->off_seq = n4;
+    p->off_acc = 2 * n4;
+    p->off_fold = 3 * n4;
+    p->bytes = 3 * n4 + al((size_t)batch);
+    p->host = calloc(1, p->off_acc);
+    if (!p->host) {
+        free(p);
+        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    void *mem = NULL;
+    rssm_status st = rssm_dev_alloc(pool->ctx, p->bytes, &mem);
+    if (st != RSSM_OK) {
+        free(p->host);
+        free(p);
+        return st;
+    }
+    p->mem = mem;
+    p->slot = (int32_t *)p->mem;
+    p->seq = (int32_t *)(p->mem + p->off_seq);
+    p->acc = (int32_t *)(p->mem + p->off_acc);
+    p->fold = p->mem + p->off_fold;
+    /* every row padding, seq 0, accepted 0, no fold */
+    int32_t *hs = (int32_t *)p->host;
+    for (int32_t b = 0; b < batch; b++) hs[b] = -1;
+    st = rssm_dev_memset(pool->ctx, p->mem, 0, p->bytes);
+    if (st == RSSM_OK) st = rssm_dev_upload(pool->ctx, p->mem, p->host, p->off_acc);
+    if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
+    if (st != RSSM_OK) {
+        rssm_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return RSSM_OK;
+}
+
+void rssm_plan_free(rssm_plan *plan)
+{
+    if (!plan) return;
+    rssm_dev_free(plan->pool->ctx, plan->mem);
+    free(plan->host);
+    free(plan);
+}
+
+size_t rssm_plan_memory(const rssm_plan *plan) { return plan ? plan->bytes : 0; }
+int32_t rssm_plan_batch(const rssm_plan *plan) { return plan ? plan->batch : 0; }
+const int32_t *rssm_plan_slot_buffer(const rssm_plan *plan) { return plan ? plan->slot : NULL; }
+const uint8_t *rssm_plan_fold_buffer(const rssm_plan *plan) { return plan ? plan->fold : NULL; }
+int32_t *rssm_plan_seq_len_buffer(const rssm_plan *plan) { return plan ? plan->seq : NULL; }
+int32_t *rssm_plan_accepted_buffer(const rssm_plan *plan) { return plan ? plan->acc : NULL; }
+
+rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const int32_t *seq_len)
+{
+    const char *fn = "rssm_plan_set";
+    if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
+    if (n < 0 || n > plan->batch) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
+    if (n > 0 && !slot) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: slot is NULL", fn);
+    if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
+    const rssm_pool *pool = plan->pool;
+    for (int32_t i = 0; i < n; i++) {
+        if (slot[i] == -1) continue;
+        rssm_status st = rssm_rt_check_user(fn, pool, slot[i], "slot");
+        if (st != RSSM_OK) return st;
+        for (int32_t j = 0; j < i; j++)
+            if (slot[j] == slot[i])
+                return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: slot %d is given to rows %d and %d", fn, slot[i], j, i);
+        if (seq_len && seq_len[i] < 0)
+            return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: seq_len[%d] = %d < 0", fn, i, seq_len[i]);
+    }
+    int32_t *hs = (int32_t *)plan->host, *hq = (int32_t *)(plan->host + plan->off_seq);
+    for (int32_t b = 0; b < plan->batch; b++) {
+        hs[b] = b < n ? slot[b] : -1;
+        hq[b] = (b < n && seq_len && slot[b] >= 0) ? seq_len[b] : 0;
+    }
+    rssm_context *ctx = pool->ctx;
+    rssm_status st = rssm_dev_sync(ctx); /* the previous step no longer reads the buffers */
+    if (st == RSSM_OK) st = rssm_dev_upload(ctx, plan->mem, plan->host, plan->off_acc);
+    if (st == RSSM_OK) plan->set = 1;
+    return st;
+}
+
+rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *accepted)
+{
+    const char *fn = "rssm_plan_set_accepted";
+    if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
+    if (n < 0 || n > plan->batch) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
+    if (n > 0 && !accepted) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: accepted is NULL", fn);
+    for (int32_t i = 0; i < n; i++)
+        if (accepted[i] < 0 || accepted[i] > RSSM_MAX_RING_LEN)
+            return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: accepted[%d] = %d outside [0, %d]", fn, i, accepted[i],
+                             RSSM_MAX_RING_LEN);
+    int32_t *tmp = calloc((size_t)plan->batch, 4);
+    if (!tmp) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (n > 0) memcpy(tmp, accepted, (size_t)n * 4);
+    rssm_status st = rssm_dev_sync(plan->pool->ctx);
+    if (st == RSSM_OK) st = rssm_dev_upload(plan->pool->ctx, plan->acc, tmp, (size_t)plan->batch * 4);
+    if (st == RSSM_OK) st = rssm_dev_sync(plan->pool->ctx);
+    free(tmp);
+    return st;
+}
+
+rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens, void *stream)
+{
+    const char *fn = "rssm_plan_begin";
+    if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
+    if (mode != RSSM_PLAN_DECODE && mode != RSSM_PLAN_VERIFY)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: unknown mode %d", fn, (int)mode);
+    const int32_t L = plan->pool->lm[0].layer.ring_len;
+    if (mode == RSSM_PLAN_DECODE && tokens != 1)
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: decode takes one token per row (got %d)", fn, tokens);
+    if (mode == RSSM_PLAN_VERIFY && (tokens < 1 || tokens > L))
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: verify of %d tokens outside [1, L=%d]", fn, tokens, L);
+    if (!plan->set) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: rssm_plan_set was never called", fn);
+    if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: the previous step was not ended", fn);
+    const int32_t ns = plan->pool->n_slots;
+    rssm_status st = RSSM_OK;
+    if (on_cuda(plan)) {
+        st = rssm_rt_cuda_plan_fold(plan->slot, plan->seq, plan->fold, plan->batch, ns, (int32_t)mode, tokens,
+                                    plan->track, stream);
+    } else {
+        for (int32_t b = 0; b < plan->batch; b++)
+            plan->fold[b] = rssm_rt_fold_rule(plan->slot[b], ns, plan->seq[b], (int32_t)mode, plan->track);
+    }
+    if (st != RSSM_OK) return st;
+    plan->mode = mode;
+    plan->tokens = tokens;
+    plan->begun = 1;
+    return RSSM_OK;
+}
+
+rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io)
+{
+    if (!plan || !io) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_plan_io: plan or io is NULL");
+    io->batch = plan->batch;
+    io->tokens = plan->begun ? plan->tokens : 1;
+    io->slot = plan->slot;
+    io->write_slot = NULL;
+    io->fold = plan->fold;
+    return RSSM_OK;
+}
+
+rssm_status rssm_plan_end(rssm_plan *plan, void *stream)
+{
+    const char *fn = "rssm_plan_end";
+    if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
+    if (!plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: no step in progress (call rssm_plan_begin)", fn);
+    rssm_pool *pool = plan->pool;
+    const rssm_state s0 = rssm_rt_state(pool, 0);
+    const rssm_layer *l0 = &pool->lm[0].layer;
+    rssm_status st;
+    if (plan->mode == RSSM_PLAN_DECODE)
+        st = rssm_advance(pool->ctx, l0, &s0, plan->batch, plan->slot, plan->fold, stream);
+    else
+        st = rssm_commit(pool->ctx, l0, &s0, plan->batch, plan->tokens, plan->slot, plan->fold, plan->acc, stream);
+    if (st != RSSM_OK) return st;
+    const int32_t ns = pool->n_slots;
+    if (on_cuda(plan)) {
+        st = rssm_rt_cuda_plan_seq(plan->slot, plan->seq, plan->mode == RSSM_PLAN_VERIFY ? plan->acc : NULL,
+                                   plan->batch, ns, stream);
+    } else {
+        for (int32_t b = 0; b < plan->batch; b++)
+            plan->seq[b] = rssm_rt_seq_rule(plan->slot[b], ns, plan->seq[b],
+                                            plan->mode == RSSM_PLAN_VERIFY ? plan->acc[b] : 1);
+    }
+    plan->begun = 0;
+    return st;
+}
+
+rssm_status rssm_plan_fold_rows(const rssm_plan *plan, rssm_plan_mode mode, uint8_t *fold)
+{
+    if (!plan || !fold) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_plan_fold_rows: plan or fold is NULL");
+    if (mode != RSSM_PLAN_DECODE && mode != RSSM_PLAN_VERIFY)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_plan_fold_rows: unknown mode %d", (int)mode);
+    const int32_t *hs = (const int32_t *)plan->host, *hq = (const int32_t *)(plan->host + plan->off_seq);
+    for (int32_t b = 0; b < plan->batch; b++)
+        fold[b] = rssm_rt_fold_rule(hs[b], plan->pool->n_slots, hq[b], (int32_t)mode, plan->track);
+    return RSSM_OK;
+}
+
+#ifndef RSSM_HAVE_CUDA
+/* Without the CUDA back end no context is a CUDA context, so these are never reached. */
+rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
+                                   int32_t n_slots, int32_t mode, int32_t tokens, int32_t track, void *stream)
+{
+    return rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end");
+}
+
+rssm_status rssm_rt_cuda_plan_seq(const int32_t *slot, int32_t *seq_len, const int32_t *accepted, int32_t batch,
+                                  int32_t n_slots, void *stream)
+{
+    return rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end");
+}
+#endif

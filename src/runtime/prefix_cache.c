@@ -1,0 +1,562 @@
+/*
+ * prefix_cache.c — a radix tree over token ids whose nodes hold state snapshots.
+ *
+ * Tree: every node but the root has a non-empty edge (a run of token ids); a node's depth is
+ * the number of tokens from the root to the end of its edge; children of a node start with
+ * distinct tokens. Compressed: a node without a snapshot has at least two children (insert
+ * splits an edge where a new sequence leaves it; eviction removes or merges the nodes that
+ * no longer carry anything).
+ *
+ * Snapshot: a slot of the snapshot pool holding the state after the node's tokens, with an
+ * empty ring (cursor 0, ring bases 0), so a hit is a plain checkpoint copy: bit-exact.
+ *
+ * Locks and eviction: a snapshot's lock count keeps it alive; the snapshots form a doubly
+ * linked recency list (head = most recent); eviction takes the least recent unlocked one.
+ * Lock handles are (generation << 32) | (table index + 1): a stale handle never matches.
+ *
+ * Every mutating call allocates what it needs before it changes the tree, so a failure
+ * leaves the tree as it was.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "runtime/runtime.h"
+
+typedef struct node {
+    int32_t *edge;
+    int32_t edge_len, depth;
+    struct node *parent;
+    struct node **kids;
+    int32_t n_kids, cap_kids;
+    int32_t snap; /* slot of the snapshot pool, or -1 */
+    int32_t refs; /* lock count */
+    int32_t id;   /* index in the table */
+    uint32_t gen;
+    struct node *prev, *next; /* recency list, when snap >= 0 */
+} node;
+
+struct rssm_prefix_cache {
+    rssm_pool *pool;
+    int32_t allowed; /* most snapshots the budget allows */
+    size_t max_bytes;
+    int32_t max_snapshots;
+    node root;
+    node **table;
+    int32_t table_len, table_cap;
+    int32_t *free_ids;
+    int32_t n_free_ids;
+    uint32_t next_gen;
+    node *mru, *lru;
+    int32_t n_nodes, n_snaps;
+    int64_t hits, misses, inserts, evictions;
+};
+
+/* ---- nodes ------------------------------------------------------------------------------- */
+
+static node *node_new(const int32_t *tokens, int32_t len)
+{
+    node *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->edge = malloc(sizeof(int32_t) * (size_t)(len > 0 ? len : 1));
+    x->kids = malloc(sizeof(node *) * 2);
+    if (!x->edge || !x->kids) {
+        free(x->edge), free(x->kids), free(x);
+        return NULL;
+    }
+    if (len > 0) memcpy(x->edge, tokens, sizeof(int32_t) * (size_t)len);
+    x->edge_len = len;
+    x->cap_kids = 2;
+    x->snap = -1;
+    x->id = -1;
+    return x;
+}
+
+static void node_delete(node *x)
+{
+    free(x->edge);
+    free(x->kids);
+    free(x);
+}
+
+/* Reserves table room for `extra` new ids. */
+static int table_reserve(rssm_prefix_cache *c, int32_t extra)
+{
+    if (c->n_free_ids >= extra || c->table_len + extra - c->n_free_ids <= c->table_cap) return 1;
+    int32_t cap = c->table_cap ? c->table_cap * 2 : 16;
+    while (cap < c->table_len + extra) cap *= 2;
+    node **t = realloc(c->table, sizeof(node *) * (size_t)cap);
+    if (!t) return 0;
+    c->table = t;
+    int32_t *f = realloc(c->free_ids, sizeof(int32_t) * (size_t)cap);
+    if (!f) return 0;
+    c->free_ids = f;
+    c->table_cap = cap;
+    return 1;
+}
+
+/* Registers x (room reserved). */
+static void node_register(rssm_prefix_cache *c, node *x)
+{
+    x->id = c->n_free_ids ? c->free_ids[--c->n_free_ids] : c->table_len++;
+    x->gen = ++c->next_gen ? c->next_gen : ++c->next_gen;
+    c->table[x->id] = x;
+    c->n_nodes++;
+}
+
+static void node_unregister(rssm_prefix_cache *c, node *x)
+{
+    c->table[x->id] = NULL;
+    c->free_ids[c->n_free_ids++] = x->id;
+    c->n_nodes--;
+}
+
+static int kids_reserve(node *x, int32_t extra)
+{
+    if (x->n_kids + extra <= x->cap_kids) return 1;
+    int32_t cap = x->cap_kids ? x->cap_kids * 2 : 2;
+    while (cap < x->n_kids + extra) cap *= 2;
+    node **k = realloc(x->kids, sizeof(node *) * (size_t)cap);
+    if (!k) return 0;
+    x->kids = k;
+    x->cap_kids = cap;
+    return 1;
+}
+
+static node *find_kid(const node *x, int32_t tok)
+{
+    for (int32_t i = 0; i < x->n_kids; i++)
+        if (x->kids[i]->edge[0] == tok) return x->kids[i];
+    return NULL;
+}
+
+static void replace_kid(node *x, node *old, node *new_)
+{
+    for (int32_t i = 0; i < x->n_kids; i++)
+        if (x->kids[i] == old) x->kids[i] = new_;
+}
+
+static void remove_kid(node *x, node *k)
+{
+    for (int32_t i = 0; i < x->n_kids; i++)
+        if (x->kids[i] == k) {
+            x->kids[i] = x->kids[--x->n_kids];
+            return;
+        }
+}
+
+static int32_t common(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
+{
+    int32_t m = 0;
+    while (m < na && m < nb && a[m] == b[m]) m++;
+    return m;
+}
+
+/* ---- recency list --------------------------------------------------------------------------- */
+
+static void lru_unlink(rssm_prefix_cache *c, node *x)
+{
+    if (x->prev) x->prev->next = x->next;
+    else c->mru = x->next;
+    if (x->next) x->next->prev = x->prev;
+    else c->lru = x->prev;
+    x->prev = x->next = NULL;
+}
+
+static void lru_push(rssm_prefix_cache *c, node *x)
+{
+    x->prev = NULL;
+    x->next = c->mru;
+    if (c->mru) c->mru->prev = x;
+    c->mru = x;
+    if (!c->lru) c->lru = x;
+}
+
+static void touch(rssm_prefix_cache *c, node *x)
+{
+    lru_unlink(c, x);
+    lru_push(c, x);
+}
+
+/* ---- create / free ------------------------------------------------------------------------- */
+
+rssm_status rssm_prefix_cache_create(rssm_pool *snapshot_pool, size_t max_bytes, int32_t max_snapshots,
+                                     rssm_prefix_cache **out)
+{
+    const char *fn = "rssm_prefix_cache_create";
+    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: out is NULL", fn);
+    *out = NULL;
+    if (!snapshot_pool) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: snapshot_pool is NULL", fn);
+    if (max_snapshots < 0) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: max_snapshots %d < 0", fn, max_snapshots);
+    int64_t allowed = snapshot_pool->n_slots;
+    if (max_snapshots > 0 && max_snapshots < allowed) allowed = max_snapshots;
+    if (max_bytes > 0 && (int64_t)(max_bytes / snapshot_pool->slot_bytes) < allowed)
+        allowed = (int64_t)(max_bytes / snapshot_pool->slot_bytes);
+    if (allowed < 1)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a budget of %zu bytes holds no snapshot of %zu bytes", fn,
+                         max_bytes, snapshot_pool->slot_bytes);
+    rssm_prefix_cache *c = calloc(1, sizeof *c);
+    if (!c) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    c->pool = snapshot_pool;
+    c->allowed = (int32_t)allowed;
+    c->max_bytes = max_bytes;
+    c->max_snapshots = max_snapshots;
+    c->root.snap = -1;
+    c->root.id = -1;
+    *out = c;
+    return RSSM_OK;
+}
+
+static void free_subtree(rssm_prefix_cache *c, node *x)
+{
+    for (int32_t i = 0; i < x->n_kids; i++) free_subtree(c, x->kids[i]);
+    if (x->snap >= 0) {
+        c->pool->held[x->snap] = RSSM_RT_HELD_USER;
+        rssm_pool_release(c->pool, x->snap);
+    }
+    if (x != &c->root) node_delete(x);
+}
+
+void rssm_prefix_cache_free(rssm_prefix_cache *cache)
+{
+    if (!cache) return;
+    free_subtree(cache, &cache->root);
+    free(cache->root.kids);
+    free(cache->table);
+    free(cache->free_ids);
+    free(cache);
+}
+
+/* ---- eviction --------------------------------------------------------------------------------- */
+
+/* Removes x (no snapshot any more) or merges it into its only child, then its parent likewise. */
+static void prune(rssm_prefix_cache *c, node *x)
+{
+    while (x != &c->root && x->snap < 0) {
+        node *p = x->parent;
+        if (x->n_kids == 0) {
+            remove_kid(p, x);
+            node_unregister(c, x);
+            node_delete(x);
+            x = p;
+            continue;
+        }
+        if (x->n_kids == 1) {
+            node *k = x->kids[0];
+            int32_t *e = malloc(sizeof(int32_t) * (size_t)(x->edge_len + k->edge_len));
+            if (!e) return; /* stays uncompressed; still a correct tree */
+            memcpy(e, x->edge, sizeof(int32_t) * (size_t)x->edge_len);
+            memcpy(e + x->edge_len, k->edge, sizeof(int32_t) * (size_t)k->edge_len);
+            free(k->edge);
+            k->edge = e;
+            k->edge_len += x->edge_len;
+            k->parent = p;
+            replace_kid(p, x, k);
+            node_unregister(c, x);
+            node_delete(x);
+        }
+        return;
+    }
+}
+
+static int32_t evictable(const rssm_prefix_cache *c)
+{
+    int32_t n = 0;
+    for (const node *x = c->lru; x; x = x->prev) n += x->refs == 0;
+    return n;
+}
+
+static int evict_one(rssm_prefix_cache *c)
+{
+    node *x = c->lru;
+    while (x && x->refs > 0) x = x->prev;
+    if (!x) return 0;
+    lru_unlink(c, x);
+    c->pool->held[x->snap] = RSSM_RT_HELD_USER;
+    rssm_pool_release(c->pool, x->snap);
+    x->snap = -1;
+    c->n_snaps--;
+    c->evictions++;
+    prune(c, x);
+    return 1;
+}
+
+rssm_status rssm_prefix_cache_evict(rssm_prefix_cache *cache, int32_t count, int32_t *evicted)
+{
+    if (!cache) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_prefix_cache_evict: cache is NULL");
+    if (count < 0) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_prefix_cache_evict: count %d < 0", count);
+    int32_t n = 0;
+    while (n < count && evict_one(cache)) n++;
+    if (evicted) *evicted = n;
+    return RSSM_OK;
+}
+
+/* ---- insert ------------------------------------------------------------------------------------- */
+
+static rssm_status check_tokens(const char *fn, const int32_t *tokens, int32_t n, int32_t min_n)
+{
+    if (n < min_n || n > (1 << 30)) return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: n = %d tokens (need >= %d)", fn, n, min_n);
+    if (n > 0 && !tokens) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: tokens is NULL", fn);
+    return RSSM_OK;
+}
+
+static int same_shape(const rssm_pool *a, const rssm_pool *b)
+{
+    if (a->ctx != b->ctx || a->n_layers != b->n_layers) return 0;
+    for (int32_t l = 0; l < a->n_layers; l++)
+        if (memcmp(&a->lm[l].layer, &b->lm[l].layer, sizeof(rssm_layer))) return 0;
+    return 1;
+}
+
+/* Where tokens[0..n) leads: the deepest node `at` whose path is a prefix of tokens
+ * (depth d), and if d < n the child `kid` that shares m < its edge length tokens (or NULL). */
+static void descend(const rssm_prefix_cache *c, const int32_t *tokens, int32_t n, node **at, int32_t *d, node **kid,
+                    int32_t *m)
+{
+    node *x = (node *)&c->root;
+    int32_t depth = 0;
+    *kid = NULL;
+    *m = 0;
+    while (depth < n) {
+        node *k = find_kid(x, tokens[depth]);
+        if (!k) break;
+        const int32_t mm = common(k->edge, k->edge_len, tokens + depth, n - depth);
+        if (mm < k->edge_len) {
+            *kid = k;
+            *m = mm;
+            break;
+        }
+        x = k;
+        depth += mm;
+    }
+    *at = x;
+    *d = depth;
+}
+
+rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
+                                     int32_t src_slot, uint32_t source)
+{
+    const char *fn = "rssm_prefix_cache_insert";
+    if (!cache || !src_pool) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache or src_pool is NULL", fn);
+    rssm_status st = check_tokens(fn, tokens, n, 1);
+    if (st != RSSM_OK) return st;
+    if (source != RSSM_SNAPSHOT_CHECKPOINT && source != RSSM_SNAPSHOT_MATERIALIZE)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: unknown snapshot source %u", fn, source);
+    if ((st = rssm_rt_check_user(fn, src_pool, src_slot, "source slot")) != RSSM_OK) return st;
+    if (!same_shape(src_pool, cache->pool))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the source pool has another context or other layers", fn);
+    node *at, *kid;
+    int32_t d, m;
+    descend(cache, tokens, n, &at, &d, &kid, &m);
+    if (d == n && at->snap >= 0) { /* already cached */
+        touch(cache, at);
+        return RSSM_OK;
+    }
+    /* room: evict only when enough unlocked snapshots exist to make it */
+    int32_t need = cache->n_snaps + 1 - cache->allowed;
+    if (cache->pool->n_free == 0 && need < 1) need = 1;
+    if (need > 0 && evictable(cache) < need)
+        return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: no room for a snapshot (%d held, %d locked, pool %d free)", fn,
+                         cache->n_snaps, cache->n_snaps - evictable(cache), cache->pool->n_free);
+    /* eviction may reshape the tree */
+    for (int32_t i = 0; i < need; i++) evict_one(cache);
+    if (need > 0) descend(cache, tokens, n, &at, &d, &kid, &m);
+    /* allocate everything first */
+    node *mid = NULL, *leaf = NULL;
+    const int split = d < n && kid != NULL;
+    const int need_leaf = d < n && (!split || d + m < n);
+    int ok = table_reserve(cache, 2);
+    if (ok && split) ok = (mid = node_new(kid->edge, m)) != NULL;
+    if (ok && need_leaf) {
+        const int32_t off = split ? d + m : d;
+        ok = (leaf = node_new(tokens + off, n - off)) != NULL;
+    }
+    if (ok && need_leaf && !split) ok = kids_reserve(at, 1);
+    if (!ok) {
+        if (mid) node_delete(mid);
+        if (leaf) node_delete(leaf);
+        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    int32_t slot;
+    if ((st = rssm_pool_acquire(cache->pool, &slot)) == RSSM_OK) {
+        st = rssm_rt_copy(src_pool, src_slot, cache->pool, slot, source == RSSM_SNAPSHOT_MATERIALIZE);
+        if (st != RSSM_OK) rssm_pool_release(cache->pool, slot);
+        else cache->pool->held[slot] = RSSM_RT_HELD_CACHE;
+    }
+    if (st != RSSM_OK) {
+        if (mid) node_delete(mid);
+        if (leaf) node_delete(leaf);
+        return st;
+    }
+    /* link: nothing below can fail */
+    node *target = at;
+    if (split) {
+        node_register(cache, mid);
+        mid->depth = d + m;
+        mid->parent = at;
+        replace_kid(at, kid, mid);
+        memmove(kid->edge, kid->edge + m, sizeof(int32_t) * (size_t)(kid->edge_len - m));
+        kid->edge_len -= m;
+        kid->parent = mid;
+        mid->kids[mid->n_kids++] = kid;
+        target = mid;
+    }
+    if (leaf) {
+        node_register(cache, leaf);
+        leaf->depth = n;
+        leaf->parent = target;
+        target->kids[target->n_kids++] = leaf;
+        target = leaf;
+    }
+    target->snap = slot;
+    target->refs = 0;
+    lru_push(cache, target);
+    cache->n_snaps++;
+    cache->inserts++;
+    return RSSM_OK;
+}
+
+/* ---- match / unlock -------------------------------------------------------------------------------- */
+
+rssm_status rssm_prefix_cache_match(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *dst_pool,
+                                    int32_t dst_slot, int32_t *matched, uint64_t *lock)
+{
+    const char *fn = "rssm_prefix_cache_match";
+    if (!cache || !matched) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache or matched is NULL", fn);
+    rssm_status st = check_tokens(fn, tokens, n, 0);
+    if (st != RSSM_OK) return st;
+    if (dst_pool) {
+        if ((st = rssm_rt_check_user(fn, dst_pool, dst_slot, "destination slot")) != RSSM_OK) return st;
+        if (!same_shape(dst_pool, cache->pool))
+            return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the destination pool has another context or other layers", fn);
+    }
+    /* deepest node on the path with a snapshot */
+    node *x = &cache->root, *best = NULL;
+    int32_t depth = 0;
+    while (depth < n) {
+        node *k = find_kid(x, tokens[depth]);
+        if (!k || common(k->edge, k->edge_len, tokens + depth, n - depth) < k->edge_len) break;
+        x = k;
+        depth += k->edge_len;
+        if (x->snap >= 0) best = x;
+    }
+    if (!best) {
+        cache->misses++;
+        *matched = 0;
+        if (lock) *lock = 0;
+        return RSSM_OK;
+    }
+    if (dst_pool && (st = rssm_rt_copy(cache->pool, best->snap, dst_pool, dst_slot, 0)) != RSSM_OK) return st;
+    touch(cache, best);
+    cache->hits++;
+    *matched = best->depth;
+    if (lock) {
+        best->refs++;
+        *lock = ((uint64_t)best->gen << 32) | (uint64_t)(best->id + 1);
+    }
+    return RSSM_OK;
+}
+
+rssm_status rssm_prefix_cache_unlock(rssm_prefix_cache *cache, uint64_t lock)
+{
+    const char *fn = "rssm_prefix_cache_unlock";
+    if (!cache) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache is NULL", fn);
+    const int64_t id = (int64_t)(lock & 0xffffffffu) - 1;
+    const uint32_t gen = (uint32_t)(lock >> 32);
+    node *x = (id >= 0 && id < cache->table_len) ? cache->table[id] : NULL;
+    if (!x || x->gen != gen || gen == 0)
+        return rssm_fail(RSSM_ERROR_NOT_FOUND, "%s: handle %#llx names no entry of this cache", fn,
+                         (unsigned long long)lock);
+    if (x->refs <= 0)
+        return rssm_fail(RSSM_ERROR_NOT_FOUND, "%s: handle %#llx is not locked (unlocked twice?)", fn,
+                         (unsigned long long)lock);
+    x->refs--;
+    return RSSM_OK;
+}
+
+/* ---- stats and validation --------------------------------------------------------------------------- */
+
+static void count(const node *x, rssm_prefix_cache_stats *s)
+{
+    s->locked += x->refs > 0;
+    s->locks += x->refs;
+    for (int32_t i = 0; i < x->n_kids; i++) count(x->kids[i], s);
+}
+
+rssm_status rssm_prefix_cache_get_stats(const rssm_prefix_cache *cache, rssm_prefix_cache_stats *out)
+{
+    if (!cache || !out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_prefix_cache_get_stats: cache or out is NULL");
+    memset(out, 0, sizeof *out);
+    out->nodes = cache->n_nodes;
+    out->snapshots = cache->n_snaps;
+    out->bytes = (size_t)cache->n_snaps * cache->pool->slot_bytes;
+    out->hits = cache->hits, out->misses = cache->misses;
+    out->inserts = cache->inserts, out->evictions = cache->evictions;
+    count(&cache->root, out);
+    return RSSM_OK;
+}
+
+typedef struct walk {
+    const rssm_prefix_cache *c;
+    uint8_t *seen; /* [pool slots] */
+    int32_t nodes, snaps;
+} walk;
+
+#define BAD(...) rssm_fail(RSSM_ERROR_BAD_ARGUMENT, __VA_ARGS__)
+
+static rssm_status check_node(walk *w, const node *x)
+{
+    const char *fn = "rssm_prefix_cache_validate";
+    const rssm_prefix_cache *c = w->c;
+    if (x != &c->root) {
+        w->nodes++;
+        if (x->edge_len < 1) return BAD("%s: node %d has an empty edge", fn, x->id);
+        if (!x->parent || x->depth != x->parent->depth + x->edge_len)
+            return BAD("%s: node %d depth %d does not follow its parent", fn, x->id, x->depth);
+        if (x->id < 0 || x->id >= c->table_len || c->table[x->id] != x || x->gen == 0)
+            return BAD("%s: node %d is not registered", fn, x->id);
+        if (x->snap < 0 && x->n_kids < 2)
+            return BAD("%s: node %d has no snapshot and %d children (not compressed)", fn, x->id, x->n_kids);
+    }
+    if (x->refs < 0 || (x->refs > 0 && x->snap < 0)) return BAD("%s: node %d has lock count %d", fn, x->id, x->refs);
+    if (x->snap >= 0) {
+        w->snaps++;
+        if (x->snap >= c->pool->n_slots || c->pool->held[x->snap] != RSSM_RT_HELD_CACHE)
+            return BAD("%s: snapshot slot %d is not held by the cache", fn, x->snap);
+        if (w->seen[x->snap]++) return BAD("%s: snapshot slot %d is used twice", fn, x->snap);
+    }
+    for (int32_t i = 0; i < x->n_kids; i++) {
+        const node *k = x->kids[i];
+        if (k->parent != x) return BAD("%s: child %d of node %d has another parent", fn, k->id, x->id);
+        for (int32_t j = 0; j < i; j++)
+            if (x->kids[j]->edge[0] == k->edge[0]) return BAD("%s: node %d has two children on token %d", fn, x->id, k->edge[0]);
+        rssm_status st = check_node(w, k);
+        if (st != RSSM_OK) return st;
+    }
+    return RSSM_OK;
+}
+
+rssm_status rssm_prefix_cache_validate(const rssm_prefix_cache *cache)
+{
+    const char *fn = "rssm_prefix_cache_validate";
+    if (!cache) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache is NULL", fn);
+    const node *r = &cache->root;
+    if (r->edge_len != 0 || r->depth != 0 || r->snap >= 0 || r->parent) return BAD("%s: bad root", fn);
+    walk w = {cache, calloc((size_t)cache->pool->n_slots, 1), 0, 0};
+    if (!w.seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    rssm_status st = check_node(&w, r);
+    free(w.seen);
+    if (st != RSSM_OK) return st;
+    if (w.nodes != cache->n_nodes || w.snaps != cache->n_snaps)
+        return BAD("%s: counted %d nodes, %d snapshots; recorded %d, %d", fn, w.nodes, w.snaps, cache->n_nodes,
+                   cache->n_snaps);
+    int32_t n = 0;
+    for (const node *x = cache->mru; x; x = x->next, n++) {
+        if (x->snap < 0) return BAD("%s: node %d on the recency list has no snapshot", fn, x->id);
+        if ((x->next ? x->next->prev : cache->lru) != x) return BAD("%s: recency list links broken at node %d", fn, x->id);
+        if (n > cache->n_snaps) return BAD("%s: recency list longer than the snapshot count", fn);
+    }
+    if (n != cache->n_snaps) return BAD("%s: recency list has %d entries, %d snapshots", fn, n, cache->n_snaps);
+    if (cache->n_snaps > cache->allowed)
+        return BAD("%s: %d snapshots exceed the budget of %d", fn, cache->n_snaps, cache->allowed);
+    return RSSM_OK;
+}

@@ -1,0 +1,798 @@
+/*
+ * runtime_check.c — checks of the runtime on one device (`replayssm check --suite runtime`),
+ * also compiled into the test programs of tests/runtime/.
+ *
+ * A tiny synthetic model drives the kernels through the pool and the planner: two layers of
+ * the same shape whose per-token inputs (q, k, v, log-gate g, beta) are a hash of (token id,
+ * layer), like an embedding, so two requests with the same tokens see the same inputs.
+ * Device buffers come from device.h, so the same code runs on reference, CPU and CUDA.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "runtime_check.h"
+
+#define NL 2
+
+void rt_case(rt_counts *c, int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s ", ok ? "ok  " : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (ok) c->passed++;
+    else c->failed++;
+    fflush(stdout);
+}
+
+void rt_layers(rssm_gate gate, rssm_layer layers[2])
+{
+    for (int l = 0; l < NL; l++) layers[l] = rssm_layer_default(gate, 2, 4, 16, 8, 4); /* H HV K V L */
+}
+
+/* ---- the synthetic model -------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* Uniform in [0, 1) from (token, layer, kind, index). */
+static float unit(int32_t tok, int l, int kind, int64_t i)
+{
+    const uint64_t h = mix(((uint64_t)(uint32_t)tok << 32) ^ ((uint64_t)l << 56) ^ ((uint64_t)kind << 48) ^ (uint64_t)i);
+    return (float)((h >> 40) * (1.0 / 16777216.0));
+}
+
+typedef struct rt_model {
+    rssm_context *ctx;
+    rssm_pool *pool;
+    rssm_layer ly[NL];
+    int B, Tmax, H, HV, K, V, gk;
+    void *d[6]; /* q k v g beta o on the device */
+    float *h[6];
+    size_t n[6]; /* elements per buffer */
+} rt_model;
+
+static int model_init(rt_model *m, rssm_context *ctx, rssm_pool *pool, int B, int Tmax)
+{
+    memset(m, 0, sizeof *m);
+    m->ctx = ctx, m->pool = pool, m->B = B, m->Tmax = Tmax;
+    for (int l = 0; l < NL; l++) rssm_pool_layer(pool, l, &m->ly[l]);
+    const rssm_layer *y = &m->ly[0];
+    m->H = y->num_k_heads, m->HV = y->num_v_heads, m->K = y->head_k_dim, m->V = y->head_v_dim;
+    m->gk = y->gate == RSSM_GATE_KDA ? m->K : 1;
+    const size_t bt = (size_t)B * Tmax;
+    const size_t n[6] = {bt * m->H * m->K, bt * m->H * m->K, bt * m->HV * m->V, bt * m->HV * m->gk, bt * m->HV,
+                         bt * m->HV * m->V};
+    for (int i = 0; i < 6; i++) {
+        m->n[i] = n[i];
+        m->h[i] = calloc(n[i], sizeof(float));
+        if (!m->h[i] || rssm_dev_alloc(ctx, n[i] * sizeof(float), &m->d[i]) != RSSM_OK) return 0;
+    }
+    return 1;
+}
+
+static void model_free(rt_model *m)
+{
+    for (int i = 0; i < 6; i++) {
+        free(m->h[i]);
+        rssm_dev_free(m->ctx, m->d[i]);
+    }
+}
+
+/* Inputs of layer l for tokens tok[B*T]; junk rows (padding) get token 0. */
+static void fill_inputs(rt_model *m, int l, int T, const int32_t *tok)
+{
+    const int HK = m->H * m->K, HVV = m->HV * m->V;
+    const int kda = m->gk > 1;
+    for (int bt = 0; bt < m->B * T; bt++) {
+        const int32_t t = tok[bt];
+        for (int i = 0; i < HK; i++) {
+            m->h[0][(size_t)bt * HK + i] = 2 * unit(t, l, 0, i) - 1;
+            m->h[1][(size_t)bt * HK + i] = 2 * unit(t, l, 1, i) - 1;
+        }
+        for (int i = 0; i < HVV; i++) m->h[2][(size_t)bt * HVV + i] = 2 * unit(t, l, 2, i) - 1;
+        for (int i = 0; i < m->HV * m->gk; i++) {
+            const float u = unit(t, l, 3, i);
+            /* KDA: now and then a strongly decaying channel, to exercise the early folds */
+            m->h[3][(size_t)bt * m->HV * m->gk + i] =
+                kda ? (u > 0.9f ? -25.0f - 10.0f * u : -(0.05f + 1.0f * u)) : -(0.01f + 0.5f * u);
+        }
+        for (int i = 0; i < m->HV; i++) m->h[4][(size_t)bt * m->HV + i] = 0.1f + 0.8f * unit(t, l, 4, i);
+    }
+}
+
+/* One step of every layer through the planner (rssm_plan_set done by the caller).
+ * tok [B*T]; accepted [B] for verify (NULL for decode); out [NL][B*T*HV*V] or NULL. */
+static rssm_status model_step(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, int T, const int32_t *tok,
+                              const int32_t *accepted, float *out)
+{
+    rssm_status st = RSSM_OK;
+    void *stream = rssm_dev_stream(m->ctx);
+    if (mode == RSSM_PLAN_VERIFY && (st = rssm_plan_set_accepted(plan, m->B, accepted)) != RSSM_OK) return st;
+    if ((st = rssm_plan_begin(plan, mode, T, stream)) != RSSM_OK) return st;
+    const size_t no = (size_t)m->B * T * m->HV * m->V;
+    for (int l = 0; l < NL && st == RSSM_OK; l++) {
+        fill_inputs(m, l, T, tok);
+        for (int i = 0; i < 5 && st == RSSM_OK; i++)
+            st = rssm_dev_upload(m->ctx, m->d[i], m->h[i], m->n[i] * sizeof(float));
+        rssm_step_io io;
+        memset(&io, 0, sizeof io);
+        rssm_plan_io(plan, &io);
+        io.q = m->d[0], io.k = m->d[1], io.v = m->d[2], io.g = m->d[3], io.beta = m->d[4], io.o = m->d[5];
+        rssm_state s;
+        rssm_pool_state(m->pool, l, &s);
+        if (st == RSSM_OK)
+            st = mode == RSSM_PLAN_DECODE ? rssm_decode_replay(m->ctx, &m->ly[l], &s, &io, stream)
+                                          : rssm_verify(m->ctx, &m->ly[l], &s, &io, stream);
+        if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
+        if (st == RSSM_OK && out) st = rssm_dev_download(m->ctx, out + (size_t)l * no, m->d[5], no * sizeof(float));
+    }
+    if (st == RSSM_OK) st = rssm_plan_end(plan, stream);
+    if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
+    return st;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static unsigned char *export_blob(rssm_pool *p, int32_t slot, uint32_t form, size_t *n)
+{
+    size_t cap;
+    if (rssm_pool_export_size(p, form, &cap) != RSSM_OK) return NULL;
+    unsigned char *b = malloc(cap);
+    if (b && rssm_pool_export(p, slot, form, b, cap, n) != RSSM_OK) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* 1 if two slots export to the same bytes in `form` (cursor and ring included for the ring form). */
+static int same_state(rssm_pool *pa, int32_t a, rssm_pool *pb, int32_t b, uint32_t form)
+{
+    size_t na = 0, nb = 0;
+    unsigned char *x = export_blob(pa, a, form, &na), *y = export_blob(pb, b, form, &nb);
+    const int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x), free(y);
+    return same;
+}
+
+static const char *err(rssm_status st)
+{
+    static _Thread_local char buf[640];
+    snprintf(buf, sizeof buf, "%s: %s", rssm_status_name(st), rssm_last_error());
+    return buf;
+}
+
+static rssm_pool *make_pool(rssm_context *ctx, rssm_gate gate, int slots)
+{
+    rssm_layer ly[NL];
+    rt_layers(gate, ly);
+    rssm_pool *p = NULL;
+    rssm_status st = rssm_pool_create(ctx, ly, NL, slots, &p);
+    if (st != RSSM_OK) printf("note: rssm_pool_create: %s\n", err(st));
+    return p;
+}
+
+/* Runs `steps` decode steps on one slot (row 0 of a batch-1 planner) with token ids from base. */
+static rssm_status run_decode(rt_model *m, rssm_plan *plan, int32_t slot, int32_t seq0, int steps, int32_t base)
+{
+    rssm_status st = rssm_plan_set(plan, 1, &slot, &seq0);
+    for (int i = 0; i < steps && st == RSSM_OK; i++) {
+        int32_t tok[8] = {base + i, 0, 0, 0, 0, 0, 0, 0};
+        st = model_step(m, plan, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
+    }
+    return st;
+}
+
+/* ---- pool ---------------------------------------------------------------------------------- */
+
+void rt_suite_pool(rssm_context *ctx, rt_counts *c)
+{
+    for (int gi = 0; gi < 2; gi++) {
+        const rssm_gate gate = gi ? RSSM_GATE_KDA : RSSM_GATE_GDN;
+        const char *gn = gi ? "kda" : "gdn";
+        rssm_layer ly[NL];
+        rt_layers(gate, ly);
+        size_t want = 0;
+        rssm_status st = rssm_pool_bytes(ly, NL, 5, &want);
+        rssm_pool *p = make_pool(ctx, gate, 5);
+        if (!p) {
+            rt_case(c, 0, "pool/%s create", gn);
+            continue;
+        }
+        rt_case(c, st == RSSM_OK && want == rssm_pool_memory(p), "pool/%s bytes: rssm_pool_bytes %zu == allocated %zu",
+                gn, want, rssm_pool_memory(p));
+        rssm_state_bytes sb;
+        size_t tensors = 0;
+        for (int l = 0; l < NL; l++) {
+            rssm_state_size(&ly[l], 6, &sb);
+            tensors += sb.total - sb.cursor;
+        }
+        rt_case(c, want >= tensors + 6 * 4, "pool/%s bytes count every tensor (%zu >= %zu)", gn, want,
+                tensors + 6 * 4);
+        int32_t s[6];
+        int ok = 1;
+        for (int i = 0; i < 5; i++) ok &= rssm_pool_acquire(p, &s[i]) == RSSM_OK;
+        st = rssm_pool_acquire(p, &s[5]);
+        rt_case(c, ok && st == RSSM_ERROR_POOL_FULL && rssm_pool_num_free(p) == 0 && rssm_pool_validate(p) == RSSM_OK,
+                "pool/%s full: RSSM_ERROR_POOL_FULL, nothing lost", gn);
+        ok = rssm_pool_release(p, s[2]) == RSSM_OK;
+        st = rssm_pool_release(p, s[2]);
+        rt_case(c, ok && st == RSSM_ERROR_NOT_FOUND && *rssm_last_error() && rssm_pool_num_free(p) == 1,
+                "pool/%s double release: RSSM_ERROR_NOT_FOUND (%s)", gn, rssm_last_error());
+        st = rssm_pool_release(p, 5);
+        const rssm_status st2 = rssm_pool_release(p, -1);
+        rt_case(c, st == RSSM_ERROR_NOT_FOUND && st2 == RSSM_ERROR_NOT_FOUND && rssm_pool_validate(p) == RSSM_OK,
+                "pool/%s foreign slots 5 and -1: RSSM_ERROR_NOT_FOUND", gn);
+        /* copy at every cursor position: the copy equals the source materialised, empty ring */
+        rt_model m;
+        rssm_plan *plan = NULL;
+        if (!model_init(&m, ctx, p, 1, 1) || rssm_plan_create(p, 1, 0, &plan) != RSSM_OK) {
+            rt_case(c, 0, "pool/%s model setup", gn);
+            model_free(&m);
+            rssm_pool_free(p);
+            continue;
+        }
+        rssm_pool_acquire(p, &s[2]);
+        for (int pos = 0; pos <= 4; pos++) {
+            /* fresh source with `pos` decode steps: cursor pos (pos 4 = L folds to 0) */
+            rssm_pool_release(p, s[0]);
+            rssm_pool_acquire(p, &s[0]);
+            st = run_decode(&m, plan, s[0], 0, pos, 100); /* pos 4: the ring filled and folded */
+            int32_t cs = -1, cd = -1;
+            if (st == RSSM_OK) st = rssm_pool_copy(p, s[0], p, s[1]);
+            rssm_pool_cursor(p, s[0], &cs);
+            rssm_pool_cursor(p, s[1], &cd);
+            const int same = st == RSSM_OK && same_state(p, s[0], p, s[1], RSSM_EXPORT_MATERIALIZED);
+            rt_case(c, same && cd == 0, "pool/%s copy with source cursor %d: destination = source materialised, cursor 0%s%s",
+                    gn, cs, st ? " — " : "", st ? err(st) : "");
+        }
+        /* a copy continues like the source folded in place */
+        st = rssm_pool_copy(p, s[0], p, s[0]);
+        if (st == RSSM_OK) st = run_decode(&m, plan, s[0], 0, 3, 500);
+        if (st == RSSM_OK) st = run_decode(&m, plan, s[1], 0, 3, 500);
+        rt_case(c, st == RSSM_OK && same_state(p, s[0], p, s[1], RSSM_EXPORT_RING),
+                "pool/%s copy then 3 steps == in-place fold then 3 steps (bitwise)%s", gn, st ? err(st) : "");
+        int32_t a = -1;
+        st = rssm_pool_acquire_copy(p, p, s[0], &a);
+        rt_case(c, st == RSSM_ERROR_POOL_FULL, "pool/%s acquire_copy on a full pool: RSSM_ERROR_POOL_FULL", gn);
+        rssm_pool_release(p, s[4]);
+        st = rssm_pool_acquire_copy(p, p, s[0], &a);
+        rt_case(c, st == RSSM_OK && same_state(p, s[0], p, a, RSSM_EXPORT_MATERIALIZED),
+                "pool/%s acquire_copy gives the materialised source", gn);
+        rt_case(c, rssm_pool_validate(p) == RSSM_OK, "pool/%s validate", gn);
+        rssm_plan_free(plan);
+        model_free(&m);
+        rssm_pool_free(p);
+    }
+}
+
+/* ---- planner ------------------------------------------------------------------------------- */
+
+void rt_suite_plan(rssm_context *ctx, rt_counts *c)
+{
+    rssm_pool *p = make_pool(ctx, RSSM_GATE_GDN, 6);
+    rt_model m;
+    rssm_plan *plan = NULL;
+    if (!p || !model_init(&m, ctx, p, 4, 1) || rssm_plan_create(p, 4, 8, &plan) != RSSM_OK) {
+        rt_case(c, 0, "plan setup");
+        rssm_pool_free(p);
+        return;
+    }
+    int32_t s[6];
+    for (int i = 0; i < 6; i++) rssm_pool_acquire(p, &s[i]);
+    /* rows [s0, -1, s2]; row 3 padding via n = 3; s1, s3.. untouched */
+    const int32_t slots[3] = {s[0], -1, s[2]};
+    int32_t seq[3] = {5, 0, 14};
+    int32_t cur[2] = {0, 0}, len[2] = {5, 14};
+    rssm_status st = rssm_plan_set(p ? plan : NULL, 3, slots, seq);
+    size_t nb = 0;
+    unsigned char *before = export_blob(p, s[1], RSSM_EXPORT_RING, &nb);
+    int ok = st == RSSM_OK, fold_ok = 1;
+    for (int step = 0; step < 20 && ok; step++) {
+        uint8_t fold_h[4], fold_d[4];
+        rssm_plan_fold_rows(plan, RSSM_PLAN_DECODE, fold_h);
+        int32_t tok[4] = {step, 7, step + 50, 9};
+        st = model_step(&m, plan, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
+        ok &= st == RSSM_OK;
+        rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(plan), 4);
+        for (int r = 0; r < 4; r++) {
+            const int real = r == 0 || r == 2, i = r == 0 ? 0 : 1;
+            const uint8_t want = real && (len[i] + 1) % 8 == 0;
+            fold_ok &= fold_h[r] == want && fold_d[r] == want;
+        }
+        for (int i = 0; i < 2; i++) {
+            const int forced = (len[i] + 1) % 8 == 0;
+            int32_t x = (cur[i] + 1 > 4 ? 0 : cur[i]) + 1;
+            cur[i] = (x == 4 || forced) ? 0 : x;
+            len[i]++;
+        }
+        int32_t c0 = -1, c2 = -1;
+        rssm_pool_cursor(p, s[0], &c0);
+        rssm_pool_cursor(p, s[2], &c2);
+        ok &= c0 == cur[0] && c2 == cur[1];
+        /* host mirror follows the device after a re-set */
+        seq[0] = len[0], seq[2] = len[1];
+        rssm_plan_set(plan, 3, slots, seq);
+    }
+    int32_t dseq[4];
+    rssm_dev_download(ctx, dseq, rssm_plan_seq_len_buffer(plan), 16);
+    rt_case(c, ok, "plan decode: cursors follow the fold rules over 20 steps (forced folds at seq %% 8 == 0)%s%s",
+            st ? " — " : "", st ? err(st) : "");
+    rt_case(c, fold_ok, "plan decode: device fold flags == host mirror == (seq_len + 1) %% 8 == 0");
+    rt_case(c, dseq[0] == len[0] && dseq[1] == 0 && dseq[2] == len[1] && dseq[3] == 0,
+            "plan decode: sequence lengths advanced on the device, padding rows unchanged");
+    size_t na = 0;
+    unsigned char *after = export_blob(p, s[1], RSSM_EXPORT_RING, &na);
+    rt_case(c, before && after && na == nb && !memcmp(before, after, na), "plan: a slot outside the batch is untouched");
+    free(before), free(after);
+    /* verify: commit with accepted counts; a padding row with accepted > 0 moves nothing */
+    rssm_plan_free(plan);
+    model_free(&m);
+    plan = NULL;
+    if (!model_init(&m, ctx, p, 4, 3) || rssm_plan_create(p, 4, 8, &plan) != RSSM_OK) {
+        rt_case(c, 0, "plan verify setup");
+    } else {
+        const int32_t vs[4] = {s[3], -1, s[4], -1};
+        int32_t vq[4] = {0, 0, 8, 0}, vc[2] = {0, 0};
+        st = rssm_plan_set(plan, 4, vs, vq);
+        ok = st == RSSM_OK;
+        fold_ok = 1;
+        for (int step = 0; step < 12 && ok; step++) {
+            const int32_t acc[4] = {1 + step % 3, 3, 3 - step % 3, 2};
+            int32_t tok[12];
+            for (int i = 0; i < 12; i++) tok[i] = 1000 + step * 12 + i;
+            uint8_t fold_h[4];
+            rssm_plan_fold_rows(plan, RSSM_PLAN_VERIFY, fold_h);
+            st = model_step(&m, plan, RSSM_PLAN_VERIFY, 3, tok, acc, NULL);
+            ok &= st == RSSM_OK;
+            for (int i = 0; i < 2; i++) {
+                const int r = i ? 2 : 0;
+                const int forced = vq[r] > 0 && vq[r] % 8 == 0;
+                fold_ok &= fold_h[r] == forced && !fold_h[1] && !fold_h[3];
+                vc[i] = (vc[i] + 3 > 4 || forced ? 0 : vc[i]) + acc[r];
+                vq[r] += acc[r];
+            }
+            int32_t c3 = -1, c4 = -1;
+            rssm_pool_cursor(p, s[3], &c3);
+            rssm_pool_cursor(p, s[4], &c4);
+            ok &= c3 == vc[0] && c4 == vc[1];
+            rssm_plan_set(plan, 4, vs, vq);
+        }
+        rt_case(c, ok && fold_ok, "plan verify: commit with accepted counts, forced start folds at seq %% 8 == 0%s%s",
+                st ? " — " : "", st ? err(st) : "");
+        rt_case(c, rssm_pool_validate(p) == RSSM_OK, "plan: pool valid after the steps");
+    }
+    rssm_plan_free(plan);
+    model_free(&m);
+    rssm_pool_free(p);
+}
+
+/* ---- export / import ------------------------------------------------------------------------ */
+
+void rt_suite_export(rssm_context *ctx, rt_counts *c)
+{
+    for (int gi = 0; gi < 2; gi++) {
+        const rssm_gate gate = gi ? RSSM_GATE_KDA : RSSM_GATE_GDN;
+        const char *gn = gi ? "kda" : "gdn";
+        rssm_pool *p1 = make_pool(ctx, gate, 4), *p2 = make_pool(ctx, gate, 3);
+        rssm_pool *other = make_pool(ctx, gi ? RSSM_GATE_GDN : RSSM_GATE_KDA, 2);
+        rt_model m1, m2;
+        rssm_plan *pl1 = NULL, *pl2 = NULL;
+        if (!p1 || !p2 || !other || !model_init(&m1, ctx, p1, 1, 1) || !model_init(&m2, ctx, p2, 1, 1) ||
+            rssm_plan_create(p1, 1, 0, &pl1) != RSSM_OK || rssm_plan_create(p2, 1, 0, &pl2) != RSSM_OK) {
+            rt_case(c, 0, "export/%s setup", gn);
+            continue;
+        }
+        int32_t x, y = -1, xm = -1, ym = -1;
+        rssm_pool_acquire(p1, &x);
+        rssm_status st = run_decode(&m1, pl1, x, 0, 6, 300); /* cursor 2 of L 4 */
+        size_t n = 0, nm = 0;
+        unsigned char *blob = export_blob(p1, x, RSSM_EXPORT_RING, &n);
+        unsigned char *mblob = export_blob(p1, x, RSSM_EXPORT_MATERIALIZED, &nm);
+        int32_t cx = -1;
+        rssm_pool_cursor(p1, x, &cx);
+        rt_case(c, st == RSSM_OK && blob && mblob && nm < n && cx == 2,
+                "export/%s ring form %zu bytes, materialised form %zu bytes (cursor %d)", gn, n, nm, cx);
+        if (!blob || !mblob) continue;
+        /* corruptions: nothing imported, nothing changed */
+        const int32_t free0 = rssm_pool_num_free(p2);
+        unsigned char *bad = malloc(n);
+        struct {
+            const char *what;
+            size_t at;
+            rssm_status want;
+        } cases[] = {{"payload byte", n - 3, RSSM_ERROR_CHECKSUM},  {"checksum", 41, RSSM_ERROR_CHECKSUM},
+                     {"magic", 0, RSSM_ERROR_BAD_FORMAT},           {"version", 8, RSSM_ERROR_BAD_FORMAT},
+                     {"layer shape", 48 + 8, RSSM_ERROR_BAD_FORMAT}, {"payload size", 24, RSSM_ERROR_BAD_FORMAT}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            memcpy(bad, blob, n);
+            bad[cases[i].at] ^= 0x5a;
+            st = rssm_pool_import(p2, bad, n, &y);
+            rt_case(c, st == cases[i].want && rssm_pool_num_free(p2) == free0 && *rssm_last_error(),
+                    "export/%s import of a blob with a bad %s: %s", gn, cases[i].what, rssm_status_name(st));
+        }
+        st = rssm_pool_import(p2, blob, n - 1, &y);
+        rt_case(c, st == RSSM_ERROR_BAD_FORMAT && rssm_pool_num_free(p2) == free0, "export/%s truncated blob: %s", gn,
+                rssm_status_name(st));
+        st = rssm_pool_import(other, blob, n, &y);
+        rt_case(c, st == RSSM_ERROR_BAD_FORMAT && rssm_pool_num_free(other) == 2,
+                "export/%s import into a pool of another shape: %s", gn, rssm_status_name(st));
+        free(bad);
+        /* ring form continues bit-identically */
+        st = rssm_pool_import(p2, blob, n, &y);
+        int32_t cy = -1;
+        rssm_pool_cursor(p2, y, &cy);
+        const int same0 = st == RSSM_OK && same_state(p1, x, p2, y, RSSM_EXPORT_RING);
+        float *o1 = malloc(sizeof(float) * 4096), *o2 = malloc(sizeof(float) * 4096);
+        int ident = 1;
+        int32_t s1 = 6, s2 = 6;
+        rssm_plan_set(pl1, 1, &x, &s1);
+        rssm_plan_set(pl2, 1, &y, &s2);
+        for (int i = 0; i < 9 && st == RSSM_OK; i++) {
+            int32_t tok = 900 + i;
+            st = model_step(&m1, pl1, RSSM_PLAN_DECODE, 1, &tok, NULL, o1);
+            if (st == RSSM_OK) st = model_step(&m2, pl2, RSSM_PLAN_DECODE, 1, &tok, NULL, o2);
+            ident &= !memcmp(o1, o2, sizeof(float) * NL * m1.HV * m1.V);
+        }
+        rt_case(c, same0 && cy == 2 && st == RSSM_OK && ident && same_state(p1, x, p2, y, RSSM_EXPORT_RING),
+                "export/%s ring form: import then 9 steps bit-identical to the source%s%s", gn, st ? " — " : "",
+                st ? err(st) : "");
+        /* materialised form continues like an in-pool copy */
+        st = rssm_pool_import(p2, mblob, nm, &ym);
+        if (st == RSSM_OK) st = rssm_pool_release(p1, x);
+        rssm_pool_acquire(p1, &x);
+        if (st == RSSM_OK) st = rssm_pool_import(p1, blob, n, &xm); /* the exported state again */
+        int32_t xc = -1;
+        if (st == RSSM_OK) st = rssm_pool_acquire_copy(p1, p1, xm, &xc);
+        ident = st == RSSM_OK;
+        if (ident) {
+            rssm_plan_set(pl1, 1, &xc, &s1);
+            rssm_plan_set(pl2, 1, &ym, &s2);
+        }
+        for (int i = 0; i < 7 && st == RSSM_OK; i++) {
+            int32_t tok = 700 + i;
+            st = model_step(&m1, pl1, RSSM_PLAN_DECODE, 1, &tok, NULL, o1);
+            if (st == RSSM_OK) st = model_step(&m2, pl2, RSSM_PLAN_DECODE, 1, &tok, NULL, o2);
+            ident &= !memcmp(o1, o2, sizeof(float) * NL * m1.HV * m1.V);
+        }
+        rt_case(c, st == RSSM_OK && ident && same_state(p1, xc, p2, ym, RSSM_EXPORT_RING),
+                "export/%s materialised form: import then 7 steps bit-identical to rssm_pool_copy then 7 steps%s%s", gn,
+                st ? " — " : "", st ? err(st) : "");
+        /* full pool */
+        int32_t t;
+        while (rssm_pool_num_free(p2) > 0) rssm_pool_acquire(p2, &t);
+        st = rssm_pool_import(p2, blob, n, &t);
+        rt_case(c, st == RSSM_ERROR_POOL_FULL && rssm_pool_validate(p2) == RSSM_OK,
+                "export/%s import into a full pool: RSSM_ERROR_POOL_FULL", gn);
+        free(o1), free(o2), free(blob), free(mblob);
+        rssm_plan_free(pl1), rssm_plan_free(pl2);
+        model_free(&m1), model_free(&m2);
+        rssm_pool_free(p1), rssm_pool_free(p2), rssm_pool_free(other);
+    }
+}
+
+/* ---- prefix cache: hit vs cold ------------------------------------------------------------------ */
+/*
+ * Request A runs N tokens and snapshots its state at every forced fold (track interval 8).
+ * Request B shares A's first D tokens, then differs. B cold runs from scratch next to A (same
+ * planner, same forced folds); B warm acquires a slot, matches the cache (longest snapshot
+ * P <= D), and continues from P. With an f32 state "identical" needs the cold run's checkpoint
+ * at P to be the same bits as the snapshot: it is, because the cold run folds at P too (the
+ * forced fold), so both continue from the same checkpoint and an empty ring, running the same
+ * operations. Without the forced fold the cold run would carry a ring across P and round its
+ * checkpoint at other points: equal to ~1e-6, not bitwise.
+ *
+ * Verify: windows of T = 3 tokens, the first `accepted` of them the request's tokens, the rest
+ * rejected drafts whose ids depend only on their position (so A's and B's windows before P
+ * are the same); accepted counts follow a fixed pattern indexed by the step.
+ */
+#define PC_N 48
+#define PC_D 29
+#define PC_TRACK 8
+#define PC_T 3
+
+static int32_t tokA(int i) { return 10 + (int32_t)(mix((uint64_t)i) % 5000); }
+static int32_t tokB(int i) { return i < PC_D ? tokA(i) : 6000 + (int32_t)(mix((uint64_t)i + 77) % 5000); }
+static int32_t junk(int pos) { return 20000 + pos; }
+static int32_t acc_pattern(int step) { return 1 + (int32_t)(mix((uint64_t)step + 999) % PC_T); }
+
+void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c)
+{
+    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    const char *mn = verify ? "verify" : "decode";
+    const int T = verify ? PC_T : 1;
+    const rssm_plan_mode mode = verify ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE;
+    rssm_pool *p = make_pool(ctx, gate, 10);
+    rssm_prefix_cache *cache = NULL;
+    rt_model m;
+    rssm_plan *plan = NULL;
+    if (!p || rssm_prefix_cache_create(p, 0, 5, &cache) != RSSM_OK || !model_init(&m, ctx, p, 3, T) ||
+        rssm_plan_create(p, 3, PC_TRACK, &plan) != RSSM_OK) {
+        rt_case(c, 0, "prefix/%s/%s setup: %s", gn, mn, rssm_last_error());
+        rssm_pool_free(p);
+        return;
+    }
+    const size_t per_tok = (size_t)m.HV * m.V, per_row = (size_t)T * per_tok, per_layer = 3 * per_row;
+    /* cold outputs of B, per committed position (decode) or per step (verify) */
+    float *cold = calloc((size_t)(PC_N + 8) * NL * per_row, sizeof(float));
+    float *out = calloc(NL * per_layer, sizeof(float));
+    int step_at[PC_N + 8];
+    for (int i = 0; i < PC_N + 8; i++) step_at[i] = -1;
+    int32_t a, bc;
+    rssm_pool_acquire(p, &a);
+    rssm_pool_acquire(p, &bc);
+    int32_t seq[3] = {0, 0, 0};
+    const int32_t rows[3] = {a, -1, bc};
+    rssm_status st = RSSM_OK;
+    int inserts = 0, snaps_at[PC_N + 8] = {0};
+    for (int step = 0; seq[0] < PC_N && st == RSSM_OK; step++) {
+        st = rssm_plan_set(plan, 3, rows, seq);
+        uint8_t fold[3];
+        rssm_plan_fold_rows(plan, mode, fold);
+        int32_t tok[3 * PC_T], acc[3];
+        const int32_t k = verify ? acc_pattern(step) : 1;
+        for (int t = 0; t < T; t++) {
+            tok[0 * T + t] = t < k ? tokA(seq[0] + t) : junk(seq[0] + t);
+            tok[1 * T + t] = 0;
+            tok[2 * T + t] = t < k ? tokB(seq[2] + t) : junk(seq[2] + t);
+        }
+        acc[0] = acc[2] = k, acc[1] = 0;
+        step_at[seq[2]] = step;
+        if (st == RSSM_OK) st = model_step(&m, plan, mode, T, tok, verify ? acc : NULL, out);
+        for (int l = 0; l < NL && st == RSSM_OK; l++)
+            memcpy(cold + ((size_t)seq[2] * NL + l) * per_row, out + l * per_layer + 2 * per_row, per_row * sizeof(float));
+        /* snapshot point of row 0 (A): decode -> after the step at seq + 1; verify -> at seq */
+        if (st == RSSM_OK && fold[0]) {
+            int32_t tks[PC_N + 8];
+            const int32_t at = verify ? seq[0] : seq[0] + 1;
+            for (int i = 0; i < at; i++) tks[i] = tokA(i);
+            st = rssm_prefix_cache_insert(cache, tks, at, p, a, RSSM_SNAPSHOT_CHECKPOINT);
+            inserts += st == RSSM_OK;
+            snaps_at[at] = 1;
+        }
+        seq[0] += k, seq[2] += k;
+    }
+    rt_case(c, st == RSSM_OK && inserts > 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
+            "prefix/%s/%s request A ran %d tokens, %d snapshots inserted%s%s", gn, mn, seq[0], inserts,
+            st ? " — " : "", st ? err(st) : "");
+    int P = 0;
+    for (int i = 1; i <= PC_D; i++)
+        if (snaps_at[i] && step_at[i] >= 0) P = i;
+    /* B warm */
+    int32_t bw, matched = -1;
+    uint64_t lock = 0;
+    int32_t tb[PC_N + 8];
+    for (int i = 0; i < PC_N; i++) tb[i] = tokB(i);
+    rssm_pool_acquire(p, &bw);
+    if (st == RSSM_OK) st = rssm_prefix_cache_match(cache, tb, PC_N, p, bw, &matched, &lock);
+    rt_case(c, st == RSSM_OK && matched == P && P > 0 && lock != 0,
+            "prefix/%s/%s B matches the longest cached prefix %d (expected %d, divergence at %d)", gn, mn, matched, P,
+            PC_D);
+    /* a locked snapshot survives eviction */
+    int32_t ev = 0;
+    rssm_prefix_cache_evict(cache, 100, &ev);
+    int32_t m2 = -1;
+    rssm_prefix_cache_match(cache, tb, PC_N, NULL, -1, &m2, NULL);
+    rt_case(c, m2 == P && rssm_prefix_cache_validate(cache) == RSSM_OK,
+            "prefix/%s/%s evicting everything (%d evicted) keeps the locked prefix", gn, mn, ev);
+    int ident = st == RSSM_OK && matched > 0, compared = 0;
+    int32_t wseq[3] = {-0, 0, 0};
+    const int32_t wrows[3] = {-1, bw, -1};
+    wseq[1] = matched;
+    int step = step_at[matched >= 0 ? matched : 0];
+    while (ident && wseq[1] < PC_N && step >= 0) {
+        st = rssm_plan_set(plan, 3, wrows, wseq);
+        int32_t tok[3 * PC_T] = {0}, acc[3] = {0, 0, 0};
+        const int32_t k = verify ? acc_pattern(step) : 1;
+        for (int t = 0; t < T; t++) tok[1 * T + t] = t < k ? tokB(wseq[1] + t) : junk(wseq[1] + t);
+        acc[1] = k;
+        if (st == RSSM_OK) st = model_step(&m, plan, mode, T, tok, verify ? acc : NULL, out);
+        if (st != RSSM_OK || step_at[wseq[1]] != step) {
+            ident = 0;
+            break;
+        }
+        for (int l = 0; l < NL; l++)
+            ident &= !memcmp(cold + ((size_t)wseq[1] * NL + l) * per_row, out + l * per_layer + 1 * per_row,
+                             per_row * sizeof(float));
+        compared++;
+        wseq[1] += k;
+        step++;
+    }
+    rt_case(c, ident && compared > 0 && same_state(p, bw, p, bc, RSSM_EXPORT_MATERIALIZED),
+            "prefix/%s/%s warm B (from the snapshot at %d) == cold B bit for bit over %d steps, final states equal%s%s", gn,
+            mn, matched, compared, st ? " — " : "", st ? err(st) : "");
+    rt_case(c, rssm_prefix_cache_unlock(cache, lock) == RSSM_OK &&
+                   rssm_prefix_cache_unlock(cache, lock) == RSSM_ERROR_NOT_FOUND,
+            "prefix/%s/%s unlock, then a second unlock: RSSM_ERROR_NOT_FOUND", gn, mn);
+    rssm_prefix_cache_evict(cache, 100, &ev);
+    rssm_prefix_cache_stats stt;
+    rssm_prefix_cache_get_stats(cache, &stt);
+    rt_case(c, stt.snapshots == 0 && stt.nodes == 0 && rssm_pool_num_free(p) == 7 && rssm_pool_validate(p) == RSSM_OK,
+            "prefix/%s/%s unlocked entries evicted: empty tree, slots back in the pool", gn, mn);
+    free(cold), free(out);
+    rssm_prefix_cache_free(cache);
+    rssm_plan_free(plan);
+    model_free(&m);
+    rssm_pool_free(p);
+}
+
+/* ---- bad input ------------------------------------------------------------------------------------ */
+
+void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
+{
+    rssm_layer ly[NL];
+    rt_layers(RSSM_GATE_KDA, ly);
+    rssm_pool *p = make_pool(ctx, RSSM_GATE_KDA, 3);
+    if (!p) {
+        rt_case(c, 0, "bad input setup");
+        return;
+    }
+    int32_t s, t = -1;
+    rssm_pool_acquire(p, &s);
+    size_t n0 = 0;
+    unsigned char *before = export_blob(p, s, RSSM_EXPORT_RING, &n0);
+    size_t sz;
+    rssm_pool *q = NULL;
+    rssm_plan *plan = NULL;
+    rssm_prefix_cache *cache = NULL;
+    rssm_layer bad = ly[1];
+    bad.ring_len = 5;
+    rssm_layer mixed[2] = {ly[0], bad};
+    const int32_t toks[2] = {1, 2};
+    int32_t matched;
+    rssm_state stt;
+    unsigned char buf[64] = {0};
+    size_t wrote;
+    struct {
+        const char *what;
+        rssm_status st;
+    } r[] = {
+        {"pool_bytes(NULL layers)", rssm_pool_bytes(NULL, 2, 3, &sz)},
+        {"pool_bytes(0 slots)", rssm_pool_bytes(ly, 2, 0, &sz)},
+        {"pool_bytes(ring lengths differ)", rssm_pool_bytes(mixed, 2, 3, &sz)},
+        {"pool_create(NULL ctx)", rssm_pool_create(NULL, ly, 2, 3, &q)},
+        {"pool_create(0 layers)", rssm_pool_create(ctx, ly, 0, 3, &q)},
+        {"pool_state(layer 2)", rssm_pool_state(p, 2, &stt)},
+        {"pool_acquire(NULL)", rssm_pool_acquire(p, NULL)},
+        {"pool_release(99)", rssm_pool_release(p, 99)},
+        {"pool_copy(free src)", rssm_pool_copy(p, 1, p, s)},
+        {"pool_copy(NULL dst)", rssm_pool_copy(p, s, NULL, s)},
+        {"pool_copy_checkpoint(free dst)", rssm_pool_copy_checkpoint(p, s, p, 2)},
+        {"pool_cursor(free)", rssm_pool_cursor(p, 1, &t)},
+        {"pool_export(form 7)", rssm_pool_export(p, s, 7, buf, sizeof buf, &wrote)},
+        {"pool_export(small buffer)", rssm_pool_export(p, s, RSSM_EXPORT_RING, buf, sizeof buf, &wrote)},
+        {"pool_export(free slot)", rssm_pool_export(p, 2, RSSM_EXPORT_RING, buf, sizeof buf, &wrote)},
+        {"pool_import(zeros)", rssm_pool_import(p, buf, sizeof buf, &t)},
+        {"pool_import(NULL)", rssm_pool_import(p, NULL, 10, &t)},
+        {"plan_create(batch 0)", rssm_plan_create(p, 0, 8, &plan)},
+        {"plan_create(track -1)", rssm_plan_create(p, 2, -1, &plan)},
+        {"prefix_cache_create(budget of 1 byte)", rssm_prefix_cache_create(p, 1, 0, &cache)},
+        {"prefix_cache_create(NULL pool)", rssm_prefix_cache_create(NULL, 0, 0, &cache)},
+    };
+    int all = 1;
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+        const int ok = r[i].st != RSSM_OK;
+        all &= ok;
+        if (!ok) rt_case(c, 0, "bad input %s returned RSSM_OK", r[i].what);
+    }
+    rt_case(c, all && !q && !plan && !cache, "bad input: %zu pool/plan/cache calls refused with a status",
+            sizeof r / sizeof r[0]);
+    /* planner and cache on valid objects */
+    rssm_plan_create(p, 2, 8, &plan);
+    rssm_prefix_cache_create(p, 0, 0, &cache);
+    const int32_t dup[2] = {s, s}, freed[1] = {2}, neg[1] = {-4}, seqbad[1] = {-1}, accbad[1] = {99};
+    uint8_t f[2];
+    rssm_step_io io;
+    struct {
+        const char *what;
+        rssm_status st;
+    } r2[] = {
+        {"plan_set(duplicate slot)", rssm_plan_set(plan, 2, dup, NULL)},
+        {"plan_set(free slot)", rssm_plan_set(plan, 1, freed, NULL)},
+        {"plan_set(slot -4)", rssm_plan_set(plan, 1, neg, NULL)},
+        {"plan_set(n 3 > batch)", rssm_plan_set(plan, 3, dup, NULL)},
+        {"plan_set(seq -1)", rssm_plan_set(plan, 1, &s, seqbad)},
+        {"plan_set_accepted(99)", rssm_plan_set_accepted(plan, 1, accbad)},
+        {"plan_begin(before set)", rssm_plan_begin(plan, RSSM_PLAN_DECODE, 1, NULL)},
+        {"plan_begin(decode T 2)", rssm_plan_begin(plan, RSSM_PLAN_DECODE, 2, NULL)},
+        {"plan_begin(verify T 9)", rssm_plan_begin(plan, RSSM_PLAN_VERIFY, 9, NULL)},
+        {"plan_begin(mode 5)", rssm_plan_begin(plan, (rssm_plan_mode)5, 1, NULL)},
+        {"plan_end(no begin)", rssm_plan_end(plan, NULL)},
+        {"plan_io(NULL)", rssm_plan_io(plan, NULL)},
+        {"plan_fold_rows(NULL)", rssm_plan_fold_rows(plan, RSSM_PLAN_DECODE, NULL)},
+        {"plan_io(NULL plan)", rssm_plan_io(NULL, &io)},
+        {"prefix_insert(n 0)", rssm_prefix_cache_insert(cache, toks, 0, p, s, RSSM_SNAPSHOT_CHECKPOINT)},
+        {"prefix_insert(source 9)", rssm_prefix_cache_insert(cache, toks, 2, p, s, 9)},
+        {"prefix_insert(free slot)", rssm_prefix_cache_insert(cache, toks, 2, p, 2, RSSM_SNAPSHOT_CHECKPOINT)},
+        {"prefix_insert(NULL tokens)", rssm_prefix_cache_insert(cache, NULL, 2, p, s, RSSM_SNAPSHOT_CHECKPOINT)},
+        {"prefix_match(free dst)", rssm_prefix_cache_match(cache, toks, 2, p, 2, &matched, NULL)},
+        {"prefix_match(NULL matched)", rssm_prefix_cache_match(cache, toks, 2, NULL, -1, NULL, NULL)},
+        {"prefix_unlock(bogus)", rssm_prefix_cache_unlock(cache, 0x123456789ull)},
+        {"prefix_evict(-1)", rssm_prefix_cache_evict(cache, -1, NULL)},
+    };
+    all = 1;
+    for (size_t i = 0; i < sizeof r2 / sizeof r2[0]; i++) {
+        const int ok = r2[i].st != RSSM_OK;
+        all &= ok;
+        if (!ok) rt_case(c, 0, "bad input %s returned RSSM_OK", r2[i].what);
+    }
+    (void)f;
+    rt_case(c, all, "bad input: %zu planner/cache calls refused with a status", sizeof r2 / sizeof r2[0]);
+    size_t n1 = 0;
+    unsigned char *after = export_blob(p, s, RSSM_EXPORT_RING, &n1);
+    rssm_prefix_cache_stats cs;
+    rssm_prefix_cache_get_stats(cache, &cs);
+    rt_case(c, before && after && n0 == n1 && !memcmp(before, after, n0) && rssm_pool_num_free(p) == 2 &&
+                   rssm_pool_validate(p) == RSSM_OK && cs.nodes == 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
+            "bad input changed nothing (held slot bits, free count, empty cache)");
+    /* a cache snapshot is not the caller's slot */
+    int32_t two[2] = {5, 6};
+    rssm_status st = rssm_prefix_cache_insert(cache, two, 2, p, s, RSSM_SNAPSHOT_MATERIALIZE);
+    int32_t snap = -1;
+    for (int32_t i = 0; i < 3; i++)
+        if (i != s && rssm_pool_is_held(p, i)) snap = i;
+    rt_case(c, st == RSSM_OK && snap >= 0 && rssm_pool_release(p, snap) == RSSM_ERROR_NOT_FOUND &&
+                   rssm_plan_set(plan, 1, &snap, NULL) == RSSM_ERROR_NOT_FOUND &&
+                   rssm_prefix_cache_match(cache, two, 2, p, snap, &matched, NULL) == RSSM_ERROR_NOT_FOUND,
+            "a snapshot slot cannot be released, stepped or overwritten by the caller (%s)", rssm_last_error());
+    free(before), free(after);
+    rssm_prefix_cache_free(cache);
+    rssm_plan_free(plan);
+    rssm_pool_free(p);
+}
+
+/* ---- CLI ------------------------------------------------------------------------------------------ */
+
+int rssm_cli_check_runtime(int argc, char **argv)
+{
+    rssm_device dev = RSSM_DEVICE_REFERENCE;
+    const char *dn = "reference";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            dn = argv[++i];
+            if (!strcmp(dn, "cpu")) dev = RSSM_DEVICE_CPU;
+            else if (!strcmp(dn, "cuda")) dev = RSSM_DEVICE_CUDA;
+            else if (!strcmp(dn, "reference")) dev = RSSM_DEVICE_REFERENCE;
+            else {
+                fprintf(stderr, "check --suite runtime: unknown device '%s' (cpu, cuda, reference)\n", dn);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--suite") && i + 1 < argc) {
+            i++;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: replayssm check --suite runtime [--device cpu|cuda|reference]\n"
+                   "  state pool, step planner, prefix cache (hit == cold, GDN/KDA, decode/verify),\n"
+                   "  export/import and bad input, on the chosen device (default reference)\n");
+            return 0;
+        }
+    }
+    rssm_context *ctx = NULL;
+    rssm_status st = rssm_context_create(dev, 0, &ctx);
+    if (st != RSSM_OK) {
+        printf("runtime suite on %s: skipped (%s: %s)\n0 passed, 0 failed\n", dn, rssm_status_name(st),
+               rssm_last_error());
+        return 0;
+    }
+    rt_counts c = {0, 0};
+    printf("runtime suite on %s\n", dn);
+    rt_suite_pool(ctx, &c);
+    rt_suite_plan(ctx, &c);
+    rt_suite_export(ctx, &c);
+    for (int g = 0; g < 2; g++)
+        for (int v = 0; v < 2; v++) rt_suite_prefix(ctx, g ? RSSM_GATE_KDA : RSSM_GATE_GDN, v, &c);
+    rt_suite_bad_input(ctx, &c);
+    printf("%d passed, %d failed\n", c.passed, c.failed);
+    rssm_context_free(ctx);
+    return c.failed ? 1 : 0;
+}

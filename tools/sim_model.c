@@ -1,0 +1,182 @@
+/*
+ * sim_model.c — dense parts of the simulate model (see sim_model.h), on the CPU pool.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+#include "sim_model.h"
+
+/* ---- deterministic random numbers: splitmix64 + Box-Muller ---------------------------- */
+
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s) { return ((next_u64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+
+static float normal(uint64_t *s)
+{
+    return (float)(sqrt(-2.0 * log(uniform01(s))) * cos(6.283185307179586 * uniform01(s)));
+}
+
+static float *normal_matrix(uint64_t *s, size_t n, float std)
+{
+    float *w = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (w)
+        for (size_t i = 0; i < n; i++) w[i] = normal(s) * std;
+    return w;
+}
+
+static int pad4(int n) { return (n + 3) / 4 * 4; }
+
+int sim_model_init(sim_model *m, const sim_model_config *cfg)
+{
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    const rssm_layer *l = &cfg->layer;
+    const int D = cfg->d_model, L = cfg->n_layers, HV = l->num_v_heads;
+    const int gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
+    m->off_q = 0;
+    m->off_k = m->off_q + pad4(l->num_k_heads * l->head_k_dim);
+    m->off_v = m->off_k + pad4(l->num_k_heads * l->head_k_dim);
+    m->off_a = m->off_v + pad4(HV * l->head_v_dim);
+    m->off_b = m->off_a + pad4(HV * gk);
+    m->proj = m->off_b + pad4(HV);
+    uint64_t s = cfg->seed;
+    m->embed = normal_matrix(&s, (size_t)cfg->vocab * D, 1.0f);
+    m->w_in = calloc(L, sizeof(float *));
+    m->w_out = calloc(L, sizeof(float *));
+    m->A_log = malloc(sizeof(float) * L * HV);
+    m->dt_bias = malloc(sizeof(float) * L * HV * gk);
+    if (!m->embed || !m->w_in || !m->w_out || !m->A_log || !m->dt_bias) return -1;
+    for (int i = 0; i < L; i++) {
+        m->w_in[i] = normal_matrix(&s, (size_t)D * m->proj, 1.0f / sqrtf((float)D));
+        m->w_out[i] = normal_matrix(&s, (size_t)HV * l->head_v_dim * D, 0.5f / sqrtf((float)HV * l->head_v_dim));
+        if (!m->w_in[i] || !m->w_out[i]) return -1;
+        /* decays between about e^-0.02 and e^-0.5 per token: memory of tens of tokens */
+        for (int h = 0; h < HV; h++) m->A_log[i * HV + h] = (float)log(1.0 + 15.0 * uniform01(&s));
+        for (int j = 0; j < HV * gk; j++) m->dt_bias[i * HV * gk + j] = -4.0f + (float)uniform01(&s);
+    }
+    return 0;
+}
+
+void sim_model_free(sim_model *m)
+{
+    for (int i = 0; m->w_in && i < m->cfg.n_layers; i++) free(m->w_in[i]);
+    for (int i = 0; m->w_out && i < m->cfg.n_layers; i++) free(m->w_out[i]);
+    free(m->w_in), free(m->w_out), free(m->embed), free(m->A_log), free(m->dt_bias);
+    memset(m, 0, sizeof *m);
+}
+
+void sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x)
+{
+    (void)ctx;
+    const int D = m->cfg.d_model;
+    for (int i = 0; i < n; i++) memcpy(x + (size_t)i * D, m->embed + (size_t)tokens[i] * D, sizeof(float) * D);
+}
+
+/* ---- out[n][P] (+)= in[n][Din] @ W[Din][P], parallel over column blocks ----------------- */
+
+typedef struct matmul_job {
+    const float *in, *w;
+    float *out;
+    int n, din, p, accumulate;
+} matmul_job;
+
+#define COLS 64
+
+static void matmul_task(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const matmul_job *j = arg;
+    for (int64_t blk = begin; blk < end; blk++) {
+        const int c0 = (int)blk * COLS, c1 = c0 + COLS < j->p ? c0 + COLS : j->p;
+        for (int i = 0; i < j->n; i++) {
+            float acc[COLS];
+            for (int c = c0; c < c1; c++) acc[c - c0] = j->accumulate ? j->out[(size_t)i * j->p + c] : 0.0f;
+            const float *x = j->in + (size_t)i * j->din;
+            for (int d = 0; d < j->din; d++) {
+                const float xd = x[d];
+                const float *wr = j->w + (size_t)d * j->p;
+                for (int c = c0; c < c1; c++) acc[c - c0] += xd * wr[c];
+            }
+            for (int c = c0; c < c1; c++) j->out[(size_t)i * j->p + c] = acc[c - c0];
+        }
+    }
+}
+
+static void matmul(rssm_context *ctx, const float *in, const float *w, float *out, int n, int din, int p, int acc)
+{
+    matmul_job j = {in, w, out, n, din, p, acc};
+    rssm_cpu_parallel_for(ctx, (p + COLS - 1) / COLS, matmul_task, &j);
+}
+
+/* y = x / sqrt(mean(x^2) + 1e-6) */
+static void rmsnorm(const float *x, float *y, int d)
+{
+    double ss = 0;
+    for (int i = 0; i < d; i++) ss += (double)x[i] * x[i];
+    const float r = (float)(1.0 / sqrt(ss / d + 1e-6));
+    for (int i = 0; i < d; i++) y[i] = x[i] * r;
+}
+
+void sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj)
+{
+    const int D = m->cfg.d_model;
+    float *h = malloc(sizeof(float) * (size_t)n * D);
+    if (!h) return;
+    for (int i = 0; i < n; i++) rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
+    matmul(ctx, h, m->w_in[layer], proj, n, D, m->proj, 0);
+    free(h);
+}
+
+void sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x)
+{
+    const rssm_layer *l = &m->cfg.layer;
+    matmul(ctx, mix, m->w_out[layer], x, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model, 1);
+}
+
+typedef struct argmax_job {
+    const sim_model *m;
+    const float *x;
+    int32_t *next;
+} argmax_job;
+
+static void argmax_task(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const argmax_job *j = arg;
+    const int D = j->m->cfg.d_model, V = j->m->cfg.vocab;
+    float h[4096];
+    for (int64_t i = begin; i < end; i++) {
+        rmsnorm(j->x + i * D, h, D);
+        int best = 0;
+        float best_logit = -INFINITY;
+        for (int v = 0; v < V; v++) {
+            const float *e = j->m->embed + (size_t)v * D;
+            float s = 0;
+            for (int d = 0; d < D; d++) s += h[d] * e[d];
+            if (s > best_logit) best_logit = s, best = v;
+        }
+        j->next[i] = best;
+    }
+}
+
+void sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next)
+{
+    argmax_job j = {m, x, next};
+    rssm_cpu_parallel_for(ctx, n, argmax_task, &j);
+}
+
+double sim_dense_flops_per_token(const sim_model *m)
+{
+    const rssm_layer *l = &m->cfg.layer;
+    const double D = m->cfg.d_model;
+    return 2.0 * (m->cfg.n_layers * (D * m->proj + (double)l->num_v_heads * l->head_v_dim * D) + D * m->cfg.vocab);
+}

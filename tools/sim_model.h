@@ -1,0 +1,53 @@
+/*
+ * sim_model.h — the small hybrid model of `replayssm simulate`: deterministic random
+ * weights, token embedding, per layer an RMSNorm, one fused projection to q|k|v|a|b, a
+ * linear-attention mixer (run by the caller through the runtime), an output projection
+ * and a residual; a final RMSNorm, tied unembedding and a greedy argmax.
+ *
+ * Activations are f32 on the host; the dense parts run on the CPU thread pool.
+ * Fused projection row layout (one row per token), each segment padded to 4 floats so
+ * every view is 16-byte aligned and can be passed to the kernels with a token stride:
+ *   [ q: H*K | k: H*K | v: HV*V | a: HV*gk | b: HV ]
+ */
+#ifndef RSSM_SIM_MODEL_H
+#define RSSM_SIM_MODEL_H
+
+#include <stdint.h>
+
+#include "replayssm.h"
+
+typedef struct sim_model_config {
+    int vocab;
+    int d_model;
+    int n_layers;
+    rssm_layer layer; /* the mixer's shape (same for every layer) */
+    uint64_t seed;
+} sim_model_config;
+
+typedef struct sim_model {
+    sim_model_config cfg;
+    int proj;                          /* padded width of the fused projection row */
+    int off_q, off_k, off_v, off_a, off_b;
+    float *embed;                      /* [vocab][d_model], tied with the unembedding */
+    float **w_in;                      /* per layer [d_model][proj] */
+    float **w_out;                     /* per layer [HV*V][d_model] */
+    float *A_log;                      /* per layer [HV] */
+    float *dt_bias;                    /* per layer [HV*gk] */
+} sim_model;
+
+int sim_model_init(sim_model *m, const sim_model_config *cfg);
+void sim_model_free(sim_model *m);
+
+/* x[n][d_model] = embed[tokens[i]] */
+void sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x);
+/* proj[n][proj] = rmsnorm(x) @ w_in[layer] */
+void sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj);
+/* x += mix[n][HV*V] @ w_out[layer] */
+void sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x);
+/* next[i] = argmax(rmsnorm(x[i]) @ embed^T) */
+void sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next);
+
+/* FLOPs of the dense parts per token (for reporting). */
+double sim_dense_flops_per_token(const sim_model *m);
+
+#endif /* RSSM_SIM_MODEL_H */

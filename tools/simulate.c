@@ -1,0 +1,679 @@
+/*
+ * simulate.c — `replayssm simulate`: a serving workload end to end through the runtime.
+ *
+ * A small hybrid model (sim_model.h) serves requests that share a system prompt and come
+ * back as multi-turn follow-ups. Continuous batching admits requests as slots free up;
+ * prefill reuses the prefix cache (radix tree of state snapshots, inserted every
+ * track_interval tokens); decode runs the replay path (or the packed baseline); optional
+ * speculative decoding drafts by n-gram lookup and verifies through the ring, rolling back by
+ * cursor (packed: one state copy per draft token, the accepted one copied back).
+ * The same workload runs once with packed decode and once with replay; the report compares
+ * tokens/s, state bytes moved per token (byte model), memory held, prefix hit rate,
+ * acceptance rate, and whether the generated token streams are identical.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bytemodel.h"
+#include "cli.h"
+#include "core/device.h"
+#include "core/params.h"
+#include "sim_model.h"
+
+/* ---- configuration ------------------------------------------------------------------------ */
+
+typedef struct sim_config {
+    rssm_device device;
+    int threads;
+    sim_model_config model;
+    const char *preset;
+    int requests, max_batch, system_len, user_min, user_max, gen_min, gen_max, arrival_gap;
+    int spec;           /* tokens per verify window (1 = no speculative decoding) */
+    int track_interval; /* prefix snapshot every this many tokens */
+    int snapshots;      /* snapshot slots of the prefix cache */
+    double followup;    /* share of requests that continue an earlier conversation */
+    int json, progress;
+} sim_config;
+
+static int set_preset(sim_config *c, const char *name)
+{
+    sim_model_config *m = &c->model;
+    c->preset = name;
+    if (!strcmp(name, "demo")) {
+        m->vocab = 512, m->d_model = 256, m->n_layers = 4;
+        m->layer = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 64, 64, 16);
+    } else if (!strcmp(name, "demo-kda")) {
+        m->vocab = 512, m->d_model = 256, m->n_layers = 4;
+        m->layer = rssm_layer_default(RSSM_GATE_KDA, 4, 4, 64, 64, 16);
+    } else if (!strcmp(name, "qwen3-next")) { /* Qwen3-Next linear-attention layer shapes */
+        m->vocab = 2048, m->d_model = 2048, m->n_layers = 4;
+        m->layer = rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, 16);
+    } else if (!strcmp(name, "kimi-linear")) { /* Kimi-Linear KDA layer shapes */
+        m->vocab = 2048, m->d_model = 2048, m->n_layers = 4;
+        m->layer = rssm_layer_default(RSSM_GATE_KDA, 32, 32, 128, 128, 16);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- deterministic workload ------------------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
+
+typedef struct request {
+    int arrival;           /* step at which it may be admitted */
+    int parent;            /* -1, or the request whose conversation it continues */
+    int32_t *user;         /* its own new tokens */
+    int user_len, max_new;
+    /* filled while running */
+    int32_t *hist;         /* prompt then generated tokens */
+    int hist_len, hist_cap, prompt_len, generated, done, slot, row;
+    int seq_len;           /* tokens processed (in the state) */
+    int cursor;            /* host mirror of the slot's cursor, for the byte model */
+    int matched;           /* prefix tokens reused from the cache */
+} request;
+
+static int hist_push(request *r, int32_t tok)
+{
+    if (r->hist_len == r->hist_cap) {
+        int cap = r->hist_cap ? 2 * r->hist_cap : 256;
+        int32_t *h = realloc(r->hist, sizeof(int32_t) * cap);
+        if (!h) return -1;
+        r->hist = h, r->hist_cap = cap;
+    }
+    r->hist[r->hist_len++] = tok;
+    return 0;
+}
+
+static request *make_workload(const sim_config *c, int32_t **system)
+{
+    uint64_t s = c->model.seed ^ 0x5157u;
+    request *rq = calloc(c->requests, sizeof *rq);
+    *system = malloc(sizeof(int32_t) * c->system_len);
+    if (!rq || !*system) return NULL;
+    for (int i = 0; i < c->system_len; i++) (*system)[i] = rng_int(&s, 0, c->model.vocab - 1);
+    for (int i = 0; i < c->requests; i++) {
+        request *r = &rq[i];
+        r->arrival = i * c->arrival_gap;
+        r->parent = (i > 0 && (rng_next(&s) % 1000) < c->followup * 1000) ? rng_int(&s, 0, i - 1) : -1;
+        r->user_len = rng_int(&s, c->user_min, c->user_max);
+        r->max_new = rng_int(&s, c->gen_min, c->gen_max);
+        r->user = malloc(sizeof(int32_t) * r->user_len);
+        if (!r->user) return NULL;
+        for (int j = 0; j < r->user_len; j++) r->user[j] = rng_int(&s, 0, c->model.vocab - 1);
+        r->slot = r->row = -1;
+    }
+    return rq;
+}
+
+static void free_workload(request *rq, int n)
+{
+    for (int i = 0; rq && i < n; i++) free(rq[i].user), free(rq[i].hist);
+    free(rq);
+}
+
+/* The prompt of r: system prompt, or the parent's whole conversation, then its own tokens. */
+static int build_prompt(request *r, const request *all, const int32_t *system, int system_len)
+{
+    r->hist_len = 0;
+    if (r->parent >= 0) {
+        const request *p = &all[r->parent];
+        for (int i = 0; i < p->hist_len; i++)
+            if (hist_push(r, p->hist[i])) return -1;
+    } else {
+        for (int i = 0; i < system_len; i++)
+            if (hist_push(r, system[i])) return -1;
+    }
+    for (int i = 0; i < r->user_len; i++)
+        if (hist_push(r, r->user[i])) return -1;
+    r->prompt_len = r->hist_len;
+    return 0;
+}
+
+/* n-gram drafter: find the latest earlier occurrence of the last 2 tokens of hist[0..n) and
+ * propose the tokens that followed it; pads with the last token. */
+static void draft(const int32_t *hist, int n, int count, int32_t *out)
+{
+    int found = -1;
+    if (n >= 3)
+        for (int i = n - 3; i >= 1 && found < 0; i--)
+            if (hist[i] == hist[n - 1] && hist[i - 1] == hist[n - 2]) found = i + 1;
+    for (int j = 0; j < count; j++) out[j] = (found >= 0 && found + j < n) ? hist[found + j] : hist[n - 1];
+}
+
+/* ---- one run ------------------------------------------------------------------------------- */
+
+typedef struct sim_result {
+    int replay;
+    double seconds, decode_seconds;
+    long long prompt_tokens, reused_tokens, generated, decode_steps, drafted, accepted;
+    int hits, admitted;
+    double state_bytes; /* byte model, decode and verify steps */
+    double decode_tokens;
+    size_t memory;
+    request *rq;        /* the run's requests (token streams) */
+} sim_result;
+
+typedef struct engine {
+    const sim_config *cfg;
+    rssm_context *ctx;
+    const sim_model *model;
+    int replay, T;
+    rssm_layer *layers;
+    rssm_pool *pool, *snap_pool;
+    rssm_plan *plan;
+    rssm_prefix_cache *cache;
+    /* device buffers */
+    float *d_proj, *d_mix;
+    int32_t *d_slot, *d_wslot;
+    /* host buffers */
+    float *x, *proj, *mix, *mix1;
+    int32_t *tokens, *next;
+    int max_rows; /* max_batch * T */
+} engine;
+
+#define CHECK(call)                                                                                    \
+    do {                                                                                               \
+        rssm_status st_ = (call);                                                                      \
+        if (st_ != RSSM_OK) {                                                                          \
+            fprintf(stderr, "simulate: %s failed: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error()); \
+            return -1;                                                                                 \
+        }                                                                                              \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int upload(engine *e, void *dst, const void *src, size_t n) { return rssm_dev_upload(e->ctx, dst, src, n) == RSSM_OK ? 0 : -1; }
+
+/* Fills io's per-token tensors from the fused projection rows in device memory. */
+static void io_from_proj(const engine *e, int layer, const float *proj, int64_t row_stride, rssm_step_io *io)
+{
+    const sim_model *m = e->model;
+    const rssm_layer *l = &m->cfg.layer;
+    const int gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
+    io->q = proj + m->off_q, io->k = proj + m->off_k, io->v = proj + m->off_v;
+    io->a = proj + m->off_a, io->b = proj + m->off_b;
+    io->q_stride = io->k_stride = io->v_stride = io->a_stride = io->b_stride = row_stride;
+    io->A_log = m->A_log + layer * l->num_v_heads;
+    io->dt_bias = m->dt_bias + layer * l->num_v_heads * gk;
+    io->g = io->beta = NULL;
+}
+
+/* Runs the layers over rows already embedded in e->x ([n][d_model]) with `call` choosing the
+ * mixer per layer; returns the mixer outputs through e->x. */
+typedef int (*mixer_fn)(engine *e, int layer, int n, const rssm_state *st);
+
+static int forward(engine *e, int n, mixer_fn mixer)
+{
+    const sim_model *m = e->model;
+    const rssm_layer *l = &m->cfg.layer;
+    const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
+    for (int layer = 0; layer < m->cfg.n_layers; layer++) {
+        rssm_state st;
+        CHECK(rssm_pool_state(e->pool, layer, &st));
+        sim_project_in(e->ctx, m, layer, e->x, n, e->proj);
+        if (upload(e, e->d_proj, e->proj, sizeof(float) * (size_t)n * m->proj)) return -1;
+        if (mixer(e, layer, n, &st)) return -1;
+        CHECK(rssm_dev_download(e->ctx, e->mix, e->d_mix, sizeof(float) * (size_t)n * mix_row));
+        sim_project_out(e->ctx, m, layer, e->mix, n, e->x);
+    }
+    return 0;
+}
+
+/* prefill: one request (row 0), T = n tokens */
+static int mixer_prefill(engine *e, int layer, int n, const rssm_state *st)
+{
+    rssm_step_io io = {0};
+    io.batch = 1, io.tokens = n;
+    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
+    io.o = e->d_mix;
+    io.slot = e->d_slot;
+    CHECK(rssm_prefill(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    return 0;
+}
+
+/* decode: the planner's rows, one token each */
+static int mixer_decode(engine *e, int layer, int n, const rssm_state *st)
+{
+    rssm_step_io io = {0};
+    CHECK(rssm_plan_io(e->plan, &io));
+    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
+    io.o = e->d_mix;
+    if (e->replay) CHECK(rssm_decode_replay(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    else CHECK(rssm_decode_packed(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    return 0;
+}
+
+/* verify through the ring: the planner's rows, T tokens each */
+static int mixer_verify(engine *e, int layer, int n, const rssm_state *st)
+{
+    rssm_step_io io = {0};
+    CHECK(rssm_plan_io(e->plan, &io));
+    io.tokens = e->T;
+    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
+    io.o = e->d_mix;
+    CHECK(rssm_verify(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    return 0;
+}
+
+/* packed verify: T packed steps per row, token t reading the state of token t-1 and writing
+ * its own scratch slot (d_slot holds [T+1][batch] slot tables: request slots, then scratch) */
+static int mixer_verify_packed(engine *e, int layer, int n, const rssm_state *st)
+{
+    const rssm_layer *l = &e->model->cfg.layer;
+    const int B = e->cfg->max_batch, T = e->T;
+    const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
+    for (int t = 0; t < T; t++) {
+        rssm_step_io io = {0};
+        io.batch = B, io.tokens = 1;
+        io_from_proj(e, layer, e->d_proj + (size_t)t * e->model->proj, (int64_t)T * e->model->proj, &io);
+        io.o = e->d_mix + (size_t)t * B * mix_row; /* [T][B] blocks; reordered below */
+        io.slot = e->d_slot + (size_t)t * B;
+        io.write_slot = e->d_slot + (size_t)(t + 1) * B;
+        CHECK(rssm_decode_packed(e->ctx, l, st, &io, rssm_dev_stream(e->ctx)));
+    }
+    return 0;
+}
+
+static double state_bytes_token(const rssm_layer *l) { return rssm_bm_packed_token(l) - rssm_bm_io_token(l); }
+
+/* Admits request r into row `row`: acquire, prefix match, chunked prefill with snapshots at
+ * every multiple of the track interval, first generated token. */
+static int admit(engine *e, sim_result *res, request *r, int row)
+{
+    const sim_config *c = e->cfg;
+    const int D = e->model->cfg.d_model;
+    CHECK(rssm_pool_acquire(e->pool, &r->slot));
+    r->row = row;
+    int32_t matched = 0;
+    CHECK(rssm_prefix_cache_match(e->cache, r->hist, r->prompt_len - 1, e->pool, r->slot, &matched, NULL));
+    r->matched = matched;
+    res->prompt_tokens += r->prompt_len;
+    res->reused_tokens += matched;
+    res->hits += matched > 0;
+    res->admitted++;
+    int32_t slot_row[4] = {r->slot, -1, -1, -1};
+    if (upload(e, e->d_slot, slot_row, sizeof slot_row)) return -1;
+    int pos = matched;
+    while (pos < r->prompt_len) {
+        int end = (pos / c->track_interval + 1) * c->track_interval;
+        if (end > r->prompt_len) end = r->prompt_len;
+        if (end - pos > e->max_rows) end = pos + e->max_rows;
+        const int n = end - pos;
+        sim_embed(e->ctx, e->model, r->hist + pos, n, e->x);
+        if (forward(e, n, mixer_prefill)) return -1;
+        rssm_state st0;
+        CHECK(rssm_pool_state(e->pool, 0, &st0));
+        CHECK(rssm_reset_cursors(e->ctx, &st0, 1, e->d_slot, rssm_dev_stream(e->ctx)));
+        r->cursor = 0;
+        if (end % c->track_interval == 0 && end < r->prompt_len)
+            CHECK(rssm_prefix_cache_insert(e->cache, r->hist, end, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
+        if (end == r->prompt_len) {
+            int32_t next;
+            sim_next_tokens(e->ctx, e->model, e->x + (size_t)(n - 1) * D, 1, &next);
+            if (hist_push(r, next)) return -1;
+            r->generated = 1;
+            res->generated++;
+        }
+        pos = end;
+    }
+    r->seq_len = r->prompt_len;
+    return 0;
+}
+
+static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *model, int replay, sim_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->replay = replay;
+    int32_t *system = NULL;
+    request *rq = make_workload(c, &system);
+    if (!rq) return -1;
+    res->rq = rq;
+    engine E = {0}, *e = &E;
+    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec;
+    const rssm_layer *ml = &model->cfg.layer;
+    const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
+    const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
+    e->max_rows = B * T > 256 ? B * T : 256;
+    /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
+    e->layers = malloc(sizeof(rssm_layer) * nl);
+    for (int i = 0; i < nl; i++) {
+        e->layers[i] = *ml;
+        if (!replay) e->layers[i].ring_len = 1;
+    }
+    const int scratch = (!replay && T > 1) ? B * T : 0;
+    CHECK(rssm_pool_create(ctx, e->layers, nl, B + scratch, &e->pool));
+    CHECK(rssm_pool_create(ctx, e->layers, nl, c->snapshots, &e->snap_pool));
+    CHECK(rssm_prefix_cache_create(e->snap_pool, 0, 0, &e->cache));
+    CHECK(rssm_plan_create(e->pool, B, c->track_interval, &e->plan));
+    res->memory = rssm_pool_memory(e->pool) + rssm_pool_memory(e->snap_pool) + rssm_plan_memory(e->plan);
+    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
+    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
+    CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
+    e->x = malloc(sizeof(float) * (size_t)e->max_rows * D);
+    e->proj = malloc(sizeof(float) * (size_t)e->max_rows * model->proj);
+    e->mix = malloc(sizeof(float) * (size_t)e->max_rows * mix_row);
+    e->tokens = malloc(sizeof(int32_t) * e->max_rows);
+    e->next = malloc(sizeof(int32_t) * e->max_rows);
+    if (!e->x || !e->proj || !e->mix || !e->tokens || !e->next) return -1;
+    int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
+    for (int i = 0; i < scratch; i++) CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
+
+    request **rows = calloc(B, sizeof *rows);
+    int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
+    uint8_t *fold = malloc(B);
+    int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
+    const double t0 = now_s();
+    int finished = 0, next_req = 0;
+    for (int step = 0; finished < c->requests; step++) {
+        /* admit arrivals in order while rows are free */
+        for (int row = 0; row < B && next_req < c->requests; row++) {
+            if (rows[row]) continue;
+            request *r = &rq[next_req];
+            if (r->arrival > step || (r->parent >= 0 && !rq[r->parent].done)) break;
+            if (build_prompt(r, rq, system, c->system_len)) return -1;
+            if (admit(e, res, r, row)) return -1;
+            rows[row] = r;
+            next_req++;
+        }
+        int n = 0;
+        for (int row = 0; row < B; row++) {
+            slot[row] = rows[row] ? rows[row]->slot : -1;
+            seq[row] = rows[row] ? rows[row]->seq_len : 0;
+            n += rows[row] != NULL;
+        }
+        if (n == 0) continue;
+        const double td = now_s();
+        /* one decode (T = 1) or verify (T > 1) step over all rows */
+        for (int row = 0; row < B; row++) {
+            request *r = rows[row];
+            for (int t = 0; t < T; t++) e->tokens[row * T + t] = 0;
+            if (!r) continue;
+            e->tokens[row * T] = r->hist[r->seq_len];
+            if (T > 1) {
+                draft(r->hist, r->seq_len + 1, T - 1, drafts);
+                for (int t = 1; t < T; t++) e->tokens[row * T + t] = drafts[t - 1];
+            }
+        }
+        CHECK(rssm_plan_set(e->plan, B, slot, seq));
+        CHECK(rssm_plan_fold_rows(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
+        sim_embed(ctx, model, e->tokens, B * T, e->x);
+        if (!replay && T > 1) {
+            /* slot tables: [0] request slots, [t+1] scratch slots of token t */
+            int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
+            for (int row = 0; row < B; row++) {
+                tab[row] = slot[row];
+                for (int t = 0; t < T; t++) tab[(size_t)(t + 1) * B + row] = rows[row] ? scratch_slot[row * T + t] : -1;
+            }
+            if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
+            free(tab);
+            /* forward over [B][T] rows; the packed mixer writes o as [T][B]: reorder per layer */
+            for (int layer = 0; layer < nl; layer++) {
+                rssm_state st;
+                CHECK(rssm_pool_state(e->pool, layer, &st));
+                sim_project_in(ctx, model, layer, e->x, B * T, e->proj);
+                if (upload(e, e->d_proj, e->proj, sizeof(float) * (size_t)B * T * model->proj)) return -1;
+                if (mixer_verify_packed(e, layer, B * T, &st)) return -1;
+                float *tb = malloc(sizeof(float) * (size_t)B * T * mix_row);
+                CHECK(rssm_dev_download(ctx, tb, e->d_mix, sizeof(float) * (size_t)B * T * mix_row));
+                for (int row = 0; row < B; row++)
+                    for (int t = 0; t < T; t++)
+                        memcpy(e->mix + ((size_t)row * T + t) * mix_row, tb + ((size_t)t * B + row) * mix_row,
+                               sizeof(float) * mix_row);
+                free(tb);
+                sim_project_out(ctx, model, layer, e->mix, B * T, e->x);
+            }
+        } else {
+            if (replay) CHECK(rssm_plan_begin(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
+            if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
+        }
+        sim_next_tokens(ctx, model, e->x, B * T, e->next);
+        /* acceptance: token t's prediction must equal draft t+1 for the next to count */
+        for (int row = 0; row < B; row++) {
+            request *r = rows[row];
+            acc[row] = 0;
+            if (!r) continue;
+            int a = 1;
+            while (a < T && e->tokens[row * T + a] == e->next[row * T + a - 1]) a++;
+            const int left = r->max_new - r->generated;
+            if (a > left) a = left > 0 ? left : 1;
+            acc[row] = a;
+        }
+        if (replay && T > 1) CHECK(rssm_plan_set_accepted(e->plan, B, acc));
+        if (replay) CHECK(rssm_plan_end(e->plan, rssm_dev_stream(ctx)));
+        for (int row = 0; row < B; row++) {
+            request *r = rows[row];
+            if (!r) continue;
+            const int a = acc[row];
+            /* byte model for this row's step */
+            const rssm_layer *l = ml;
+            const double io = rssm_bm_io_token(l);
+            if (replay && T == 1) {
+                const int h = r->cursor; /* decode-only runs never start-fold */
+                const int fold_end = h + 1 == l->ring_len || fold[row];
+                res->state_bytes += nl * (rssm_bm_replay_step(l, h, fold_end) - io);
+                r->cursor = rssm_cursor_after_decode(r->cursor, l->ring_len, fold[row]);
+            } else if (replay) {
+                const int start = rssm_start_fold(r->cursor, T, l->ring_len, fold[row]);
+                res->state_bytes += nl * (rssm_bm_verify_replay(l, r->cursor, T, start) - T * io);
+                r->cursor = rssm_cursor_after_commit(r->cursor, T, l->ring_len, fold[row], a);
+            } else if (T > 1) {
+                /* T intermediate states, then the accepted one copied back (read + write) */
+                res->state_bytes += nl * (rssm_bm_verify_packed(l, T) - T * io + state_bytes_token(l));
+            } else {
+                res->state_bytes += nl * state_bytes_token(l);
+            }
+            if (!replay && T > 1) CHECK(rssm_pool_copy_checkpoint(e->pool, scratch_slot[row * T + a - 1], e->pool, r->slot));
+            /* snapshot when this step made the checkpoint the state after a multiple of the interval */
+            if (fold[row]) {
+                const int at = T > 1 ? r->seq_len : r->seq_len + 1;
+                if (at > 0 && (T == 1 || replay))
+                    CHECK(rssm_prefix_cache_insert(e->cache, r->hist, at, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
+            }
+            for (int t = 0; t < a; t++)
+                if (hist_push(r, e->next[row * T + t])) return -1;
+            r->seq_len += a;
+            r->generated += a;
+            res->generated += a;
+            res->decode_tokens += a;
+            if (T > 1) res->drafted += T - 1, res->accepted += a - 1;
+            if (r->generated >= r->max_new) {
+                r->done = 1;
+                CHECK(rssm_pool_release(e->pool, r->slot));
+                r->slot = -1;
+                rows[row] = NULL;
+                finished++;
+            }
+        }
+        res->decode_steps++;
+        res->decode_seconds += now_s() - td;
+        if (c->progress) {
+            const int w = 30, done = finished * w / c->requests;
+            fprintf(stderr, "\r  %-7s [%.*s%*s] %d/%d requests, %lld tokens", replay ? "replay" : "packed", done,
+                    "##############################", w - done, "", finished, c->requests, res->generated);
+        }
+    }
+    res->seconds = now_s() - t0;
+    if (c->progress) fprintf(stderr, "\n");
+    free(rows), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system), free(scratch_slot);
+    rssm_prefix_cache_free(e->cache);
+    rssm_plan_free(e->plan);
+    rssm_pool_free(e->snap_pool);
+    rssm_pool_free(e->pool);
+    rssm_dev_free(ctx, e->d_proj), rssm_dev_free(ctx, e->d_mix), rssm_dev_free(ctx, e->d_slot);
+    free(e->x), free(e->proj), free(e->mix), free(e->tokens), free(e->next), free(e->layers);
+    return 0;
+}
+
+/* ---- report --------------------------------------------------------------------------------- */
+
+/* 1 when every request generated the same tokens in both runs. */
+static int same_streams(const sim_result *a, const sim_result *b, int n, int *first_diff)
+{
+    for (int i = 0; i < n; i++) {
+        const request *x = &a->rq[i], *y = &b->rq[i];
+        if (x->hist_len != y->hist_len || memcmp(x->hist, y->hist, sizeof(int32_t) * x->hist_len)) {
+            *first_diff = i;
+            return 0;
+        }
+    }
+    *first_diff = -1;
+    return 1;
+}
+
+static double tok_s(const sim_result *r) { return r->generated / r->seconds; }
+static double bytes_tok(const sim_result *r) { return r->state_bytes / r->decode_tokens; }
+static double hit_rate(const sim_result *r) { return r->admitted ? (double)r->hits / r->admitted : 0; }
+static double reuse(const sim_result *r) { return r->prompt_tokens ? (double)r->reused_tokens / r->prompt_tokens : 0; }
+static double acceptance(const sim_result *r) { return r->drafted ? (double)r->accepted / r->drafted : 0; }
+
+static void print_table(const sim_config *c, const sim_model *m, const sim_result *pk, const sim_result *rp, int same,
+                        int diff)
+{
+    const rssm_layer *l = &m->cfg.layer;
+    printf("\nreplayssm simulate: model %s (%s H=%d HV=%d K=%d V=%d, %d layers, d_model %d, vocab %d), device %s\n",
+           c->preset, l->gate == RSSM_GATE_GDN ? "GDN" : "KDA", l->num_k_heads, l->num_v_heads, l->head_k_dim,
+           l->head_v_dim, m->cfg.n_layers, m->cfg.d_model, m->cfg.vocab, c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu");
+    printf("workload: %d requests, batch %d, system prompt %d tokens, follow-ups %.0f%%, ring L=%d (%s), "
+           "track interval %d, %s\n\n",
+           c->requests, c->max_batch, c->system_len, c->followup * 100, l->ring_len,
+           l->ring_dtype == RSSM_DTYPE_BF16 ? "bf16" : "f32", c->track_interval,
+           c->spec > 1 ? "speculative decoding (n-gram drafts)" : "no speculative decoding");
+    printf("%-28s %14s %14s %9s\n", "", "packed", "replay", "ratio");
+    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (whole run)", tok_s(pk), tok_s(rp), tok_s(rp) / tok_s(pk));
+    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (decode steps)", pk->decode_tokens / pk->decode_seconds,
+           rp->decode_tokens / rp->decode_seconds,
+           (rp->decode_tokens / rp->decode_seconds) / (pk->decode_tokens / pk->decode_seconds));
+    printf("%-28s %14.0f %14.0f %8.2fx\n", "state bytes moved / token", bytes_tok(pk), bytes_tok(rp),
+           bytes_tok(rp) / bytes_tok(pk));
+    printf("%-28s %14.2f %14.2f %8.2fx\n", "memory held (MiB)", pk->memory / 1048576.0, rp->memory / 1048576.0,
+           (double)rp->memory / pk->memory);
+    printf("%-28s %13.1f%% %13.1f%%\n", "prefix hit rate (requests)", 100 * hit_rate(pk), 100 * hit_rate(rp));
+    printf("%-28s %13.1f%% %13.1f%%\n", "prompt tokens from cache", 100 * reuse(pk), 100 * reuse(rp));
+    if (c->spec > 1)
+        printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
+    printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
+    printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
+    if (same) printf("\ntoken streams: identical (%d requests)\n", c->requests);
+    else printf("\ntoken streams: DIFFERENT (first at request %d)\n", diff);
+}
+
+static void print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same)
+{
+    const sim_result *r[2] = {pk, rp};
+    printf("{\"model\": \"%s\", \"device\": \"%s\", \"requests\": %d, \"batch\": %d, \"spec\": %d, \"identical\": %s",
+           c->preset, c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu", c->requests, c->max_batch, c->spec,
+           same ? "true" : "false");
+    for (int i = 0; i < 2; i++)
+        printf(", \"%s\": {\"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"state_bytes_per_token\": %.1f, "
+               "\"memory_bytes\": %zu, \"prefix_hit_rate\": %.4f, \"prompt_reuse\": %.4f, \"acceptance\": %.4f, "
+               "\"tokens\": %lld, \"seconds\": %.3f}",
+               i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
+               r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds);
+    printf("}\n");
+}
+
+static void usage(void)
+{
+    printf("usage: replayssm simulate [options]\n"
+           "  --device cpu|cuda        where the mixers run (default cpu; dense layers run on the CPU)\n"
+           "  --model NAME             demo (default) | demo-kda | qwen3-next | kimi-linear\n"
+           "  --layers N               number of linear-attention layers (preset's default)\n"
+           "  --requests N             requests in the workload (default 48)\n"
+           "  --batch N                concurrent requests (default 16)\n"
+           "  --ring-len L             replay ring length (default 16)\n"
+           "  --ring f32|bf16          ring dtype (default f32)\n"
+           "  --spec T                 speculative decoding, T tokens per verify window (default 1 = off)\n"
+           "  --track-interval N       prefix snapshot interval in tokens (default 16)\n"
+           "  --gen MIN,MAX            tokens to generate per request (default 24,48)\n"
+           "  --seed N                 weights and workload seed (default 1)\n"
+           "  --threads N              CPU threads (default: all cores)\n"
+           "  --json                   one JSON object instead of the table\n");
+}
+
+int rssm_cli_simulate(int argc, char **argv)
+{
+    sim_config c;
+    memset(&c, 0, sizeof c);
+    c.device = RSSM_DEVICE_CPU;
+    set_preset(&c, "demo");
+    c.model.seed = 1;
+    c.requests = 48, c.max_batch = 16, c.system_len = 48, c.user_min = 8, c.user_max = 24;
+    c.gen_min = 24, c.gen_max = 48, c.arrival_gap = 2, c.spec = 1, c.track_interval = 16, c.snapshots = 64;
+    c.followup = 0.4;
+    int layers = 0, ring_len = 16;
+    rssm_dtype ring = RSSM_DTYPE_F32;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (!strcmp(a, name) && v && (i++, 1))
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            c.json = 1;
+        } else if (ARG("--device")) {
+            if (!strcmp(v, "cpu")) c.device = RSSM_DEVICE_CPU;
+            else if (!strcmp(v, "cuda")) c.device = RSSM_DEVICE_CUDA;
+            else return fprintf(stderr, "simulate: unknown device '%s'\n", v), 2;
+        } else if (ARG("--model")) {
+            if (set_preset(&c, v)) return fprintf(stderr, "simulate: unknown model '%s'\n", v), 2;
+        } else if (ARG("--layers")) layers = atoi(v);
+        else if (ARG("--requests")) c.requests = atoi(v);
+        else if (ARG("--batch")) c.max_batch = atoi(v);
+        else if (ARG("--ring-len")) ring_len = atoi(v);
+        else if (ARG("--ring")) ring = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+        else if (ARG("--spec")) c.spec = atoi(v);
+        else if (ARG("--track-interval")) c.track_interval = atoi(v);
+        else if (ARG("--gen")) {
+            if (sscanf(v, "%d,%d", &c.gen_min, &c.gen_max) != 2) c.gen_min = c.gen_max = atoi(v);
+        } else if (ARG("--seed")) c.model.seed = strtoull(v, NULL, 10);
+        else if (ARG("--threads")) c.threads = atoi(v);
+        else return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
+#undef ARG
+    }
+    if (layers > 0) c.model.n_layers = layers;
+    c.model.layer.ring_len = ring_len;
+    c.model.layer.ring_dtype = ring;
+    if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 ||
+        c.gen_min < 1 || c.gen_max < c.gen_min || c.threads < 0)
+        return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
+    c.progress = !c.json && isatty(2);
+
+    rssm_context *ctx = NULL;
+    rssm_status st = rssm_context_create(c.device, c.device == RSSM_DEVICE_CPU ? c.threads : 0, &ctx);
+    if (st != RSSM_OK) return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
+    sim_model model;
+    if (sim_model_init(&model, &c.model)) return fprintf(stderr, "simulate: out of memory for the model\n"), 1;
+    sim_result pk, rp;
+    int rc = 1;
+    if (run_once(&c, ctx, &model, 0, &pk) == 0 && run_once(&c, ctx, &model, 1, &rp) == 0) {
+        int diff;
+        const int same = same_streams(&pk, &rp, c.requests, &diff);
+        if (c.json) print_json(&c, &pk, &rp, same);
+        else print_table(&c, &model, &pk, &rp, same, diff);
+        rc = same ? 0 : 1;
+        free_workload(rp.rq, c.requests);
+    }
+    free_workload(pk.rq, c.requests);
+    sim_model_free(&model);
+    rssm_context_free(ctx);
+    return rc;
+}
