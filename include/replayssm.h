@@ -16,7 +16,10 @@
  *    allocates nothing, synchronises nothing and reads nothing back, so it can be captured
  *    in a CUDA graph. On the CPU device the stream argument is ignored and the call
  *    returns when the work is done.
- *  - Every tensor pointer must be aligned to 16 bytes (RSSM_ERROR_MISALIGNED otherwise).
+ *  - Every pointer (tensors and the slot, fold and accepted arrays) must be aligned to
+ *    16 bytes (RSSM_ERROR_MISALIGNED otherwise).
+ *  - A context may be used by one host thread at a time (the CPU back end keeps per-thread
+ *    scratch in it); create one context per calling thread.
  *  - A row whose slot index is -1 is padding: its output is zero and it touches no state,
  *    ring or cursor.
  *
@@ -229,8 +232,10 @@ typedef struct rssm_step_io {
  * KDA adds per-head early folds that only move that head's ring_base:
  *   decode: end fold when min_k G_n < -G_MAX (the new entry is folded, never stored);
  *   verify: start fold when min_k (G_c + window sum of g) < -G_MAX.
- *   Decode then needs no bound on the gate. A verify window is exact as long as its own
- *   decay (sum of its T log-gates) stays above -80 per channel.
+ *   Decode then needs no bound on the gate. A KDA verify window's own decay (the sum of its
+ *   T log-gates) must stay above -80 per channel: host devices refuse such a window with
+ *   RSSM_ERROR_BAD_ARGUMENT; on CUDA it is the caller's precondition (split the window).
+ * Packed decode with write_slot: no row may write a slot that another row reads.
  */
 
 /* Baseline: S = state[slot]; per token u = beta (v - S diag(alpha) k); S = S diag(alpha) + u k^T;

@@ -130,6 +130,9 @@ RSSM_HD float rssm_gate_f32(float a, float A_log, float dt_bias, int safe, float
 /* L2-normalisation epsilon (inside the square root), as FLA. */
 #define RSSM_L2NORM_EPS 1e-6
 
+/* Largest decay (nats, per channel) one KDA verify window may have on its own. */
+#define RSSM_KDA_WINDOW_DECAY 80.0
+
 /* Default KDA early-fold threshold G_MAX. */
 #define RSSM_DEFAULT_KDA_FOLD_THRESHOLD 60.0f
 

@@ -11,6 +11,7 @@
 
 int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+extern long rt_fuzz_ops[12], rt_fuzz_ok[12];
 
 int main(int argc, char **argv)
 {
@@ -39,6 +40,11 @@ int main(int argc, char **argv)
     LLVMFuzzerTestOneInput(buf, len);
     printf("ok   LLVMFuzzerTestOneInput on the last seed\n");
     passed++;
+    static const char *names[12] = {"acquire", "release", "copy",  "export+import", "raw import", "insert",
+                                     "match",   "unlock",  "evict", "decode step",   "verify step", "release B"};
+    printf("operations (ok/run):");
+    for (int i = 0; i < 12; i++) printf(" %s %ld/%ld", names[i], rt_fuzz_ok[i], rt_fuzz_ops[i]);
+    printf("\n");
     free(buf);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
