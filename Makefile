@@ -18,7 +18,7 @@ build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/replayssm bench --device cpu --model qwen3-next
+	./$(BUILD)/replayssm simulate
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 1

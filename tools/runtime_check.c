@@ -105,7 +105,7 @@ static void fill_inputs(rt_model *m, int l, int T, const int32_t *tok)
             const float u = unit(t, l, 3, i);
             /* KDA: now and then a strongly decaying channel, to exercise the early folds */
             m->h[3][(size_t)bt * m->HV * m->gk + i] =
-                kda ? (u > 0.9f ? -25.0f - 10.0f * u : -(0.05f + 1.0f * u)) : -(0.01f + 0.5f * u);
+                kda ? (u > 0.85f ? -12.0f - 8.0f * u : -(0.05f + 1.0f * u)) : -(0.01f + 0.5f * u);
         }
         for (int i = 0; i < m->HV; i++) m->h[4][(size_t)bt * m->HV + i] = 0.1f + 0.8f * unit(t, l, 4, i);
     }

@@ -609,7 +609,7 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
 
 /* GDN keys when a group does not fit one cluster: after the step kernel, one CTA per
  * (row, key head) writes the normalised keys of the step's new entries. */
-__global__ void __launch_bounds__(RSSM_NT) gdn_write_k_kernel(const kargs A)
+static __global__ void __launch_bounds__(RSSM_NT) gdn_write_k_kernel(const kargs A)
 {
     __shared__ float red[RSSM_NW * 16];
     __shared__ float nrm[2];

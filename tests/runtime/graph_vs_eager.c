@@ -1,0 +1,150 @@
+/*
+ * graph_vs_eager.c — a whole decode step over N layers (rssm_plan_begin, rssm_decode_replay
+ * per layer, rssm_plan_end) captured once in a CUDA graph and replayed R times must leave the
+ * same bits as R eager steps: every slot's checkpoint, ring, ring bases and cursor, the
+ * planner's sequence lengths, and the last step's outputs. Forced folds (track interval 5)
+ * and ring folds happen during the replays; padding rows (-1) sit between real rows.
+ *
+ * The capture uses rssm_dev_time(graph = 1) from device.h: on CUDA the step is captured into
+ * a graph and replayed; on host devices (reference) the same function runs directly, which
+ * checks the test itself. The number of steps the graph path ran is read back from the
+ * planner's device sequence lengths (so the test does not depend on how many warm-up runs
+ * rssm_dev_time does), and the eager path runs that many.
+ * Usage: test_graph_vs_eager [reps]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+
+#define NLAYERS 4
+#define B 4
+
+typedef struct work_arg {
+    rssm_context *ctx;
+    rssm_pool *pool;
+    rssm_plan *plan;
+    rssm_layer ly[NLAYERS];
+    void *q, *k, *v, *g, *beta, *o;
+} work_arg;
+
+/* One decode step of every layer; enqueues only (no allocation, sync or host read on CUDA). */
+static int step(void *p, void *stream)
+{
+    work_arg *a = p;
+    if (rssm_plan_begin(a->plan, RSSM_PLAN_DECODE, 1, stream) != RSSM_OK) return 1;
+    for (int l = 0; l < NLAYERS; l++) {
+        rssm_step_io io;
+        memset(&io, 0, sizeof io);
+        rssm_plan_io(a->plan, &io);
+        io.q = a->q, io.k = a->k, io.v = a->v, io.g = a->g, io.beta = a->beta, io.o = a->o;
+        rssm_state s;
+        rssm_pool_state(a->pool, l, &s);
+        if (rssm_decode_replay(a->ctx, &a->ly[l], &s, &io, stream) != RSSM_OK) return 1;
+    }
+    return rssm_plan_end(a->plan, stream) != RSSM_OK;
+}
+
+static void *upload_random(rssm_context *ctx, size_t n, float lo, float hi, unsigned seed)
+{
+    float *h = malloc(n * sizeof(float));
+    void *d = NULL;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        h[i] = lo + (hi - lo) * (float)((seed >> 8) * (1.0 / 16777216.0));
+    }
+    if (rssm_dev_alloc(ctx, n * sizeof(float), &d) == RSSM_OK) rssm_dev_upload(ctx, d, h, n * sizeof(float));
+    free(h);
+    return d;
+}
+
+static int same_slots(rssm_pool *p, const int32_t *a, const int32_t *b, int n)
+{
+    size_t cap = 0;
+    rssm_pool_export_size(p, RSSM_EXPORT_RING, &cap);
+    unsigned char *x = malloc(cap), *y = malloc(cap);
+    int same = 1;
+    for (int i = 0; i < n && same; i++) {
+        size_t nx = 0, ny = 0;
+        same = rssm_pool_export(p, a[i], RSSM_EXPORT_RING, x, cap, &nx) == RSSM_OK &&
+               rssm_pool_export(p, b[i], RSSM_EXPORT_RING, y, cap, &ny) == RSSM_OK && nx == ny && !memcmp(x, y, nx);
+    }
+    free(x), free(y);
+    return same;
+}
+
+static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *passed, int *failed)
+{
+    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    rssm_context *ctx = NULL;
+    if (rssm_context_create(dev, 0, &ctx) != RSSM_OK) {
+        printf("skip %s/%s: %s\n", dn, gn, rssm_last_error());
+        return;
+    }
+    work_arg e, g;
+    memset(&e, 0, sizeof e);
+    for (int l = 0; l < NLAYERS; l++) e.ly[l] = rssm_layer_default(gate, 2, 4, 32, 16, 4);
+    e.ctx = ctx;
+    const int K = 32, V = 16, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1;
+    int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
+    int32_t se[3], sg[3];
+    for (int i = 0; i < 3 && ok; i++)
+        ok = rssm_pool_acquire(e.pool, &se[i]) == RSSM_OK && rssm_pool_acquire(e.pool, &sg[i]) == RSSM_OK;
+    g = e;
+    ok = ok && rssm_plan_create(e.pool, B, 5, &e.plan) == RSSM_OK && rssm_plan_create(e.pool, B, 5, &g.plan) == RSSM_OK;
+    if (!ok) {
+        printf("FAIL %s/%s setup: %s\n", dn, gn, rssm_last_error());
+        (*failed)++;
+        rssm_plan_free(e.plan), rssm_plan_free(g.plan), rssm_pool_free(e.pool), rssm_context_free(ctx);
+        return;
+    }
+    e.q = g.q = upload_random(ctx, B * H * K, -1, 1, 1);
+    e.k = g.k = upload_random(ctx, B * H * K, -1, 1, 2);
+    e.v = g.v = upload_random(ctx, B * HV * V, -1, 1, 3);
+    e.g = g.g = upload_random(ctx, B * HV * gk, gate == RSSM_GATE_KDA ? -8.0f : -1.0f, -0.01f, 4);
+    e.beta = g.beta = upload_random(ctx, B * HV, 0.1f, 0.9f, 5);
+    e.o = upload_random(ctx, B * HV * V, 0, 0, 6);
+    g.o = upload_random(ctx, B * HV * V, 0, 0, 7);
+    const int32_t re[B] = {se[0], -1, se[1], se[2]}, rg[B] = {sg[0], -1, sg[1], sg[2]}, seq[B] = {0, 0, 3, 9};
+    rssm_plan_set(e.plan, B, re, seq);
+    rssm_plan_set(g.plan, B, rg, seq);
+    double us = 0;
+    rssm_status st = rssm_dev_time(ctx, step, &g, 1, 0, reps, &us);
+    int32_t gseq[B] = {0}, eseq[B] = {0};
+    rssm_dev_sync(ctx);
+    rssm_dev_download(ctx, gseq, rssm_plan_seq_len_buffer(g.plan), sizeof gseq);
+    const int steps = gseq[0];
+    for (int i = 0; i < steps && st == RSSM_OK; i++)
+        if (step(&e, rssm_dev_stream(ctx))) st = RSSM_ERROR_DEVICE;
+    rssm_dev_sync(ctx);
+    rssm_dev_download(ctx, eseq, rssm_plan_seq_len_buffer(e.plan), sizeof eseq);
+    float *oe = malloc(sizeof(float) * B * HV * V), *og = malloc(sizeof(float) * B * HV * V);
+    rssm_dev_download(ctx, oe, e.o, sizeof(float) * B * HV * V);
+    rssm_dev_download(ctx, og, g.o, sizeof(float) * B * HV * V);
+    ok = st == RSSM_OK && steps >= reps && !memcmp(gseq, eseq, sizeof gseq) && eseq[1] == 0 &&
+         !memcmp(oe, og, sizeof(float) * B * HV * V) && same_slots(e.pool, se, sg, 3) &&
+         rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
+    printf("%s %s/%s: %d graph replays of a %d-layer decode step == %d eager steps bit for bit (%.1f us/step)%s%s\n",
+           ok ? "ok  " : "FAIL", dn, gn, steps, NLAYERS, steps, us, st ? " — " : "", st ? rssm_last_error() : "");
+    ok ? (*passed)++ : (*failed)++;
+    free(oe), free(og);
+    rssm_dev_free(ctx, e.q), rssm_dev_free(ctx, e.k), rssm_dev_free(ctx, e.v), rssm_dev_free(ctx, e.g);
+    rssm_dev_free(ctx, e.beta), rssm_dev_free(ctx, e.o), rssm_dev_free(ctx, g.o);
+    rssm_plan_free(e.plan), rssm_plan_free(g.plan);
+    rssm_pool_free(e.pool);
+    rssm_context_free(ctx);
+}
+
+int main(int argc, char **argv)
+{
+    const int reps = argc > 1 ? atoi(argv[1]) : 23;
+    int passed = 0, failed = 0;
+    for (int gi = 0; gi < 2; gi++) run(RSSM_DEVICE_REFERENCE, "reference (host path)", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+    if (rssm_cuda_available())
+        for (int gi = 0; gi < 2; gi++) run(RSSM_DEVICE_CUDA, "cuda graph", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+    else
+        printf("skip cuda: no CUDA device or back end in this build\n");
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
