@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "runtime_check.h"
 #include "harness.h"
 #include "vectors.h"
 
@@ -482,11 +483,13 @@ static void run_matrix(rssm_context *ctx, rssm_context *ref, int quick, const ch
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: replayssm check [--device cpu|cuda|reference] [--vectors FILE] [--quick] [--strict]\n"
+            "usage: replayssm check [--suite ops|runtime] [--device cpu|cuda|reference] [--vectors FILE] [--quick] [--strict]\n"
             "  Runs the equivalence matrix on the device against the float64 reference (one line per\n"
             "  case: PASS/FAIL, max norm-relative error), and with --vectors every golden case through\n"
             "  every decode path (packed, replay at L=1..16, verify windows, prefill then decode).\n"
             "  --device     device under test (default cpu)\n"
+            "  --suite S    ops (default: the kernels against the reference) or runtime (pool,\n"
+            "               planner, prefix cache, export/import)\n"
             "  --vectors    golden vector file (../shared/vectors/fla-reference.txt)\n"
             "  --quick      a smaller matrix (every axis value still appears)\n"
             "  --strict     count cases the device does not support as failures, not skips\n"
@@ -496,6 +499,18 @@ static void usage(FILE *f)
 
 int rssm_cli_check(int argc, char **argv)
 {
+    /* --suite runtime: the runtime's checks (tools/runtime_check.c); --suite ops: this file */
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--suite")) {
+            if (!strcmp(argv[i + 1], "runtime")) return rssm_cli_check_runtime(argc, argv);
+            if (strcmp(argv[i + 1], "ops")) {
+                fprintf(stderr, "replayssm check: unknown suite '%s' (ops, runtime)\n", argv[i + 1]);
+                return 2;
+            }
+            for (int j = i; j + 2 <= argc; j++) argv[j] = j + 2 < argc ? argv[j + 2] : NULL;
+            argc -= 2;
+            break;
+        }
     rssm_device dev = RSSM_DEVICE_CPU;
     const char *vectors = NULL, *filter = NULL;
     int quick = 0, strict = 0;
