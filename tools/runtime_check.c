@@ -25,14 +25,17 @@ void rt_case(rt_counts *c, int ok, const char *fmt, ...)
     vprintf(fmt, ap);
     printf("\n");
     va_end(ap);
-    if (ok) c->passed++;
-    else c->failed++;
+    if (ok)
+        c->passed++;
+    else
+        c->failed++;
     fflush(stdout);
 }
 
 void rt_layers(rssm_gate gate, rssm_layer layers[2])
 {
-    for (int l = 0; l < NL; l++) layers[l] = rssm_layer_default(gate, 2, 4, 16, 8, 4); /* H HV K V L */
+    for (int l = 0; l < NL; l++)
+        layers[l] = rssm_layer_default(gate, 2, 4, 16, 8, 4); /* H HV K V L */
 }
 
 /* ---- the synthetic model -------------------------------------------------------------------- */
@@ -48,7 +51,8 @@ static uint64_t mix(uint64_t x)
 /* Uniform in [0, 1) from (token, layer, kind, index). */
 static float unit(int32_t tok, int l, int kind, int64_t i)
 {
-    const uint64_t h = mix(((uint64_t)(uint32_t)tok << 32) ^ ((uint64_t)l << 56) ^ ((uint64_t)kind << 48) ^ (uint64_t)i);
+    const uint64_t h =
+        mix(((uint64_t)(uint32_t)tok << 32) ^ ((uint64_t)l << 56) ^ ((uint64_t)kind << 48) ^ (uint64_t)i);
     return (float)((h >> 40) * (1.0 / 16777216.0));
 }
 
@@ -66,13 +70,14 @@ static int model_init(rt_model *m, rssm_context *ctx, rssm_pool *pool, int B, in
 {
     memset(m, 0, sizeof *m);
     m->ctx = ctx, m->pool = pool, m->B = B, m->Tmax = Tmax;
-    for (int l = 0; l < NL; l++) rssm_pool_layer(pool, l, &m->ly[l]);
+    for (int l = 0; l < NL; l++)
+        rssm_pool_layer(pool, l, &m->ly[l]);
     const rssm_layer *y = &m->ly[0];
     m->H = y->num_k_heads, m->HV = y->num_v_heads, m->K = y->head_k_dim, m->V = y->head_v_dim;
     m->gk = y->gate == RSSM_GATE_KDA ? m->K : 1;
     const size_t bt = (size_t)B * Tmax;
-    const size_t n[6] = {bt * m->H * m->K, bt * m->H * m->K, bt * m->HV * m->V, bt * m->HV * m->gk, bt * m->HV,
-                         bt * m->HV * m->V};
+    const size_t n[6] = {bt * m->H * m->K,   bt * m->H * m->K, bt * m->HV * m->V,
+                         bt * m->HV * m->gk, bt * m->HV,       bt * m->HV * m->V};
     for (int i = 0; i < 6; i++) {
         m->n[i] = n[i];
         m->h[i] = calloc(n[i], sizeof(float));
@@ -100,14 +105,16 @@ static void fill_inputs(rt_model *m, int l, int T, const int32_t *tok)
             m->h[0][(size_t)bt * HK + i] = 2 * unit(t, l, 0, i) - 1;
             m->h[1][(size_t)bt * HK + i] = 2 * unit(t, l, 1, i) - 1;
         }
-        for (int i = 0; i < HVV; i++) m->h[2][(size_t)bt * HVV + i] = 2 * unit(t, l, 2, i) - 1;
+        for (int i = 0; i < HVV; i++)
+            m->h[2][(size_t)bt * HVV + i] = 2 * unit(t, l, 2, i) - 1;
         for (int i = 0; i < m->HV * m->gk; i++) {
             const float u = unit(t, l, 3, i);
             /* KDA: now and then a strongly decaying channel, to exercise the early folds */
             m->h[3][(size_t)bt * m->HV * m->gk + i] =
                 kda ? (u > 0.85f ? -12.0f - 8.0f * u : -(0.05f + 1.0f * u)) : -(0.01f + 0.5f * u);
         }
-        for (int i = 0; i < m->HV; i++) m->h[4][(size_t)bt * m->HV + i] = 0.1f + 0.8f * unit(t, l, 4, i);
+        for (int i = 0; i < m->HV; i++)
+            m->h[4][(size_t)bt * m->HV + i] = 0.1f + 0.8f * unit(t, l, 4, i);
     }
 }
 
@@ -218,11 +225,11 @@ void rt_suite_pool(rssm_context *ctx, rt_counts *c)
             rssm_state_size(&ly[l], 6, &sb);
             tensors += sb.total - sb.cursor;
         }
-        rt_case(c, want >= tensors + 6 * 4, "pool/%s bytes count every tensor (%zu >= %zu)", gn, want,
-                tensors + 6 * 4);
+        rt_case(c, want >= tensors + 6 * 4, "pool/%s bytes count every tensor (%zu >= %zu)", gn, want, tensors + 6 * 4);
         int32_t s[6];
         int ok = 1;
-        for (int i = 0; i < 5; i++) ok &= rssm_pool_acquire(p, &s[i]) == RSSM_OK;
+        for (int i = 0; i < 5; i++)
+            ok &= rssm_pool_acquire(p, &s[i]) == RSSM_OK;
         st = rssm_pool_acquire(p, &s[5]);
         rt_case(c, ok && st == RSSM_ERROR_POOL_FULL && rssm_pool_num_free(p) == 0 && rssm_pool_validate(p) == RSSM_OK,
                 "pool/%s full: RSSM_ERROR_POOL_FULL, nothing lost", gn);
@@ -254,8 +261,9 @@ void rt_suite_pool(rssm_context *ctx, rt_counts *c)
             rssm_pool_cursor(p, s[0], &cs);
             rssm_pool_cursor(p, s[1], &cd);
             const int same = st == RSSM_OK && same_state(p, s[0], p, s[1], RSSM_EXPORT_MATERIALIZED);
-            rt_case(c, same && cd == 0, "pool/%s copy with source cursor %d: destination = source materialised, cursor 0%s%s",
-                    gn, cs, st ? " — " : "", st ? err(st) : "");
+            rt_case(c, same && cd == 0,
+                    "pool/%s copy with source cursor %d: destination = source materialised, cursor 0%s%s", gn, cs,
+                    st ? " — " : "", st ? err(st) : "");
         }
         /* a copy continues like the source folded in place */
         st = rssm_pool_copy(p, s[0], p, s[0]);
@@ -290,7 +298,8 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
         return;
     }
     int32_t s[6];
-    for (int i = 0; i < 6; i++) rssm_pool_acquire(p, &s[i]);
+    for (int i = 0; i < 6; i++)
+        rssm_pool_acquire(p, &s[i]);
     /* rows [s0, -1, s2]; row 3 padding via n = 3; s1, s3.. untouched */
     const int32_t slots[3] = {s[0], -1, s[2]};
     int32_t seq[3] = {5, 0, 14};
@@ -334,7 +343,8 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
             "plan decode: sequence lengths advanced on the device, padding rows unchanged");
     size_t na = 0;
     unsigned char *after = export_blob(p, s[1], RSSM_EXPORT_RING, &na);
-    rt_case(c, before && after && na == nb && !memcmp(before, after, na), "plan: a slot outside the batch is untouched");
+    rt_case(c, before && after && na == nb && !memcmp(before, after, na),
+            "plan: a slot outside the batch is untouched");
     free(before), free(after);
     /* verify: commit with accepted counts; a padding row with accepted > 0 moves nothing */
     rssm_plan_free(plan);
@@ -351,7 +361,8 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
         for (int step = 0; step < 12 && ok; step++) {
             const int32_t acc[4] = {1 + step % 3, 3, 3 - step % 3, 2};
             int32_t tok[12];
-            for (int i = 0; i < 12; i++) tok[i] = 1000 + step * 12 + i;
+            for (int i = 0; i < 12; i++)
+                tok[i] = 1000 + step * 12 + i;
             uint8_t fold_h[4];
             rssm_plan_fold_rows(plan, RSSM_PLAN_VERIFY, fold_h);
             st = model_step(&m, plan, RSSM_PLAN_VERIFY, 3, tok, acc, NULL);
@@ -412,9 +423,12 @@ void rt_suite_export(rssm_context *ctx, rt_counts *c)
             const char *what;
             size_t at;
             rssm_status want;
-        } cases[] = {{"payload byte", n - 3, RSSM_ERROR_CHECKSUM},  {"checksum", 41, RSSM_ERROR_CHECKSUM},
-                     {"magic", 0, RSSM_ERROR_BAD_FORMAT},           {"version", 8, RSSM_ERROR_BAD_FORMAT},
-                     {"layer shape", 48 + 8, RSSM_ERROR_BAD_FORMAT}, {"payload size", 24, RSSM_ERROR_BAD_FORMAT}};
+        } cases[] = {{"payload byte", n - 3, RSSM_ERROR_CHECKSUM},
+                     {"checksum", 41, RSSM_ERROR_CHECKSUM},
+                     {"magic", 0, RSSM_ERROR_BAD_FORMAT},
+                     {"version", 8, RSSM_ERROR_BAD_FORMAT},
+                     {"layer shape", 48 + 8, RSSM_ERROR_BAD_FORMAT},
+                     {"payload size", 24, RSSM_ERROR_BAD_FORMAT}};
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             memcpy(bad, blob, n);
             bad[cases[i].at] ^= 0x5a;
@@ -471,7 +485,8 @@ void rt_suite_export(rssm_context *ctx, rt_counts *c)
                 st ? " — " : "", st ? err(st) : "");
         /* full pool */
         int32_t t;
-        while (rssm_pool_num_free(p2) > 0) rssm_pool_acquire(p2, &t);
+        while (rssm_pool_num_free(p2) > 0)
+            rssm_pool_acquire(p2, &t);
         st = rssm_pool_import(p2, blob, n, &t);
         rt_case(c, st == RSSM_ERROR_POOL_FULL && rssm_pool_validate(p2) == RSSM_OK,
                 "export/%s import into a full pool: RSSM_ERROR_POOL_FULL", gn);
@@ -528,7 +543,8 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
     float *cold = calloc((size_t)(PC_N + 8) * NL * per_row, sizeof(float));
     float *out = calloc(NL * per_layer, sizeof(float));
     int step_at[PC_N + 8];
-    for (int i = 0; i < PC_N + 8; i++) step_at[i] = -1;
+    for (int i = 0; i < PC_N + 8; i++)
+        step_at[i] = -1;
     int32_t a, bc;
     rssm_pool_acquire(p, &a);
     rssm_pool_acquire(p, &bc);
@@ -551,12 +567,14 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
         step_at[seq[2]] = step;
         if (st == RSSM_OK) st = model_step(&m, plan, mode, T, tok, verify ? acc : NULL, out);
         for (int l = 0; l < NL && st == RSSM_OK; l++)
-            memcpy(cold + ((size_t)seq[2] * NL + l) * per_row, out + l * per_layer + 2 * per_row, per_row * sizeof(float));
+            memcpy(cold + ((size_t)seq[2] * NL + l) * per_row, out + l * per_layer + 2 * per_row,
+                   per_row * sizeof(float));
         /* snapshot point of row 0 (A): decode -> after the step at seq + 1; verify -> at seq */
         if (st == RSSM_OK && fold[0]) {
             int32_t tks[PC_N + 8];
             const int32_t at = verify ? seq[0] : seq[0] + 1;
-            for (int i = 0; i < at; i++) tks[i] = tokA(i);
+            for (int i = 0; i < at; i++)
+                tks[i] = tokA(i);
             st = rssm_prefix_cache_insert(cache, tks, at, p, a, RSSM_SNAPSHOT_CHECKPOINT);
             inserts += st == RSSM_OK;
             snaps_at[at] = 1;
@@ -564,8 +582,8 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
         seq[0] += k, seq[2] += k;
     }
     rt_case(c, st == RSSM_OK && inserts > 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
-            "prefix/%s/%s request A ran %d tokens, %d snapshots inserted%s%s", gn, mn, seq[0], inserts,
-            st ? " — " : "", st ? err(st) : "");
+            "prefix/%s/%s request A ran %d tokens, %d snapshots inserted%s%s", gn, mn, seq[0], inserts, st ? " — " : "",
+            st ? err(st) : "");
     int P = 0;
     for (int i = 1; i <= PC_D; i++)
         if (snaps_at[i] && step_at[i] >= 0) P = i;
@@ -573,7 +591,8 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
     int32_t bw, matched = -1;
     uint64_t lock = 0;
     int32_t tb[PC_N + 8];
-    for (int i = 0; i < PC_N; i++) tb[i] = tokB(i);
+    for (int i = 0; i < PC_N; i++)
+        tb[i] = tokB(i);
     rssm_pool_acquire(p, &bw);
     if (st == RSSM_OK) st = rssm_prefix_cache_match(cache, tb, PC_N, p, bw, &matched, &lock);
     rt_case(c, st == RSSM_OK && matched == P && P > 0 && lock != 0,
@@ -595,7 +614,8 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
         st = rssm_plan_set(plan, 3, wrows, wseq);
         int32_t tok[3 * PC_T] = {0}, acc[3] = {0, 0, 0};
         const int32_t k = verify ? acc_pattern(step) : 1;
-        for (int t = 0; t < T; t++) tok[1 * T + t] = t < k ? tokB(wseq[1] + t) : junk(wseq[1] + t);
+        for (int t = 0; t < T; t++)
+            tok[1 * T + t] = t < k ? tokB(wseq[1] + t) : junk(wseq[1] + t);
         acc[1] = k;
         if (st == RSSM_OK) st = model_step(&m, plan, mode, T, tok, verify ? acc : NULL, out);
         if (st != RSSM_OK || step_at[wseq[1]] != step) {
@@ -610,10 +630,11 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
         step++;
     }
     rt_case(c, ident && compared > 0 && same_state(p, bw, p, bc, RSSM_EXPORT_MATERIALIZED),
-            "prefix/%s/%s warm B (from the snapshot at %d) == cold B bit for bit over %d steps, final states equal%s%s", gn,
-            mn, matched, compared, st ? " — " : "", st ? err(st) : "");
-    rt_case(c, rssm_prefix_cache_unlock(cache, lock) == RSSM_OK &&
-                   rssm_prefix_cache_unlock(cache, lock) == RSSM_ERROR_NOT_FOUND,
+            "prefix/%s/%s warm B (from the snapshot at %d) == cold B bit for bit over %d steps, final states equal%s%s",
+            gn, mn, matched, compared, st ? " — " : "", st ? err(st) : "");
+    rt_case(c,
+            rssm_prefix_cache_unlock(cache, lock) == RSSM_OK &&
+                rssm_prefix_cache_unlock(cache, lock) == RSSM_ERROR_NOT_FOUND,
             "prefix/%s/%s unlock, then a second unlock: RSSM_ERROR_NOT_FOUND", gn, mn);
     rssm_prefix_cache_evict(cache, 100, &ev);
     rssm_prefix_cache_stats stt;
@@ -733,8 +754,9 @@ void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
     unsigned char *after = export_blob(p, s, RSSM_EXPORT_RING, &n1);
     rssm_prefix_cache_stats cs;
     rssm_prefix_cache_get_stats(cache, &cs);
-    rt_case(c, before && after && n0 == n1 && !memcmp(before, after, n0) && rssm_pool_num_free(p) == 2 &&
-                   rssm_pool_validate(p) == RSSM_OK && cs.nodes == 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
+    rt_case(c,
+            before && after && n0 == n1 && !memcmp(before, after, n0) && rssm_pool_num_free(p) == 2 &&
+                rssm_pool_validate(p) == RSSM_OK && cs.nodes == 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
             "bad input changed nothing (held slot bits, free count, empty cache)");
     /* a cache snapshot is not the caller's slot */
     int32_t two[2] = {5, 6};
@@ -742,9 +764,10 @@ void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
     int32_t snap = -1;
     for (int32_t i = 0; i < 3; i++)
         if (i != s && rssm_pool_is_held(p, i)) snap = i;
-    rt_case(c, st == RSSM_OK && snap >= 0 && rssm_pool_release(p, snap) == RSSM_ERROR_NOT_FOUND &&
-                   rssm_plan_set(plan, 1, &snap, NULL) == RSSM_ERROR_NOT_FOUND &&
-                   rssm_prefix_cache_match(cache, two, 2, p, snap, &matched, NULL) == RSSM_ERROR_NOT_FOUND,
+    rt_case(c,
+            st == RSSM_OK && snap >= 0 && rssm_pool_release(p, snap) == RSSM_ERROR_NOT_FOUND &&
+                rssm_plan_set(plan, 1, &snap, NULL) == RSSM_ERROR_NOT_FOUND &&
+                rssm_prefix_cache_match(cache, two, 2, p, snap, &matched, NULL) == RSSM_ERROR_NOT_FOUND,
             "a snapshot slot cannot be released, stepped or overwritten by the caller (%s)", rssm_last_error());
     free(before), free(after);
     rssm_prefix_cache_free(cache);
@@ -761,9 +784,12 @@ int rssm_cli_check_runtime(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             dn = argv[++i];
-            if (!strcmp(dn, "cpu")) dev = RSSM_DEVICE_CPU;
-            else if (!strcmp(dn, "cuda")) dev = RSSM_DEVICE_CUDA;
-            else if (!strcmp(dn, "reference")) dev = RSSM_DEVICE_REFERENCE;
+            if (!strcmp(dn, "cpu"))
+                dev = RSSM_DEVICE_CPU;
+            else if (!strcmp(dn, "cuda"))
+                dev = RSSM_DEVICE_CUDA;
+            else if (!strcmp(dn, "reference"))
+                dev = RSSM_DEVICE_REFERENCE;
             else {
                 fprintf(stderr, "check --suite runtime: unknown device '%s' (cpu, cuda, reference)\n", dn);
                 return 2;
@@ -790,7 +816,8 @@ int rssm_cli_check_runtime(int argc, char **argv)
     rt_suite_plan(ctx, &c);
     rt_suite_export(ctx, &c);
     for (int g = 0; g < 2; g++)
-        for (int v = 0; v < 2; v++) rt_suite_prefix(ctx, g ? RSSM_GATE_KDA : RSSM_GATE_GDN, v, &c);
+        for (int v = 0; v < 2; v++)
+            rt_suite_prefix(ctx, g ? RSSM_GATE_KDA : RSSM_GATE_GDN, v, &c);
     rt_suite_bad_input(ctx, &c);
     printf("%d passed, %d failed\n", c.passed, c.failed);
     rssm_context_free(ctx);

@@ -8,6 +8,23 @@
 #include "cpu/cpu.h"
 #include "sim_model.h"
 
+#ifdef RSSM_SIM_CUDA /* tools/sim_cuda.cu */
+int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows);
+void sim_gpu_free(sim_model *m);
+const float *sim_gpu_A_log(const sim_model *m);
+const float *sim_gpu_dt_bias(const sim_model *m);
+int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, float *x);
+int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj);
+int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x);
+int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next);
+#define ON_GPU(m, call)                                                                                \
+    do {                                                                                               \
+        if ((m)->gpu) return call;                                                                     \
+    } while (0)
+#else
+#define ON_GPU(m, call) (void)0
+#endif
+
 /* ---- deterministic random numbers: splitmix64 + Box-Muller ---------------------------- */
 
 static uint64_t next_u64(uint64_t *s)
@@ -35,7 +52,7 @@ static float *normal_matrix(uint64_t *s, size_t n, float std)
 
 static int pad4(int n) { return (n + 3) / 4 * 4; }
 
-int sim_model_init(sim_model *m, const sim_model_config *cfg)
+int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx, int max_rows)
 {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
@@ -63,22 +80,54 @@ int sim_model_init(sim_model *m, const sim_model_config *cfg)
         for (int h = 0; h < HV; h++) m->A_log[i * HV + h] = (float)log(1.0 + 15.0 * uniform01(&s));
         for (int j = 0; j < HV * gk; j++) m->dt_bias[i * HV * gk + j] = -4.0f + (float)uniform01(&s);
     }
+    if (rssm_context_device(ctx) == RSSM_DEVICE_CUDA) {
+#ifdef RSSM_SIM_CUDA
+        return sim_gpu_init(m, ctx, max_rows);
+#else
+        (void)max_rows;
+        return -1;
+#endif
+    }
     return 0;
+}
+
+const float *sim_A_log(const sim_model *m, int layer)
+{
+    const int HV = m->cfg.layer.num_v_heads;
+#ifdef RSSM_SIM_CUDA
+    if (m->gpu) return sim_gpu_A_log(m) + layer * HV;
+#endif
+    return m->A_log + layer * HV;
+}
+
+const float *sim_dt_bias(const sim_model *m, int layer)
+{
+    const rssm_layer *l = &m->cfg.layer;
+    const int n = l->num_v_heads * (l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1);
+#ifdef RSSM_SIM_CUDA
+    if (m->gpu) return sim_gpu_dt_bias(m) + layer * n;
+#endif
+    return m->dt_bias + layer * n;
 }
 
 void sim_model_free(sim_model *m)
 {
+#ifdef RSSM_SIM_CUDA
+    sim_gpu_free(m);
+#endif
     for (int i = 0; m->w_in && i < m->cfg.n_layers; i++) free(m->w_in[i]);
     for (int i = 0; m->w_out && i < m->cfg.n_layers; i++) free(m->w_out[i]);
     free(m->w_in), free(m->w_out), free(m->embed), free(m->A_log), free(m->dt_bias);
     memset(m, 0, sizeof *m);
 }
 
-void sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x)
+int sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x)
 {
     (void)ctx;
+    ON_GPU(m, sim_gpu_embed(m, tokens, n, x));
     const int D = m->cfg.d_model;
     for (int i = 0; i < n; i++) memcpy(x + (size_t)i * D, m->embed + (size_t)tokens[i] * D, sizeof(float) * D);
+    return 0;
 }
 
 /* ---- out[n][P] (+)= in[n][Din] @ W[Din][P], parallel over column blocks ----------------- */
@@ -126,20 +175,24 @@ static void rmsnorm(const float *x, float *y, int d)
     for (int i = 0; i < d; i++) y[i] = x[i] * r;
 }
 
-void sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj)
+int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj)
 {
+    ON_GPU(m, sim_gpu_project_in(m, layer, x, n, proj));
     const int D = m->cfg.d_model;
     float *h = malloc(sizeof(float) * (size_t)n * D);
-    if (!h) return;
+    if (!h) return -1;
     for (int i = 0; i < n; i++) rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
     matmul(ctx, h, m->w_in[layer], proj, n, D, m->proj, 0);
     free(h);
+    return 0;
 }
 
-void sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x)
+int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x)
 {
+    ON_GPU(m, sim_gpu_project_out(m, layer, mix, n, x));
     const rssm_layer *l = &m->cfg.layer;
     matmul(ctx, mix, m->w_out[layer], x, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model, 1);
+    return 0;
 }
 
 typedef struct argmax_job {
@@ -168,10 +221,12 @@ static void argmax_task(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-void sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next)
+int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next)
 {
+    ON_GPU(m, sim_gpu_next_tokens(m, x, n, next));
     argmax_job j = {m, x, next};
     rssm_cpu_parallel_for(ctx, n, argmax_task, &j);
+    return 0;
 }
 
 double sim_dense_flops_per_token(const sim_model *m)

@@ -4,7 +4,8 @@
  * linear-attention mixer (run by the caller through the runtime), an output projection
  * and a residual; a final RMSNorm, tied unembedding and a greedy argmax.
  *
- * Activations are f32 on the host; the dense parts run on the CPU thread pool.
+ * Activations are f32 in the context's device memory: on a CPU context the dense parts run on
+ * the CPU thread pool; on a CUDA context on the GPU (tools/sim_cuda.cu, cuBLAS).
  * Fused projection row layout (one row per token), each segment padded to 4 floats so
  * every view is 16-byte aligned and can be passed to the kernels with a token stride:
  *   [ q: H*K | k: H*K | v: HV*V | a: HV*gk | b: HV ]
@@ -33,19 +34,26 @@ typedef struct sim_model {
     float **w_out;                     /* per layer [HV*V][d_model] */
     float *A_log;                      /* per layer [HV] */
     float *dt_bias;                    /* per layer [HV*gk] */
+    void *gpu;                         /* device copies and cuBLAS (CUDA contexts), else NULL */
 } sim_model;
 
-int sim_model_init(sim_model *m, const sim_model_config *cfg);
+/* Builds the weights (and their device copies on a CUDA context, with scratch for up to
+ * max_rows rows). 0 on success. */
+int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx, int max_rows);
 void sim_model_free(sim_model *m);
+/* A_log [HV] and dt_bias [HV*gk] of a layer, in the context's memory (for the kernels). */
+const float *sim_A_log(const sim_model *m, int layer);
+const float *sim_dt_bias(const sim_model *m, int layer);
 
-/* x[n][d_model] = embed[tokens[i]] */
-void sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x);
+/* All return 0 on success. x, proj and mix are device buffers (host memory on CPU). */
+/* x[n][d_model] = embed[tokens[i]]  (tokens on the host) */
+int sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x);
 /* proj[n][proj] = rmsnorm(x) @ w_in[layer] */
-void sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj);
+int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj);
 /* x += mix[n][HV*V] @ w_out[layer] */
-void sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x);
-/* next[i] = argmax(rmsnorm(x[i]) @ embed^T) */
-void sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next);
+int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x);
+/* next[i] = argmax(rmsnorm(x[i]) @ embed^T)  (next on the host) */
+int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next);
 
 /* FLOPs of the dense parts per token (for reporting). */
 double sim_dense_flops_per_token(const sim_model *m);

@@ -176,11 +176,11 @@ typedef struct engine {
     rssm_pool *pool, *snap_pool;
     rssm_plan *plan;
     rssm_prefix_cache *cache;
-    /* device buffers */
-    float *d_proj, *d_mix;
-    int32_t *d_slot, *d_wslot;
-    /* host buffers */
-    float *x, *proj, *mix, *mix1;
+    /* device buffers: activations [rows][d_model], fused projections [rows][proj], mixer
+     * outputs [rows][HV*V], slot tables */
+    float *d_x, *d_proj, *d_mix;
+    int32_t *d_slot;
+    /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
     int max_rows; /* max_batch * T */
 } engine;
@@ -203,6 +203,13 @@ static double now_s(void)
 
 static int upload(engine *e, void *dst, const void *src, size_t n) { return rssm_dev_upload(e->ctx, dst, src, n) == RSSM_OK ? 0 : -1; }
 
+/* Row of token t of batch row `row` in the step's activations: [B][T] for the kernels' verify,
+ * [T][B] for the packed baseline (its T calls then see contiguous rows). */
+static int tok_index(const engine *e, int row, int t)
+{
+    return (!e->replay && e->T > 1) ? t * e->cfg->max_batch + row : row * e->T + t;
+}
+
 /* Fills io's per-token tensors from the fused projection rows in device memory. */
 static void io_from_proj(const engine *e, int layer, const float *proj, int64_t row_stride, rssm_step_io *io)
 {
@@ -212,28 +219,25 @@ static void io_from_proj(const engine *e, int layer, const float *proj, int64_t 
     io->q = proj + m->off_q, io->k = proj + m->off_k, io->v = proj + m->off_v;
     io->a = proj + m->off_a, io->b = proj + m->off_b;
     io->q_stride = io->k_stride = io->v_stride = io->a_stride = io->b_stride = row_stride;
-    io->A_log = m->A_log + layer * l->num_v_heads;
-    io->dt_bias = m->dt_bias + layer * l->num_v_heads * gk;
+    (void)gk;
+    io->A_log = sim_A_log(m, layer);
+    io->dt_bias = sim_dt_bias(m, layer);
     io->g = io->beta = NULL;
 }
 
-/* Runs the layers over rows already embedded in e->x ([n][d_model]) with `call` choosing the
- * mixer per layer; returns the mixer outputs through e->x. */
+/* Runs the layers over rows already embedded in e->d_x ([n][d_model]) with `mixer` per layer;
+ * the residual stream stays in e->d_x. */
 typedef int (*mixer_fn)(engine *e, int layer, int n, const rssm_state *st);
 
 static int forward(engine *e, int n, mixer_fn mixer)
 {
     const sim_model *m = e->model;
-    const rssm_layer *l = &m->cfg.layer;
-    const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
     for (int layer = 0; layer < m->cfg.n_layers; layer++) {
         rssm_state st;
         CHECK(rssm_pool_state(e->pool, layer, &st));
-        sim_project_in(e->ctx, m, layer, e->x, n, e->proj);
-        if (upload(e, e->d_proj, e->proj, sizeof(float) * (size_t)n * m->proj)) return -1;
+        if (sim_project_in(e->ctx, m, layer, e->d_x, n, e->d_proj)) return -1;
         if (mixer(e, layer, n, &st)) return -1;
-        CHECK(rssm_dev_download(e->ctx, e->mix, e->d_mix, sizeof(float) * (size_t)n * mix_row));
-        sim_project_out(e->ctx, m, layer, e->mix, n, e->x);
+        if (sim_project_out(e->ctx, m, layer, e->d_mix, n, e->d_x)) return -1;
     }
     return 0;
 }
@@ -275,7 +279,8 @@ static int mixer_verify(engine *e, int layer, int n, const rssm_state *st)
 }
 
 /* packed verify: T packed steps per row, token t reading the state of token t-1 and writing
- * its own scratch slot (d_slot holds [T+1][batch] slot tables: request slots, then scratch) */
+ * its own scratch slot (d_slot holds [T+1][batch] slot tables: request slots, then scratch);
+ * rows are token-major ([T][B], tok_index) */
 static int mixer_verify_packed(engine *e, int layer, int n, const rssm_state *st)
 {
     const rssm_layer *l = &e->model->cfg.layer;
@@ -284,8 +289,8 @@ static int mixer_verify_packed(engine *e, int layer, int n, const rssm_state *st
     for (int t = 0; t < T; t++) {
         rssm_step_io io = {0};
         io.batch = B, io.tokens = 1;
-        io_from_proj(e, layer, e->d_proj + (size_t)t * e->model->proj, (int64_t)T * e->model->proj, &io);
-        io.o = e->d_mix + (size_t)t * B * mix_row; /* [T][B] blocks; reordered below */
+        io_from_proj(e, layer, e->d_proj + (size_t)t * B * e->model->proj, e->model->proj, &io);
+        io.o = e->d_mix + (size_t)t * B * mix_row;
         io.slot = e->d_slot + (size_t)t * B;
         io.write_slot = e->d_slot + (size_t)(t + 1) * B;
         CHECK(rssm_decode_packed(e->ctx, l, st, &io, rssm_dev_stream(e->ctx)));
@@ -318,7 +323,7 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         if (end > r->prompt_len) end = r->prompt_len;
         if (end - pos > e->max_rows) end = pos + e->max_rows;
         const int n = end - pos;
-        sim_embed(e->ctx, e->model, r->hist + pos, n, e->x);
+        if (sim_embed(e->ctx, e->model, r->hist + pos, n, e->d_x)) return -1;
         if (forward(e, n, mixer_prefill)) return -1;
         rssm_state st0;
         CHECK(rssm_pool_state(e->pool, 0, &st0));
@@ -328,7 +333,7 @@ static int admit(engine *e, sim_result *res, request *r, int row)
             CHECK(rssm_prefix_cache_insert(e->cache, r->hist, end, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
         if (end == r->prompt_len) {
             int32_t next;
-            sim_next_tokens(e->ctx, e->model, e->x + (size_t)(n - 1) * D, 1, &next);
+            if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(n - 1) * D, 1, &next)) return -1;
             if (hist_push(r, next)) return -1;
             r->generated = 1;
             res->generated++;
@@ -352,7 +357,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const rssm_layer *ml = &model->cfg.layer;
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
-    e->max_rows = B * T > 256 ? B * T : 256;
+    e->max_rows = B * T > 256 ? B * T : 256; /* as sim_model_init's scratch */
     /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
     e->layers = malloc(sizeof(rssm_layer) * nl);
     for (int i = 0; i < nl; i++) {
@@ -365,15 +370,13 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     CHECK(rssm_prefix_cache_create(e->snap_pool, 0, 0, &e->cache));
     CHECK(rssm_plan_create(e->pool, B, c->track_interval, &e->plan));
     res->memory = rssm_pool_memory(e->pool) + rssm_pool_memory(e->snap_pool) + rssm_plan_memory(e->plan);
+    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
     CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
-    e->x = malloc(sizeof(float) * (size_t)e->max_rows * D);
-    e->proj = malloc(sizeof(float) * (size_t)e->max_rows * model->proj);
-    e->mix = malloc(sizeof(float) * (size_t)e->max_rows * mix_row);
     e->tokens = malloc(sizeof(int32_t) * e->max_rows);
     e->next = malloc(sizeof(int32_t) * e->max_rows);
-    if (!e->x || !e->proj || !e->mix || !e->tokens || !e->next) return -1;
+    if (!e->tokens || !e->next) return -1;
     int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
     for (int i = 0; i < scratch; i++) CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
 
@@ -405,17 +408,17 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         /* one decode (T = 1) or verify (T > 1) step over all rows */
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
-            for (int t = 0; t < T; t++) e->tokens[row * T + t] = 0;
+            for (int t = 0; t < T; t++) e->tokens[tok_index(e, row, t)] = 0;
             if (!r) continue;
-            e->tokens[row * T] = r->hist[r->seq_len];
+            e->tokens[tok_index(e, row, 0)] = r->hist[r->seq_len];
             if (T > 1) {
                 draft(r->hist, r->seq_len + 1, T - 1, drafts);
-                for (int t = 1; t < T; t++) e->tokens[row * T + t] = drafts[t - 1];
+                for (int t = 1; t < T; t++) e->tokens[tok_index(e, row, t)] = drafts[t - 1];
             }
         }
         CHECK(rssm_plan_set(e->plan, B, slot, seq));
         CHECK(rssm_plan_fold_rows(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
-        sim_embed(ctx, model, e->tokens, B * T, e->x);
+        if (sim_embed(ctx, model, e->tokens, B * T, e->d_x)) return -1;
         if (!replay && T > 1) {
             /* slot tables: [0] request slots, [t+1] scratch slots of token t */
             int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
@@ -425,34 +428,19 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             }
             if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
             free(tab);
-            /* forward over [B][T] rows; the packed mixer writes o as [T][B]: reorder per layer */
-            for (int layer = 0; layer < nl; layer++) {
-                rssm_state st;
-                CHECK(rssm_pool_state(e->pool, layer, &st));
-                sim_project_in(ctx, model, layer, e->x, B * T, e->proj);
-                if (upload(e, e->d_proj, e->proj, sizeof(float) * (size_t)B * T * model->proj)) return -1;
-                if (mixer_verify_packed(e, layer, B * T, &st)) return -1;
-                float *tb = malloc(sizeof(float) * (size_t)B * T * mix_row);
-                CHECK(rssm_dev_download(ctx, tb, e->d_mix, sizeof(float) * (size_t)B * T * mix_row));
-                for (int row = 0; row < B; row++)
-                    for (int t = 0; t < T; t++)
-                        memcpy(e->mix + ((size_t)row * T + t) * mix_row, tb + ((size_t)t * B + row) * mix_row,
-                               sizeof(float) * mix_row);
-                free(tb);
-                sim_project_out(ctx, model, layer, e->mix, B * T, e->x);
-            }
+            if (forward(e, B * T, mixer_verify_packed)) return -1;
         } else {
             if (replay) CHECK(rssm_plan_begin(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
-        sim_next_tokens(ctx, model, e->x, B * T, e->next);
+        if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
         /* acceptance: token t's prediction must equal draft t+1 for the next to count */
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
             acc[row] = 0;
             if (!r) continue;
             int a = 1;
-            while (a < T && e->tokens[row * T + a] == e->next[row * T + a - 1]) a++;
+            while (a < T && e->tokens[tok_index(e, row, a)] == e->next[tok_index(e, row, a - 1)]) a++;
             const int left = r->max_new - r->generated;
             if (a > left) a = left > 0 ? left : 1;
             acc[row] = a;
@@ -489,7 +477,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                     CHECK(rssm_prefix_cache_insert(e->cache, r->hist, at, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
             }
             for (int t = 0; t < a; t++)
-                if (hist_push(r, e->next[row * T + t])) return -1;
+                if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
             r->seq_len += a;
             r->generated += a;
             res->generated += a;
@@ -518,8 +506,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     rssm_plan_free(e->plan);
     rssm_pool_free(e->snap_pool);
     rssm_pool_free(e->pool);
-    rssm_dev_free(ctx, e->d_proj), rssm_dev_free(ctx, e->d_mix), rssm_dev_free(ctx, e->d_slot);
-    free(e->x), free(e->proj), free(e->mix), free(e->tokens), free(e->next), free(e->layers);
+    rssm_dev_free(ctx, e->d_x), rssm_dev_free(ctx, e->d_proj), rssm_dev_free(ctx, e->d_mix);
+    rssm_dev_free(ctx, e->d_slot);
+    free(e->tokens), free(e->next), free(e->layers);
     return 0;
 }
 
@@ -661,7 +650,9 @@ int rssm_cli_simulate(int argc, char **argv)
     rssm_status st = rssm_context_create(c.device, c.device == RSSM_DEVICE_CPU ? c.threads : 0, &ctx);
     if (st != RSSM_OK) return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
     sim_model model;
-    if (sim_model_init(&model, &c.model)) return fprintf(stderr, "simulate: out of memory for the model\n"), 1;
+    const int max_rows = c.max_batch * c.spec > 256 ? c.max_batch * c.spec : 256;
+    if (sim_model_init(&model, &c.model, ctx, max_rows))
+        return fprintf(stderr, "simulate: could not build the model on this device\n"), 1;
     sim_result pk, rp;
     int rc = 1;
     if (run_once(&c, ctx, &model, 0, &pk) == 0 && run_once(&c, ctx, &model, 1, &rp) == 0) {

@@ -31,6 +31,16 @@ typedef struct cpu_vec {
                  int n);
     /* y[c] = fma(a, x[c], y[c]) */
     void (*axpy)(float a, const float *x, float *y, int n);
+    /* ---- four rows at once: each row gets exactly the bits of the one-row kernel above;
+     * the four rows are four independent sequential streams (a core reads one stream at
+     * well under DRAM speed). Rows must be distinct; out[i] may alias s[i]. */
+    void (*dot_x4)(const float *const s[4], const float *x, int n, float d[4]);
+    void (*dot2_x4)(const float *const s[4], const float *x, const float *y, int n, float dx[4], float dy[4]);
+    void (*update_dot_x4)(const float *const s[4], const float *alpha, const float u[4], const float *k,
+                          const float *q, float *const out[4], int n, float o[4]);
+    /* w[i] is row i's weights [h] */
+    void (*fold_x4)(const float *const s[4], const float *alpha, int h, const float *const w[4], const float *kw,
+                    int ld, float *const out[4], int n);
     /* bf16 <-> f32; the store rounds to nearest even as rssm_f32_to_bf16 */
     void (*bf16_load)(const uint16_t *src, float *dst, int n);
     void (*bf16_store)(const float *src, uint16_t *dst, int n);

@@ -66,8 +66,33 @@ static void bf16_store_scalar(const float *src, uint16_t *dst, int n)
     for (int c = 0; c < n; c++) dst[c] = rssm_f32_to_bf16(src[c]);
 }
 
+/* four rows: the one-row kernels, row after row (the fallback does not chase bandwidth) */
+static void dot_x4_scalar(const float *const s[4], const float *x, int n, float d[4])
+{
+    for (int i = 0; i < 4; i++) d[i] = dot_scalar(s[i], x, n);
+}
+
+static void dot2_x4_scalar(const float *const s[4], const float *x, const float *y, int n, float dx[4], float dy[4])
+{
+    for (int i = 0; i < 4; i++) dot2_scalar(s[i], x, y, n, dx + i, dy + i);
+}
+
+static void update_dot_x4_scalar(const float *const s[4], const float *alpha, const float u[4], const float *k,
+                                 const float *q, float *const out[4], int n, float o[4])
+{
+    for (int i = 0; i < 4; i++) o[i] = update_dot_scalar(s[i], alpha, u[i], k, q, out[i], n);
+}
+
+static void fold_x4_scalar(const float *const s[4], const float *alpha, int h, const float *const w[4], const float *kw,
+                           int ld, float *const out[4], int n)
+{
+    for (int i = 0; i < 4; i++) fold_scalar(s[i], alpha, h, w[i], kw, ld, out[i], n);
+}
+
 const cpu_vec rssm_cpu_vec_scalar = {
-    "scalar", dot_scalar, dot2_scalar, update_dot_scalar, fold_scalar, axpy_scalar, bf16_load_scalar, bf16_store_scalar,
+    "scalar",          dot_scalar,          dot2_scalar,    update_dot_scalar, fold_scalar, axpy_scalar,
+    dot_x4_scalar,     dot2_x4_scalar,      update_dot_x4_scalar, fold_x4_scalar, bf16_load_scalar,
+    bf16_store_scalar,
 };
 
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
@@ -85,6 +110,18 @@ AVX2 static inline float hsum8(__m256 v)
     return _mm_cvtss_f32(lo);
 }
 
+/* The one-row kernels are "main loop over blocks of 16, then *_tail"; the four-row kernels
+ * run the same main loop for four rows side by side and finish each row with the same tail,
+ * so every row gets the same bits from either. */
+
+AVX2 static inline float dot_tail(__m256 s0, __m256 s1, const float *a, const float *b, int c, int n)
+{
+    if (c + 8 <= n) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0), c += 8;
+    float s = hsum8(_mm256_add_ps(s0, s1));
+    for (; c < n; c++) s = fmaf(a[c], b[c], s);
+    return s;
+}
+
 AVX2 static float dot_avx2(const float *a, const float *b, int n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -93,10 +130,43 @@ AVX2 static float dot_avx2(const float *a, const float *b, int n)
         s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8), _mm256_loadu_ps(b + c + 8), s1);
     }
-    if (c + 8 <= n) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0), c += 8;
-    float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; c < n; c++) s = fmaf(a[c], b[c], s);
-    return s;
+    return dot_tail(s0, s1, a, b, c, n);
+}
+
+AVX2 static void dot_x4_avx2(const float *const s[4], const float *x, int n, float d[4])
+{
+    const float *p0 = s[0], *p1 = s[1], *p2 = s[2], *p3 = s[3];
+    __m256 a0 = _mm256_setzero_ps(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
+    int c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(p0 + c), x0, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(p1 + c), x0, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(p2 + c), x0, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(p3 + c), x0, a3);
+        b0 = _mm256_fmadd_ps(_mm256_loadu_ps(p0 + c + 8), x1, b0);
+        b1 = _mm256_fmadd_ps(_mm256_loadu_ps(p1 + c + 8), x1, b1);
+        b2 = _mm256_fmadd_ps(_mm256_loadu_ps(p2 + c + 8), x1, b2);
+        b3 = _mm256_fmadd_ps(_mm256_loadu_ps(p3 + c + 8), x1, b3);
+    }
+    d[0] = dot_tail(a0, b0, p0, x, c, n);
+    d[1] = dot_tail(a1, b1, p1, x, c, n);
+    d[2] = dot_tail(a2, b2, p2, x, c, n);
+    d[3] = dot_tail(a3, b3, p3, x, c, n);
+}
+
+AVX2 static inline void dot2_tail(__m256 a0, __m256 a1, __m256 b0, __m256 b1, const float *s, const float *x,
+                                  const float *y, int c, int n, float *dx, float *dy)
+{
+    if (c + 8 <= n) {
+        const __m256 v0 = _mm256_loadu_ps(s + c);
+        a0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(x + c), a0);
+        b0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(y + c), b0);
+        c += 8;
+    }
+    float ra = hsum8(_mm256_add_ps(a0, a1)), rb = hsum8(_mm256_add_ps(b0, b1));
+    for (; c < n; c++) ra = fmaf(s[c], x[c], ra), rb = fmaf(s[c], y[c], rb);
+    *dx = ra, *dy = rb;
 }
 
 AVX2 static void dot2_avx2(const float *s, const float *x, const float *y, int n, float *dx, float *dy)
@@ -110,15 +180,45 @@ AVX2 static void dot2_avx2(const float *s, const float *x, const float *y, int n
         b0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(y + c), b0);
         b1 = _mm256_fmadd_ps(v1, _mm256_loadu_ps(y + c + 8), b1);
     }
+    dot2_tail(a0, a1, b0, b1, s, x, y, c, n, dx, dy);
+}
+
+AVX2 static void dot2_x4_avx2(const float *const s[4], const float *x, const float *y, int n, float dx[4], float dy[4])
+{
+    __m256 a0[4], a1[4], b0[4], b1[4];
+    for (int i = 0; i < 4; i++) a0[i] = a1[i] = b0[i] = b1[i] = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);
+        const __m256 y0 = _mm256_loadu_ps(y + c), y1 = _mm256_loadu_ps(y + c + 8);
+        for (int i = 0; i < 4; i++) {
+            const __m256 v0 = _mm256_loadu_ps(s[i] + c), v1 = _mm256_loadu_ps(s[i] + c + 8);
+            a0[i] = _mm256_fmadd_ps(v0, x0, a0[i]);
+            a1[i] = _mm256_fmadd_ps(v1, x1, a1[i]);
+            b0[i] = _mm256_fmadd_ps(v0, y0, b0[i]);
+            b1[i] = _mm256_fmadd_ps(v1, y1, b1[i]);
+        }
+    }
+    for (int i = 0; i < 4; i++) dot2_tail(a0[i], a1[i], b0[i], b1[i], s[i], x, y, c, n, dx + i, dy + i);
+}
+
+AVX2 static inline float update_dot_tail(__m256 o0, __m256 o1, const float *s, const float *alpha, float u,
+                                         const float *k, const float *q, float *out, int c, int n)
+{
     if (c + 8 <= n) {
-        const __m256 v0 = _mm256_loadu_ps(s + c);
-        a0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(x + c), a0);
-        b0 = _mm256_fmadd_ps(v0, _mm256_loadu_ps(y + c), b0);
+        const __m256 r0 = _mm256_fmadd_ps(_mm256_set1_ps(u), _mm256_loadu_ps(k + c),
+                                          _mm256_mul_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(alpha + c)));
+        _mm256_storeu_ps(out + c, r0);
+        o0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + c), o0);
         c += 8;
     }
-    float ra = hsum8(_mm256_add_ps(a0, a1)), rb = hsum8(_mm256_add_ps(b0, b1));
-    for (; c < n; c++) ra = fmaf(s[c], x[c], ra), rb = fmaf(s[c], y[c], rb);
-    *dx = ra, *dy = rb;
+    float o = hsum8(_mm256_add_ps(o0, o1));
+    for (; c < n; c++) {
+        const float r = fmaf(u, k[c], s[c] * alpha[c]);
+        out[c] = r;
+        o = fmaf(r, q[c], o);
+    }
+    return o;
 }
 
 AVX2 static float update_dot_avx2(const float *s, const float *alpha, float u, const float *k, const float *q,
@@ -138,20 +238,46 @@ AVX2 static float update_dot_avx2(const float *s, const float *alpha, float u, c
         o0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + c), o0);
         o1 = _mm256_fmadd_ps(r1, _mm256_loadu_ps(q + c + 8), o1);
     }
-    if (c + 8 <= n) {
-        const __m256 r0 = _mm256_fmadd_ps(vu, _mm256_loadu_ps(k + c),
-                                          _mm256_mul_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(alpha + c)));
+    return update_dot_tail(o0, o1, s, alpha, u, k, q, out, c, n);
+}
+
+AVX2 static void update_dot_x4_avx2(const float *const s[4], const float *alpha, const float u[4], const float *k,
+                                    const float *q, float *const out[4], int n, float o[4])
+{
+    __m256 o0[4], o1[4];
+    for (int i = 0; i < 4; i++) o0[i] = o1[i] = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m256 k0 = _mm256_loadu_ps(k + c), k1 = _mm256_loadu_ps(k + c + 8);
+        const __m256 al0 = _mm256_loadu_ps(alpha + c), al1 = _mm256_loadu_ps(alpha + c + 8);
+        for (int i = 0; i < 4; i++) {
+            const __m256 vu = _mm256_broadcast_ss(u + i);
+            const __m256 r0 = _mm256_fmadd_ps(vu, k0, _mm256_mul_ps(_mm256_loadu_ps(s[i] + c), al0));
+            const __m256 r1 = _mm256_fmadd_ps(vu, k1, _mm256_mul_ps(_mm256_loadu_ps(s[i] + c + 8), al1));
+            _mm256_storeu_ps(out[i] + c, r0);
+            _mm256_storeu_ps(out[i] + c + 8, r1);
+            o0[i] = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + c), o0[i]);
+            o1[i] = _mm256_fmadd_ps(r1, _mm256_loadu_ps(q + c + 8), o1[i]);
+        }
+    }
+    for (int i = 0; i < 4; i++) o[i] = update_dot_tail(o0[i], o1[i], s[i], alpha, u[i], k, q, out[i], c, n);
+}
+
+/* The fold is element-wise (each column its own FMA chain over i in order), so any column
+ * blocking gives the same bits. */
+AVX2 static inline void fold_cols_tail(const float *s, const float *alpha, int h, const float *w, const float *kw,
+                                       int ld, float *out, int c, int n)
+{
+    for (; c + 8 <= n; c += 8) {
+        __m256 r0 = _mm256_mul_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(alpha + c));
+        for (int i = 0; i < h; i++) r0 = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), _mm256_loadu_ps(kw + (size_t)i * ld + c), r0);
         _mm256_storeu_ps(out + c, r0);
-        o0 = _mm256_fmadd_ps(r0, _mm256_loadu_ps(q + c), o0);
-        c += 8;
     }
-    float o = hsum8(_mm256_add_ps(o0, o1));
     for (; c < n; c++) {
-        const float r = fmaf(u, k[c], s[c] * alpha[c]);
+        float r = s[c] * alpha[c];
+        for (int i = 0; i < h; i++) r = fmaf(w[i], kw[(size_t)i * ld + c], r);
         out[c] = r;
-        o = fmaf(r, q[c], o);
     }
-    return o;
 }
 
 AVX2 static void fold_avx2(const float *s, const float *alpha, int h, const float *w, const float *kw, int ld,
@@ -177,16 +303,36 @@ AVX2 static void fold_avx2(const float *s, const float *alpha, int h, const floa
         _mm256_storeu_ps(out + c + 16, r2);
         _mm256_storeu_ps(out + c + 24, r3);
     }
-    for (; c + 8 <= n; c += 8) {
-        __m256 r0 = _mm256_mul_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(alpha + c));
-        for (int i = 0; i < h; i++) r0 = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), _mm256_loadu_ps(kw + (size_t)i * ld + c), r0);
-        _mm256_storeu_ps(out + c, r0);
+    fold_cols_tail(s, alpha, h, w, kw, ld, out, c, n);
+}
+
+AVX2 static void fold_x4_avx2(const float *const s[4], const float *alpha, int h, const float *const w[4],
+                              const float *kw, int ld, float *const out[4], int n)
+{
+    int c = 0;
+    /* 16 columns of four rows: eight independent FMA chains, each key block loaded once */
+    for (; c + 16 <= n; c += 16) {
+        const __m256 al0 = _mm256_loadu_ps(alpha + c), al1 = _mm256_loadu_ps(alpha + c + 8);
+        __m256 r0[4], r1[4];
+        for (int j = 0; j < 4; j++) {
+            r0[j] = _mm256_mul_ps(_mm256_loadu_ps(s[j] + c), al0);
+            r1[j] = _mm256_mul_ps(_mm256_loadu_ps(s[j] + c + 8), al1);
+        }
+        for (int i = 0; i < h; i++) {
+            const float *kr = kw + (size_t)i * ld + c;
+            const __m256 k0 = _mm256_loadu_ps(kr), k1 = _mm256_loadu_ps(kr + 8);
+            for (int j = 0; j < 4; j++) {
+                const __m256 wi = _mm256_broadcast_ss(w[j] + i);
+                r0[j] = _mm256_fmadd_ps(wi, k0, r0[j]);
+                r1[j] = _mm256_fmadd_ps(wi, k1, r1[j]);
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            _mm256_storeu_ps(out[j] + c, r0[j]);
+            _mm256_storeu_ps(out[j] + c + 8, r1[j]);
+        }
     }
-    for (; c < n; c++) {
-        float r = s[c] * alpha[c];
-        for (int i = 0; i < h; i++) r = fmaf(w[i], kw[(size_t)i * ld + c], r);
-        out[c] = r;
-    }
+    for (int j = 0; j < 4; j++) fold_cols_tail(s[j], alpha, h, w[j], kw, ld, out[j], c, n);
 }
 
 AVX2 static void axpy_avx2(float a, const float *x, float *y, int n)
@@ -229,7 +375,8 @@ AVX2 static void bf16_store_avx2(const float *src, uint16_t *dst, int n)
 }
 
 static const cpu_vec vec_avx2 = {
-    "avx2", dot_avx2, dot2_avx2, update_dot_avx2, fold_avx2, axpy_avx2, bf16_load_avx2, bf16_store_avx2,
+    "avx2",       dot_avx2,     dot2_avx2,          update_dot_avx2, fold_avx2, axpy_avx2,
+    dot_x4_avx2,  dot2_x4_avx2, update_dot_x4_avx2, fold_x4_avx2,    bf16_load_avx2, bf16_store_avx2,
 };
 
 const cpu_vec *rssm_cpu_vec_select(void)

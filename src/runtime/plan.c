@@ -22,7 +22,7 @@
 struct rssm_plan {
     rssm_pool *pool;
     int32_t batch, track;
-    unsigned char *mem; /* device */
+    unsigned char *mem;  /* device */
     unsigned char *host; /* staging: [slot | seq_len] as on the device */
     size_t bytes, off_seq, off_acc, off_fold;
     int32_t *slot, *seq, *acc; /* device */
@@ -43,9 +43,11 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: out is NULL", fn);
     *out = NULL;
     if (!pool) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: pool is NULL", fn);
-    if (batch < 1 || batch > (1 << 20)) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d outside [1, 2^20]", fn, batch);
+    if (batch < 1 || batch > (1 << 20))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d outside [1, 2^20]", fn, batch);
     if (track_interval < 0)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: track_interval %d < 0 (0 = no forced folds)", fn, track_interval);
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: track_interval %d < 0 (0 = no forced folds)", fn,
+                         track_interval);
     rssm_plan *p = calloc(1, sizeof *p);
     if (!p) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     p->pool = pool;
@@ -75,7 +77,8 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->fold = p->mem + p->off_fold;
     /* every row padding, seq 0, accepted 0, no fold */
     int32_t *hs = (int32_t *)p->host;
-    for (int32_t b = 0; b < batch; b++) hs[b] = -1;
+    for (int32_t b = 0; b < batch; b++)
+        hs[b] = -1;
     st = rssm_dev_memset(pool->ctx, p->mem, 0, p->bytes);
     if (st == RSSM_OK) st = rssm_dev_upload(pool->ctx, p->mem, p->host, p->off_acc);
     if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
@@ -106,7 +109,8 @@ rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const
 {
     const char *fn = "rssm_plan_set";
     if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
-    if (n < 0 || n > plan->batch) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
+    if (n < 0 || n > plan->batch)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
     if (n > 0 && !slot) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: slot is NULL", fn);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     const rssm_pool *pool = plan->pool;
@@ -136,7 +140,8 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
 {
     const char *fn = "rssm_plan_set_accepted";
     if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
-    if (n < 0 || n > plan->batch) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
+    if (n < 0 || n > plan->batch)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
     if (n > 0 && !accepted) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: accepted is NULL", fn);
     for (int32_t i = 0; i < n; i++)
         if (accepted[i] < 0 || accepted[i] > RSSM_MAX_RING_LEN)
@@ -212,8 +217,8 @@ rssm_status rssm_plan_end(rssm_plan *plan, void *stream)
                                    plan->batch, ns, stream);
     } else {
         for (int32_t b = 0; b < plan->batch; b++)
-            plan->seq[b] = rssm_rt_seq_rule(plan->slot[b], ns, plan->seq[b],
-                                            plan->mode == RSSM_PLAN_VERIFY ? plan->acc[b] : 1);
+            plan->seq[b] =
+                rssm_rt_seq_rule(plan->slot[b], ns, plan->seq[b], plan->mode == RSSM_PLAN_VERIFY ? plan->acc[b] : 1);
     }
     plan->begun = 0;
     return st;

@@ -53,7 +53,8 @@ static rssm_status layout(const char *fn, const rssm_layer *layers, int32_t n_la
             o[t] = off;
             off += sz[t];
         }
-        if (lm) lm[i].off_ckpt = o[0], lm[i].off_u = o[1], lm[i].off_k = o[2], lm[i].off_g = o[3], lm[i].off_base = o[4];
+        if (lm)
+            lm[i].off_ckpt = o[0], lm[i].off_u = o[1], lm[i].off_k = o[2], lm[i].off_g = o[3], lm[i].off_base = o[4];
         per_slot += one.checkpoint + one.ring_u + one.ring_k + one.ring_g + one.ring_base;
     }
     off = align_up(off);
@@ -117,7 +118,8 @@ rssm_status rssm_pool_create(rssm_context *ctx, const rssm_layer *layers, int32_
     p->cursor = (int32_t *)(p->mem + p->off_cursor);
     p->idx = (int32_t *)(p->mem + p->off_idx);
     /* slot 0 is handed out first */
-    for (int32_t i = 0; i < n_slots; i++) p->free_stack[i] = n_slots - 1 - i;
+    for (int32_t i = 0; i < n_slots; i++)
+        p->free_stack[i] = n_slots - 1 - i;
     p->n_free = n_slots;
     *out = p;
     return RSSM_OK;
@@ -183,8 +185,8 @@ rssm_status rssm_rt_check_held(const char *fn, const rssm_pool *pool, int32_t s,
         return rssm_fail(RSSM_ERROR_NOT_FOUND, "%s: %s %d is not a slot of this pool (it has slots 0..%d)", fn, what, s,
                          pool->n_slots - 1);
     if (!pool->held[s])
-        return rssm_fail(RSSM_ERROR_NOT_FOUND, "%s: %s %d is not held (never acquired, or already released)", fn,
-                         what, s);
+        return rssm_fail(RSSM_ERROR_NOT_FOUND, "%s: %s %d is not held (never acquired, or already released)", fn, what,
+                         s);
     return RSSM_OK;
 }
 
@@ -233,8 +235,7 @@ rssm_status rssm_pool_acquire(rssm_pool *pool, int32_t *slot)
 {
     const char *fn = "rssm_pool_acquire";
     if (!pool || !slot) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: pool or slot is NULL", fn);
-    if (pool->n_free == 0)
-        return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
+    if (pool->n_free == 0) return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
     const int32_t s = pop_free(pool);
     rssm_status st = zero_slot(pool, s, 1, 1);
     if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
@@ -291,8 +292,7 @@ static rssm_status check_pair(const char *fn, rssm_pool *src, int32_t ss, rssm_p
     if ((st = rssm_rt_check_user(fn, dst, ds, "destination slot")) != RSSM_OK) return st;
     if (src->ctx != dst->ctx)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the pools live on different contexts (use export/import)", fn);
-    if (!same_layers(src, dst))
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
+    if (!same_layers(src, dst)) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
     return RSSM_OK;
 }
 
@@ -399,29 +399,34 @@ static const char magic[8] = {'R', 'S', 'S', 'M', 'S', 'N', 'A', 'P'};
 
 static void put32(unsigned char *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 static void put64(unsigned char *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
 }
 static uint32_t get32(const unsigned char *p)
 {
     uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)p[i] << (8 * i);
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
     return v;
 }
 static uint64_t get64(const unsigned char *p)
 {
     uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
     return v;
 }
 
 /* FNV-1a 64 continued from h. */
 static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
 }
 #define FNV_OFFSET 0xcbf29ce484222325ull
@@ -469,12 +474,12 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
         const uint32_t v[8] = {(uint32_t)ly->num_k_heads, (uint32_t)ly->num_v_heads, (uint32_t)ly->head_k_dim,
                                (uint32_t)ly->head_v_dim,  (uint32_t)ly->gate,        (uint32_t)ly->ring_len,
                                (uint32_t)ly->state_dtype, (uint32_t)ly->ring_dtype};
-        for (int i = 0; i < 8; i++) put32(d + 4 * i, v[i]);
+        for (int i = 0; i < 8; i++)
+            put32(d + 4 * i, v[i]);
     }
 }
 
-rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void *buf, size_t capacity,
-                             size_t *written)
+rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void *buf, size_t capacity, size_t *written)
 {
     const char *fn = "rssm_pool_export";
     if (!pool || !buf || !written) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: pool, buf or written is NULL", fn);
@@ -525,14 +530,16 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
     if (form != RSSM_EXPORT_RING && form != RSSM_EXPORT_MATERIALIZED)
         return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: unknown form %u", fn, form);
     if (n_layers != (uint32_t)pool->n_layers)
-        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: the blob has %u layers, the pool %d", fn, n_layers, pool->n_layers);
+        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: the blob has %u layers, the pool %d", fn, n_layers,
+                         pool->n_layers);
     if (hb != header_bytes(pool) || get32(in + 36) != 0)
         return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: header size %u, expected %zu", fn, hb, header_bytes(pool));
     if (bytes < hb) return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: blob truncated inside the header", fn);
     const size_t want = payload_bytes(pool, form);
     if (pb != want || bytes != hb + want)
-        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: payload of %llu bytes in a blob of %zu; this pool's shape needs %zu",
-                         fn, (unsigned long long)pb, bytes, want);
+        return rssm_fail(RSSM_ERROR_BAD_FORMAT,
+                         "%s: payload of %llu bytes in a blob of %zu; this pool's shape needs %zu", fn,
+                         (unsigned long long)pb, bytes, want);
     /* shape: compare with what this pool would write */
     unsigned char *mine = malloc(hb);
     if (!mine) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -546,8 +553,8 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
         }
     free(mine);
     if (!shape_ok)
-        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d of the blob has another shape or dtype than the pool's", fn,
-                         bad_layer);
+        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d of the blob has another shape or dtype than the pool's",
+                         fn, bad_layer);
     /* checksum over the header with its checksum field as 0, then the payload */
     unsigned char zero8[8] = {0};
     uint64_t h = fnv1a(FNV_OFFSET, in, 40);
@@ -569,8 +576,8 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
                 for (size_t i = 0; i < n / 4; i++) {
                     const int32_t base = (int32_t)get32(in + pos + 4 * i);
                     if (base < 0 || base > cursor)
-                        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d head %zu ring_base %d outside [0, %d]", fn,
-                                         l, i, base, cursor);
+                        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d head %zu ring_base %d outside [0, %d]",
+                                         fn, l, i, base, cursor);
                 }
             pos += n;
         }
@@ -604,7 +611,8 @@ rssm_status rssm_pool_validate(const rssm_pool *pool)
     if (pool->n_free < 0 || pool->n_free > pool->n_slots)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: free count %d outside [0, %d]", fn, pool->n_free, pool->n_slots);
     int32_t held = 0;
-    for (int32_t s = 0; s < pool->n_slots; s++) held += pool->held[s] != 0;
+    for (int32_t s = 0; s < pool->n_slots; s++)
+        held += pool->held[s] != 0;
     if (held + pool->n_free != pool->n_slots)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: %d held + %d free != %d slots", fn, held, pool->n_free,
                          pool->n_slots);
@@ -615,8 +623,8 @@ rssm_status rssm_pool_validate(const rssm_pool *pool)
     for (int32_t i = 0; i < pool->n_free && st == RSSM_OK; i++) {
         const int32_t s = pool->free_stack[i];
         if (s < 0 || s >= pool->n_slots || seen[s]++ || pool->held[s])
-            st = rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: free list entry %d (slot %d) is out of range, repeated or held",
-                           fn, i, s);
+            st = rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
+                           "%s: free list entry %d (slot %d) is out of range, repeated or held", fn, i, s);
     }
     if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
     if (st == RSSM_OK) st = rssm_dev_download(pool->ctx, cur, pool->cursor, sizeof(int32_t) * pool->slots_total);

@@ -83,7 +83,8 @@ static int table_reserve(rssm_prefix_cache *c, int32_t extra)
 {
     if (c->n_free_ids >= extra || c->table_len + extra - c->n_free_ids <= c->table_cap) return 1;
     int32_t cap = c->table_cap ? c->table_cap * 2 : 16;
-    while (cap < c->table_len + extra) cap *= 2;
+    while (cap < c->table_len + extra)
+        cap *= 2;
     node **t = realloc(c->table, sizeof(node *) * (size_t)cap);
     if (!t) return 0;
     c->table = t;
@@ -114,7 +115,8 @@ static int kids_reserve(node *x, int32_t extra)
 {
     if (x->n_kids + extra <= x->cap_kids) return 1;
     int32_t cap = x->cap_kids ? x->cap_kids * 2 : 2;
-    while (cap < x->n_kids + extra) cap *= 2;
+    while (cap < x->n_kids + extra)
+        cap *= 2;
     node **k = realloc(x->kids, sizeof(node *) * (size_t)cap);
     if (!k) return 0;
     x->kids = k;
@@ -147,7 +149,8 @@ static void remove_kid(node *x, node *k)
 static int32_t common(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 {
     int32_t m = 0;
-    while (m < na && m < nb && a[m] == b[m]) m++;
+    while (m < na && m < nb && a[m] == b[m])
+        m++;
     return m;
 }
 
@@ -155,10 +158,14 @@ static int32_t common(const int32_t *a, int32_t na, const int32_t *b, int32_t nb
 
 static void lru_unlink(rssm_prefix_cache *c, node *x)
 {
-    if (x->prev) x->prev->next = x->next;
-    else c->mru = x->next;
-    if (x->next) x->next->prev = x->prev;
-    else c->lru = x->prev;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        c->mru = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        c->lru = x->prev;
     x->prev = x->next = NULL;
 }
 
@@ -208,7 +215,8 @@ rssm_status rssm_prefix_cache_create(rssm_pool *snapshot_pool, size_t max_bytes,
 
 static void free_subtree(rssm_prefix_cache *c, node *x)
 {
-    for (int32_t i = 0; i < x->n_kids; i++) free_subtree(c, x->kids[i]);
+    for (int32_t i = 0; i < x->n_kids; i++)
+        free_subtree(c, x->kids[i]);
     if (x->snap >= 0) {
         c->pool->held[x->snap] = RSSM_RT_HELD_USER;
         rssm_pool_release(c->pool, x->snap);
@@ -261,14 +269,16 @@ static void prune(rssm_prefix_cache *c, node *x)
 static int32_t evictable(const rssm_prefix_cache *c)
 {
     int32_t n = 0;
-    for (const node *x = c->lru; x; x = x->prev) n += x->refs == 0;
+    for (const node *x = c->lru; x; x = x->prev)
+        n += x->refs == 0;
     return n;
 }
 
 static int evict_one(rssm_prefix_cache *c)
 {
     node *x = c->lru;
-    while (x && x->refs > 0) x = x->prev;
+    while (x && x->refs > 0)
+        x = x->prev;
     if (!x) return 0;
     lru_unlink(c, x);
     c->pool->held[x->snap] = RSSM_RT_HELD_USER;
@@ -285,7 +295,8 @@ rssm_status rssm_prefix_cache_evict(rssm_prefix_cache *cache, int32_t count, int
     if (!cache) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_prefix_cache_evict: cache is NULL");
     if (count < 0) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_prefix_cache_evict: count %d < 0", count);
     int32_t n = 0;
-    while (n < count && evict_one(cache)) n++;
+    while (n < count && evict_one(cache))
+        n++;
     if (evicted) *evicted = n;
     return RSSM_OK;
 }
@@ -294,7 +305,8 @@ rssm_status rssm_prefix_cache_evict(rssm_prefix_cache *cache, int32_t count, int
 
 static rssm_status check_tokens(const char *fn, const int32_t *tokens, int32_t n, int32_t min_n)
 {
-    if (n < min_n || n > (1 << 30)) return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: n = %d tokens (need >= %d)", fn, n, min_n);
+    if (n < min_n || n > (1 << 30))
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: n = %d tokens (need >= %d)", fn, n, min_n);
     if (n > 0 && !tokens) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: tokens is NULL", fn);
     return RSSM_OK;
 }
@@ -358,7 +370,8 @@ rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *to
         return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: no room for a snapshot (%d held, %d locked, pool %d free)", fn,
                          cache->n_snaps, cache->n_snaps - evictable(cache), cache->pool->n_free);
     /* eviction may reshape the tree */
-    for (int32_t i = 0; i < need; i++) evict_one(cache);
+    for (int32_t i = 0; i < need; i++)
+        evict_one(cache);
     if (need > 0) descend(cache, tokens, n, &at, &d, &kid, &m);
     /* allocate everything first */
     node *mid = NULL, *leaf = NULL;
@@ -379,8 +392,10 @@ rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *to
     int32_t slot;
     if ((st = rssm_pool_acquire(cache->pool, &slot)) == RSSM_OK) {
         st = rssm_rt_copy(src_pool, src_slot, cache->pool, slot, source == RSSM_SNAPSHOT_MATERIALIZE);
-        if (st != RSSM_OK) rssm_pool_release(cache->pool, slot);
-        else cache->pool->held[slot] = RSSM_RT_HELD_CACHE;
+        if (st != RSSM_OK)
+            rssm_pool_release(cache->pool, slot);
+        else
+            cache->pool->held[slot] = RSSM_RT_HELD_CACHE;
     }
     if (st != RSSM_OK) {
         if (mid) node_delete(mid);
@@ -479,7 +494,8 @@ static void count(const node *x, rssm_prefix_cache_stats *s)
 {
     s->locked += x->refs > 0;
     s->locks += x->refs;
-    for (int32_t i = 0; i < x->n_kids; i++) count(x->kids[i], s);
+    for (int32_t i = 0; i < x->n_kids; i++)
+        count(x->kids[i], s);
 }
 
 rssm_status rssm_prefix_cache_get_stats(const rssm_prefix_cache *cache, rssm_prefix_cache_stats *out)
@@ -528,7 +544,8 @@ static rssm_status check_node(walk *w, const node *x)
         const node *k = x->kids[i];
         if (k->parent != x) return BAD("%s: child %d of node %d has another parent", fn, k->id, x->id);
         for (int32_t j = 0; j < i; j++)
-            if (x->kids[j]->edge[0] == k->edge[0]) return BAD("%s: node %d has two children on token %d", fn, x->id, k->edge[0]);
+            if (x->kids[j]->edge[0] == k->edge[0])
+                return BAD("%s: node %d has two children on token %d", fn, x->id, k->edge[0]);
         rssm_status st = check_node(w, k);
         if (st != RSSM_OK) return st;
     }
@@ -552,7 +569,8 @@ rssm_status rssm_prefix_cache_validate(const rssm_prefix_cache *cache)
     int32_t n = 0;
     for (const node *x = cache->mru; x; x = x->next, n++) {
         if (x->snap < 0) return BAD("%s: node %d on the recency list has no snapshot", fn, x->id);
-        if ((x->next ? x->next->prev : cache->lru) != x) return BAD("%s: recency list links broken at node %d", fn, x->id);
+        if ((x->next ? x->next->prev : cache->lru) != x)
+            return BAD("%s: recency list links broken at node %d", fn, x->id);
         if (n > cache->n_snaps) return BAD("%s: recency list longer than the snapshot count", fn);
     }
     if (n != cache->n_snaps) return BAD("%s: recency list has %d entries, %d snapshots", fn, n, cache->n_snaps);

@@ -19,7 +19,7 @@
 
 typedef struct rssm_pool_layer_mem {
     rssm_layer layer;
-    rssm_state_bytes per_slot; /* bytes of one slot of each tensor (cursor field unused) */
+    rssm_state_bytes per_slot;                      /* bytes of one slot of each tensor (cursor field unused) */
     size_t off_ckpt, off_u, off_k, off_g, off_base; /* byte offsets into the pool memory */
 } rssm_pool_layer_mem;
 
@@ -29,10 +29,10 @@ struct rssm_pool {
     rssm_pool_layer_mem *lm; /* [n_layers] */
     unsigned char *mem;      /* device */
     size_t bytes, off_cursor, off_idx, slot_bytes;
-    int32_t *cursor;         /* device [slots_total] */
-    int32_t *idx;            /* device [8] */
-    uint8_t *held;           /* host [n_slots]: RSSM_RT_FREE / _HELD_USER / _HELD_CACHE */
-    int32_t *free_stack;     /* host [n_slots]; free_stack[0 .. n_free) */
+    int32_t *cursor;     /* device [slots_total] */
+    int32_t *idx;        /* device [8] */
+    uint8_t *held;       /* host [n_slots]: RSSM_RT_FREE / _HELD_USER / _HELD_CACHE */
+    int32_t *free_stack; /* host [n_slots]; free_stack[0 .. n_free) */
     int32_t n_free;
 };
 

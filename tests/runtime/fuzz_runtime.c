@@ -37,8 +37,8 @@ typedef struct world {
     rssm_prefix_cache *cache;
     rssm_plan *plan;
     rssm_layer ly[2];
-    int32_t ua[NA], na; /* caller's slots in A */
-    int32_t ub[NB], nb; /* caller's slots in B */
+    int32_t ua[NA], na;      /* caller's slots in A */
+    int32_t ub[NB], nb;      /* caller's slots in B */
     uint64_t ha[NA], hb[NB]; /* hash of each slot's state, indexed by slot id */
     uint64_t locks[MAXLOCK];
     int nlocks;
@@ -60,7 +60,8 @@ static uint8_t next(world *w) { return w->p < w->end ? *w->p++ : 0; }
 static uint64_t fnv(const unsigned char *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -96,8 +97,7 @@ static int32_t pick(world *w, const int32_t *held, int n)
 static int check(world *w, rssm_status st, int touched_a, int touched_b)
 {
     if (st != RSSM_OK && !*rssm_last_error()) return fail(w, "a failing call left no message");
-    if (rssm_pool_validate(w->pa) != RSSM_OK || rssm_pool_validate(w->pb) != RSSM_OK)
-        return fail(w, rssm_last_error());
+    if (rssm_pool_validate(w->pa) != RSSM_OK || rssm_pool_validate(w->pb) != RSSM_OK) return fail(w, rssm_last_error());
     if (rssm_prefix_cache_validate(w->cache) != RSSM_OK) return fail(w, rssm_last_error());
     rssm_prefix_cache_stats cs;
     rssm_prefix_cache_get_stats(w->cache, &cs);
@@ -133,11 +133,16 @@ static rssm_status step(world *w, int verify)
     }
     if (n == 2 && rows[0] == rows[1]) rows[1] = -1;
     const int T = verify ? 1 + next(w) % 3 : 1;
-    for (size_t i = 0; i < sizeof w->q / 4; i++) w->q[i] = (float)((next(w) % 17) - 8) / 8.0f + 0.1f;
-    for (size_t i = 0; i < sizeof w->k / 4; i++) w->k[i] = (float)((next(w) % 13) - 6) / 6.0f + 0.1f;
-    for (size_t i = 0; i < sizeof w->v / 4; i++) w->v[i] = (float)((next(w) % 11) - 5) / 5.0f;
-    for (size_t i = 0; i < sizeof w->g / 4; i++) w->g[i] = -(float)(next(w) % 40) / 2.0f - 0.01f;
-    for (size_t i = 0; i < sizeof w->beta / 4; i++) w->beta[i] = (float)(next(w) % 10) / 10.0f;
+    for (size_t i = 0; i < sizeof w->q / 4; i++)
+        w->q[i] = (float)((next(w) % 17) - 8) / 8.0f + 0.1f;
+    for (size_t i = 0; i < sizeof w->k / 4; i++)
+        w->k[i] = (float)((next(w) % 13) - 6) / 6.0f + 0.1f;
+    for (size_t i = 0; i < sizeof w->v / 4; i++)
+        w->v[i] = (float)((next(w) % 11) - 5) / 5.0f;
+    for (size_t i = 0; i < sizeof w->g / 4; i++)
+        w->g[i] = -(float)(next(w) % 40) / 2.0f - 0.01f;
+    for (size_t i = 0; i < sizeof w->beta / 4; i++)
+        w->beta[i] = (float)(next(w) % 10) / 10.0f;
     rssm_status st = rssm_plan_set(w->plan, n, rows, seq);
     if (st != RSSM_OK) return st;
     int32_t acc[2] = {next(w) % (T + 1), next(w) % (T + 1)};
@@ -150,7 +155,8 @@ static rssm_status step(world *w, int verify)
         io.q = w->q, io.k = w->k, io.v = w->v, io.g = w->g, io.beta = w->beta, io.o = w->o;
         rssm_state s;
         rssm_pool_state(w->pa, l, &s);
-        st = verify ? rssm_verify(w->ctx, &w->ly[l], &s, &io, NULL) : rssm_decode_replay(w->ctx, &w->ly[l], &s, &io, NULL);
+        st = verify ? rssm_verify(w->ctx, &w->ly[l], &s, &io, NULL)
+                    : rssm_decode_replay(w->ctx, &w->ly[l], &s, &io, NULL);
     }
     if (st != RSSM_OK) return st; /* (a failure here would leave the plan begun; it does not happen) */
     st = rssm_plan_end(w->plan, NULL);
@@ -202,14 +208,16 @@ static int op(world *w)
         if (st == RSSM_OK) {
             if (full) return fail(w, "import into a full pool succeeded");
             w->ub[w->nb++] = t, tb = t;
-            if (form == RSSM_EXPORT_RING && slot_hash(w->pb, t) != slot_hash(w->pa, s)) return fail(w, "import: bits differ");
+            if (form == RSSM_EXPORT_RING && slot_hash(w->pb, t) != slot_hash(w->pa, s))
+                return fail(w, "import: bits differ");
         }
         break;
     }
     case 4: { /* import raw bytes */
         unsigned char raw[96];
         const size_t n = next(w) % sizeof raw;
-        for (size_t i = 0; i < n; i++) raw[i] = next(w);
+        for (size_t i = 0; i < n; i++)
+            raw[i] = next(w);
         if (n >= 8) memcpy(raw, "RSSMSNAP", 8);
         st = rssm_pool_import(w->pa, raw, n, &t);
         if (st == RSSM_OK) return fail(w, "import of random bytes succeeded");
@@ -218,7 +226,8 @@ static int op(world *w)
     case 5: { /* insert */
         int32_t tok[8];
         const int n = 1 + next(w) % 8;
-        for (int i = 0; i < n; i++) tok[i] = next(w) % 4;
+        for (int i = 0; i < n; i++)
+            tok[i] = next(w) % 4;
         s = pick(w, w->ua, w->na);
         st = rssm_prefix_cache_insert(w->cache, tok, n, w->pa, s, next(w) & 1);
         if (find(w->ua, w->na, s) >= 0 && st != RSSM_OK && st != RSSM_ERROR_POOL_FULL)
@@ -228,7 +237,8 @@ static int op(world *w)
     case 6: { /* match, maybe with a lock */
         int32_t tok[8], m = -1;
         const int n = next(w) % 9;
-        for (int i = 0; i < n; i++) tok[i] = next(w) % 4;
+        for (int i = 0; i < n; i++)
+            tok[i] = next(w) % 4;
         t = pick(w, w->ua, w->na);
         uint64_t lk = 0;
         const int want_lock = (next(w) & 1) && w->nlocks < MAXLOCK;
@@ -259,12 +269,15 @@ static int op(world *w)
         }
         break;
     }
-    case 8: st = rssm_prefix_cache_evict(w->cache, next(w) % 4, NULL); break;
+    case 8:
+        st = rssm_prefix_cache_evict(w->cache, next(w) % 4, NULL);
+        break;
     case 9:
     case 10: {
         st = step(w, code == 10);
         /* a step touches its rows: refresh the hashes (the check then covers the others' bookkeeping) */
-        for (int i = 0; i < w->na; i++) w->ha[w->ua[i]] = slot_hash(w->pa, w->ua[i]);
+        for (int i = 0; i < w->na; i++)
+            w->ha[w->ua[i]] = slot_hash(w->pa, w->ua[i]);
         break;
     }
     case 11: { /* release from B */
@@ -287,16 +300,19 @@ int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len)
     if (!w) return 0;
     w->p = data, w->end = data + size, w->why = why, w->why_len = why_len;
     why[0] = 0;
-    for (int l = 0; l < 2; l++) w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
+    for (int l = 0; l < 2; l++)
+        w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
     w->ly[1].gate = w->ly[0].gate = (size > 0 && data[0] & 1) ? RSSM_GATE_KDA : RSSM_GATE_GDN;
     int bad = 0;
     if (rssm_context_create(RSSM_DEVICE_REFERENCE, 0, &w->ctx) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NA, &w->pa) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NB, &w->pb) != RSSM_OK ||
-        rssm_prefix_cache_create(w->pa, 0, 3, &w->cache) != RSSM_OK || rssm_plan_create(w->pa, 2, 4, &w->plan) != RSSM_OK)
+        rssm_prefix_cache_create(w->pa, 0, 3, &w->cache) != RSSM_OK ||
+        rssm_plan_create(w->pa, 2, 4, &w->plan) != RSSM_OK)
         bad = fail(w, rssm_last_error());
     int ops = 0;
-    while (!bad && w->p < w->end && ops < 400) bad = op(w), ops++;
+    while (!bad && w->p < w->end && ops < 400)
+        bad = op(w), ops++;
     /* teardown: everything returns to the pools */
     while (!bad && w->nlocks > 0)
         if (rssm_prefix_cache_unlock(w->cache, w->locks[--w->nlocks]) != RSSM_OK) bad = fail(w, "final unlock failed");

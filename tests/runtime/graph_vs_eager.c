@@ -84,7 +84,8 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
     }
     work_arg e, g;
     memset(&e, 0, sizeof e);
-    for (int l = 0; l < NLAYERS; l++) e.ly[l] = rssm_layer_default(gate, 2, 4, 32, 16, 4);
+    for (int l = 0; l < NLAYERS; l++)
+        e.ly[l] = rssm_layer_default(gate, 2, 4, 32, 16, 4);
     e.ctx = ctx;
     const int K = 32, V = 16, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1;
     int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
@@ -140,9 +141,11 @@ int main(int argc, char **argv)
 {
     const int reps = argc > 1 ? atoi(argv[1]) : 23;
     int passed = 0, failed = 0;
-    for (int gi = 0; gi < 2; gi++) run(RSSM_DEVICE_REFERENCE, "reference (host path)", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+    for (int gi = 0; gi < 2; gi++)
+        run(RSSM_DEVICE_REFERENCE, "reference (host path)", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
     if (rssm_cuda_available())
-        for (int gi = 0; gi < 2; gi++) run(RSSM_DEVICE_CUDA, "cuda graph", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+        for (int gi = 0; gi < 2; gi++)
+            run(RSSM_DEVICE_CUDA, "cuda graph", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
     else
         printf("skip cuda: no CUDA device or back end in this build\n");
     printf("%d passed, %d failed\n", passed, failed);

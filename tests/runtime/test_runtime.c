@@ -38,7 +38,8 @@ static void run(rssm_device dev, const char *name, int required, rt_counts *c)
     rt_suite_plan(ctx, c);
     rt_suite_export(ctx, c);
     for (int g = 0; g < 2; g++)
-        for (int v = 0; v < 2; v++) rt_suite_prefix(ctx, g ? RSSM_GATE_KDA : RSSM_GATE_GDN, v, c);
+        for (int v = 0; v < 2; v++)
+            rt_suite_prefix(ctx, g ? RSSM_GATE_KDA : RSSM_GATE_GDN, v, c);
     rt_suite_bad_input(ctx, c);
     rssm_context_free(ctx);
 }
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
 {
     rt_counts c = {0, 0};
     if (argc > 1) {
-        const rssm_device d = !strcmp(argv[1], "cpu") ? RSSM_DEVICE_CPU
+        const rssm_device d = !strcmp(argv[1], "cpu")    ? RSSM_DEVICE_CPU
                               : !strcmp(argv[1], "cuda") ? RSSM_DEVICE_CUDA
                                                          : RSSM_DEVICE_REFERENCE;
         run(d, argv[1], 1, &c);

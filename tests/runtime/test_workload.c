@@ -40,10 +40,11 @@ int main(int argc, char **argv)
     LLVMFuzzerTestOneInput(buf, len);
     printf("ok   LLVMFuzzerTestOneInput on the last seed\n");
     passed++;
-    static const char *names[12] = {"acquire", "release", "copy",  "export+import", "raw import", "insert",
-                                     "match",   "unlock",  "evict", "decode step",   "verify step", "release B"};
+    static const char *names[12] = {"acquire", "release", "copy",  "export+import", "raw import",  "insert",
+                                    "match",   "unlock",  "evict", "decode step",   "verify step", "release B"};
     printf("operations (ok/run):");
-    for (int i = 0; i < 12; i++) printf(" %s %ld/%ld", names[i], rt_fuzz_ok[i], rt_fuzz_ops[i]);
+    for (int i = 0; i < 12; i++)
+        printf(" %s %ld/%ld", names[i], rt_fuzz_ok[i], rt_fuzz_ops[i]);
     printf("\n");
     free(buf);
     printf("%d passed, %d failed\n", passed, failed);

@@ -1,0 +1,178 @@
+/*
+ * sim_cuda.cu — the dense parts of the simulate model on the GPU (sim_model.h), so that
+ * `replayssm simulate --device cuda` measures the runtime, not host matrix products.
+ * Projections and logits are cuBLAS SGEMMs on TF32 tensor cores (the toy model's dense parts
+ * only; the mixers stay exact f32 in the library); RMSNorm, embedding gather and argmax are
+ * small kernels. Everything runs on the context's stream.
+ *
+ * Row-major matrices seen by column-major cuBLAS: out[n][P] = in[n][D] @ W[D][P] is
+ * out^T (P x n) = W^T (P x D) * in^T (D x n) with leading dimensions P, D, P.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "core/device.h"
+#include "sim_model.h"
+
+typedef struct sim_gpu {
+    cublasHandle_t blas;
+    cudaStream_t stream;
+    float *embed;          /* [vocab][D] */
+    float **w_in, **w_out; /* per layer, device */
+    float *A_log, *dt_bias;
+    float *h, *logits;     /* scratch [rows][D], [rows][vocab] */
+    int32_t *tokens, *next; /* [rows] */
+    int rows;
+} sim_gpu;
+
+static int upload_new(const float *host, size_t n, float **dev)
+{
+    if (cudaMalloc((void **)dev, n * sizeof(float)) != cudaSuccess) return -1;
+    return cudaMemcpy(*dev, host, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows)
+{
+    const rssm_layer *l = &m->cfg.layer;
+    const int D = m->cfg.d_model, HV = l->num_v_heads, gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
+    sim_gpu *g = (sim_gpu *)calloc(1, sizeof *g);
+    if (!g) return -1;
+    m->gpu = g;
+    g->stream = (cudaStream_t)rssm_dev_stream(ctx);
+    g->rows = max_rows;
+    if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) return -1;
+    cublasSetStream(g->blas, g->stream);
+    cublasSetMathMode(g->blas, CUBLAS_TF32_TENSOR_OP_MATH);
+    g->w_in = (float **)calloc(m->cfg.n_layers, sizeof(float *));
+    g->w_out = (float **)calloc(m->cfg.n_layers, sizeof(float *));
+    if (!g->w_in || !g->w_out) return -1;
+    if (upload_new(m->embed, (size_t)m->cfg.vocab * D, &g->embed)) return -1;
+    for (int i = 0; i < m->cfg.n_layers; i++) {
+        if (upload_new(m->w_in[i], (size_t)D * m->proj, &g->w_in[i])) return -1;
+        if (upload_new(m->w_out[i], (size_t)HV * l->head_v_dim * D, &g->w_out[i])) return -1;
+    }
+    if (upload_new(m->A_log, (size_t)m->cfg.n_layers * HV, &g->A_log)) return -1;
+    if (upload_new(m->dt_bias, (size_t)m->cfg.n_layers * HV * gk, &g->dt_bias)) return -1;
+    if (cudaMalloc((void **)&g->h, sizeof(float) * (size_t)max_rows * D) != cudaSuccess) return -1;
+    if (cudaMalloc((void **)&g->logits, sizeof(float) * (size_t)max_rows * m->cfg.vocab) != cudaSuccess) return -1;
+    if (cudaMalloc((void **)&g->tokens, sizeof(int32_t) * max_rows) != cudaSuccess) return -1;
+    if (cudaMalloc((void **)&g->next, sizeof(int32_t) * max_rows) != cudaSuccess) return -1;
+    return 0;
+}
+
+extern "C" void sim_gpu_free(sim_model *m)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    if (!g) return;
+    for (int i = 0; i < m->cfg.n_layers; i++) {
+        if (g->w_in) cudaFree(g->w_in[i]);
+        if (g->w_out) cudaFree(g->w_out[i]);
+    }
+    free(g->w_in), free(g->w_out);
+    cudaFree(g->embed), cudaFree(g->A_log), cudaFree(g->dt_bias), cudaFree(g->h), cudaFree(g->logits);
+    cudaFree(g->tokens), cudaFree(g->next);
+    if (g->blas) cublasDestroy(g->blas);
+    free(g);
+    m->gpu = NULL;
+}
+
+extern "C" const float *sim_gpu_A_log(const sim_model *m) { return ((sim_gpu *)m->gpu)->A_log; }
+extern "C" const float *sim_gpu_dt_bias(const sim_model *m) { return ((sim_gpu *)m->gpu)->dt_bias; }
+
+/* x[i] = embed[tokens[i]] */
+__global__ void gather_kernel(const float *embed, const int32_t *tokens, int D, float *x)
+{
+    const int i = blockIdx.x;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) x[(size_t)i * D + d] = embed[(size_t)tokens[i] * D + d];
+}
+
+/* y[i] = x[i] / sqrt(mean(x[i]^2) + 1e-6), one block per row */
+__global__ void rmsnorm_kernel(const float *x, float *y, int D)
+{
+    __shared__ float part[32];
+    const float *xr = x + (size_t)blockIdx.x * D;
+    float s = 0;
+    for (int d = threadIdx.x; d < D; d += blockDim.x) s += xr[d] * xr[d];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0) part[0] = rsqrtf(s / D + 1e-6f);
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < D; d += blockDim.x) y[(size_t)blockIdx.x * D + d] = xr[d] * part[0];
+}
+
+/* next[i] = argmax_v logits[i][v] (lowest index on ties), one block per row */
+__global__ void argmax_kernel(const float *logits, int V, int32_t *next)
+{
+    __shared__ float bv[32];
+    __shared__ int bi[32];
+    const float *lr = logits + (size_t)blockIdx.x * V;
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int v = threadIdx.x; v < V; v += blockDim.x)
+        if (lr[v] > best) best = lr[v], idx = v;
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ob = __shfl_xor_sync(0xffffffffu, best, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ob > best || (ob == best && oi < idx)) best = ob, idx = oi;
+    }
+    if ((threadIdx.x & 31) == 0) bv[threadIdx.x >> 5] = best, bi[threadIdx.x >> 5] = idx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)blockDim.x / 32; w++)
+            if (bv[w] > best || (bv[w] == best && bi[w] < idx)) best = bv[w], idx = bi[w];
+        if (bv[0] > best || (bv[0] == best && bi[0] < idx)) best = bv[0], idx = bi[0];
+        next[blockIdx.x] = idx;
+    }
+}
+
+static int sgemm(sim_gpu *g, const float *in, const float *w, float *out, int n, int din, int p, float beta)
+{
+    const float alpha = 1.0f;
+    return cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, p, n, din, &alpha, w, p, in, din, &beta, out, p) ==
+                   CUBLAS_STATUS_SUCCESS
+               ? 0
+               : -1;
+}
+
+extern "C" int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, float *x)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    if (cudaMemcpyAsync(g->tokens, tokens, sizeof(int32_t) * n, cudaMemcpyHostToDevice, g->stream) != cudaSuccess)
+        return -1;
+    gather_kernel<<<n, 256, 0, g->stream>>>(g->embed, g->tokens, m->cfg.d_model, x);
+    return cudaGetLastError() == cudaSuccess ? 0 : -1;
+}
+
+extern "C" int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    rmsnorm_kernel<<<n, 256, 0, g->stream>>>(x, g->h, m->cfg.d_model);
+    return sgemm(g, g->h, g->w_in[layer], proj, n, m->cfg.d_model, m->proj, 0.0f);
+}
+
+extern "C" int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    const rssm_layer *l = &m->cfg.layer;
+    return sgemm(g, mix, g->w_out[layer], x, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model, 1.0f);
+}
+
+extern "C" int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    const int D = m->cfg.d_model, V = m->cfg.vocab;
+    const float alpha = 1.0f, beta = 0.0f;
+    rmsnorm_kernel<<<n, 256, 0, g->stream>>>(x, g->h, D);
+    if (cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, V, n, D, &alpha, g->embed, D, g->h, D, &beta, g->logits, V) !=
+        CUBLAS_STATUS_SUCCESS)
+        return -1;
+    argmax_kernel<<<n, 256, 0, g->stream>>>(g->logits, V, g->next);
+    if (cudaMemcpyAsync(next, g->next, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess) return -1;
+    return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : -1;
+}
