@@ -393,7 +393,9 @@ size_t rssm_plan_memory(const rssm_plan *plan); /* device bytes it allocated */
 int32_t rssm_plan_batch(const rssm_plan *plan);
 /* Host: rows [0, n) get `slot[i]` (a held slot of the pool or -1) and `seq_len[i]` (tokens
  * already committed for that row, >= 0; NULL = all 0); rows [n, batch) become padding.
- * One upload; not capturable. Slots must be distinct. */
+ * One upload; not capturable. Slots must be distinct and held by the caller (not snapshots).
+ * The planner keeps these slots until the next rssm_plan_set: do not step it after releasing
+ * one of them. */
 rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const int32_t *seq_len);
 /* Host: uploads accepted counts of rows [0, n) for a verify step (rows >= n get 0). An engine
  * whose sampler runs on the device may instead write rssm_plan_accepted_buffer directly. */
@@ -439,7 +441,8 @@ void rssm_prefix_cache_free(rssm_prefix_cache *cache);
 /* Caches the state after tokens[0..n) (n >= 1), read from held `src_slot` of `src_pool`
  * (same context and layers as the snapshot pool), into a new snapshot slot; evicts LRU
  * unlocked snapshots if needed. Already cached: refreshes its recency, copies nothing.
- * RSSM_ERROR_POOL_FULL when no room can be made (every snapshot locked); nothing changed. */
+ * RSSM_ERROR_POOL_FULL when no room can be made (every snapshot locked); nothing changed then.
+ * (A copy that fails on the device after room was made leaves those evictions done.) */
 rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
                                      int32_t src_slot, uint32_t source);
 /* Longest cached prefix of tokens[0..n): *matched gets its length (0 = none). When matched > 0

@@ -16,6 +16,7 @@
  * committed entries copied to scratch) before any head of the group appends or folds.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/layout.h"
@@ -51,14 +52,80 @@ static float min_of(const float *x, int n)
     return m;
 }
 
-/* Software prefetch of the checkpoint ~2 KiB ahead of row `off` (the stream is latency
- * bound on few cores; a prefetch past the tensor's end is harmless). */
-#define RSSM_PREFETCH_BYTES 2048
+/* Software prefetch of the checkpoint `RSSM_PREFETCH_BYTES` ahead of row `off` (0: none).
+ * RSSM_CPU_PF selects the variant while we measure (scratch only). */
+static int pf_mode = -1;
+static int pf_bytes = 2048;
 static inline void prefetch_ahead(const void *base, rssm_dtype dt, int64_t off, int K)
 {
-    const char *p = (const char *)base + off * (int64_t)esize(dt) + RSSM_PREFETCH_BYTES;
+    if (pf_mode < 0) {
+        const char *e = getenv("RSSM_CPU_PF");
+        pf_mode = e ? atoi(e) : 0;
+        const char *b = getenv("RSSM_CPU_PF_BYTES");
+        if (b) pf_bytes = atoi(b);
+    }
+    if (pf_mode == 0) return;
+    const char *p = (const char *)base + off * (int64_t)esize(dt) + pf_bytes;
     const int64_t n = (int64_t)K * (int64_t)esize(dt);
-    for (int64_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 3);
+    for (int64_t i = 0; i < n; i += 64) {
+        switch (pf_mode) {
+        case 1: __builtin_prefetch(p + i, 0, 3); break;
+        case 2: __builtin_prefetch(p + i, 0, 2); break;
+        case 3: __builtin_prefetch(p + i, 0, 1); break;
+        default: __builtin_prefetch(p + i, 0, 0); break;
+        }
+    }
+}
+
+/* ---- rows in groups of four streams ----------------------------------------------------------
+ * A head's V rows are walked as V/4 groups {g, g + V/4, g + 2V/4, g + 3V/4} (four sequential
+ * streams, read side by side), then the V mod 4 last rows one by one. The 4-row kernels give
+ * every row the bits of the one-row kernels, so the walk order never changes results. */
+
+static int row_groups(int V) { return V / 4 + V % 4; }
+
+/* rows of group g; returns how many (4, or 1 for the tail) */
+static inline int group_rows(int V, int g, int rows[4])
+{
+    const int V4 = V / 4;
+    if (g < V4) {
+        for (int i = 0; i < 4; i++) rows[i] = g + i * V4;
+        return 4;
+    }
+    rows[0] = 4 * V4 + (g - V4);
+    return 1;
+}
+
+static inline void dot_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *x, int K, float d[4])
+{
+    if (nr == 4) vec->dot_x4(s, x, K, d);
+    else
+        for (int i = 0; i < nr; i++) d[i] = vec->dot(s[i], x, K);
+}
+
+static inline void dot2_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *x, const float *y, int K,
+                             float dx[4], float dy[4])
+{
+    if (nr == 4) vec->dot2_x4(s, x, y, K, dx, dy);
+    else
+        for (int i = 0; i < nr; i++) vec->dot2(s[i], x, y, K, dx + i, dy + i);
+}
+
+static inline void update_dot_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha,
+                                   const float u[4], const float *k, const float *q, float *const out[4], int K,
+                                   float o[4])
+{
+    if (nr == 4) vec->update_dot_x4(s, alpha, u, k, q, out, K, o);
+    else
+        for (int i = 0; i < nr; i++) o[i] = vec->update_dot(s[i], alpha, u[i], k, q, out[i], K);
+}
+
+static inline void fold_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha, int h,
+                             const float *const w[4], const float *kw, int ld, float *const out[4], int K)
+{
+    if (nr == 4) vec->fold_x4(s, alpha, h, w, kw, ld, out, K);
+    else
+        for (int i = 0; i < nr; i++) vec->fold(s[i], alpha, h, w[i], kw, ld, out[i], K);
 }
 
 /* ---- one token's inputs --------------------------------------------------------------------- */
@@ -123,8 +190,19 @@ static void zero_o(const rssm_params *p, int b, int kh)
 
 /* ---- the packed row: shared by packed decode, prefill and replay end folds ------------------ */
 
-/* One row r of one recurrent step on srow [K] (f32), result in out [K] (may alias srow):
- *   u = beta (v_r - srow . ak);  out = fma(u, k, srow alpha);  returns o_r = out . q  (*u_out = u) */
+/* Rows of one recurrent step on srow [K] (f32), results in out [K] (out[i] may alias s[i]):
+ *   u = beta (v_r - srow . ak);  out = fma(u, k, srow alpha);  o_r = out . q */
+static inline void packed_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha,
+                               const float *ak, const float *k, const float *q, float beta, const float vr[4],
+                               float *const out[4], float o[4], int K)
+{
+    float d[4], u[4];
+    dot_rows(vec, nr, s, ak, K, d);
+    for (int i = 0; i < nr; i++) u[i] = beta * (vr[i] - d[i]);
+    update_dot_rows(vec, nr, s, alpha, u, k, q, out, K, o);
+}
+
+/* One row (the multi-token path on a head in scratch) */
 static inline float packed_row(const cpu_vec *vec, const float *srow, const float *alpha, const float *ak,
                                const float *k, const float *q, float beta, float vr, float *out, int K)
 {
@@ -238,7 +316,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
     const int w = (p->op == RSSM_OP_DECODE_PACKED && p->io.write_slot) ? p->io.write_slot[b] : s;
     const rssm_dtype sdt = l->state_dtype;
     float *q = rssm_cpu_take(a, K), *k = rssm_cpu_take(a, K), *alpha = rssm_cpu_take(a, K), *ak = rssm_cpu_take(a, K);
-    float *v = rssm_cpu_take(a, V), *o = rssm_cpu_take(a, V), *tmp = rssm_cpu_take(a, K);
+    float *v = rssm_cpu_take(a, V), *o = rssm_cpu_take(a, V), *tmp = rssm_cpu_take(a, (size_t)4 * K);
     float g[RSSM_MAX_HEAD_DIM], beta;
 
     if (p->op == RSSM_OP_DECODE_PACKED && T == 1) {
@@ -249,16 +327,28 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             prep_head(p, vec, bt, hv, v, g, &beta);
             for (int c = 0; c < K; c++) alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
             const int64_t src = rssm_ckpt_off(l, s, hv), dst = rssm_ckpt_off(l, w, hv);
-            for (int r = 0; r < V; r++) {
-                prefetch_ahead(sp->checkpoint, sdt, src + (int64_t)r * K, K);
-                if (sdt == RSSM_DTYPE_F32) {
-                    const float *srow = (const float *)sp->checkpoint + src + (int64_t)r * K;
-                    float *drow = (float *)sp->checkpoint + dst + (int64_t)r * K;
-                    o[r] = packed_row(vec, srow, alpha, ak, k, q, beta, v[r], drow, K);
-                } else {
-                    load_f32(vec, sp->checkpoint, sdt, src + (int64_t)r * K, tmp, K);
-                    o[r] = packed_row(vec, tmp, alpha, ak, k, q, beta, v[r], tmp, K);
-                    store_f32(vec, sp->checkpoint, sdt, dst + (int64_t)r * K, tmp, K);
+            for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
+                int rows[4];
+                const int nr = group_rows(V, gi, rows);
+                const float *sr[4];
+                float *dr[4], vr[4], o4[4];
+                for (int i = 0; i < nr; i++) {
+                    const int64_t ro = (int64_t)rows[i] * K;
+                    prefetch_ahead(sp->checkpoint, sdt, src + ro, K);
+                    vr[i] = v[rows[i]];
+                    if (sdt == RSSM_DTYPE_F32) {
+                        sr[i] = (const float *)sp->checkpoint + src + ro;
+                        dr[i] = (float *)sp->checkpoint + dst + ro;
+                    } else {
+                        dr[i] = tmp + (size_t)i * K;
+                        load_f32(vec, sp->checkpoint, sdt, src + ro, dr[i], K);
+                        sr[i] = dr[i];
+                    }
+                }
+                packed_rows(vec, nr, sr, alpha, ak, k, q, beta, vr, dr, o4, K);
+                for (int i = 0; i < nr; i++) {
+                    o[rows[i]] = o4[i];
+                    if (sdt != RSSM_DTYPE_F32) store_f32(vec, sp->checkpoint, sdt, dst + (int64_t)rows[i] * K, dr[i], K);
                 }
             }
             store_o(p, vec, bt, hv, o);
@@ -433,51 +523,92 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
         }
 
-        /* the stream over S0's rows */
+        /* the stream over S0's rows, four rows (streams) at a time: S0 x_k and S0 x_q of every
+         * token into DK, O [T][V] (or, on an end fold, the whole step) */
         float *Uo = rssm_cpu_take(a, (size_t)T * V), *O = rssm_cpu_take(a, (size_t)T * V);
-        float *r1 = rssm_cpu_take(a, K), *r2 = rssm_cpu_take(a, K);
-        float dk[RSSM_MAX_RING_LEN], dq[RSSM_MAX_RING_LEN], ust[RSSM_MAX_RING_LEN];
+        float *DK = rssm_cpu_take(a, (size_t)T * V);
+        float *buf1 = rssm_cpu_take(a, (size_t)4 * K), *buf2 = rssm_cpu_take(a, (size_t)4 * K);
         const int64_t c_off = rssm_ckpt_off(l, s, hv);
-        for (int r = 0; r < V; r++) {
-            const int64_t roff = c_off + (int64_t)r * K;
-            prefetch_ahead(sp->checkpoint, sdt, roff, K);
-            const float *srow;
-            if (sdt == RSSM_DTYPE_F32) {
-                srow = (const float *)sp->checkpoint + roff;
-            } else {
-                load_f32(vec, sp->checkpoint, sdt, roff, r1, K);
-                srow = r1;
+        for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
+            int rows[4];
+            const int nr = group_rows(V, gi, rows);
+            int64_t roff[4];
+            const float *src[4], *wS[4], *wN[4];
+            float *b1[4], *b2[4], dx[4], dy[4];
+            for (int i = 0; i < nr; i++) {
+                roff[i] = c_off + (int64_t)rows[i] * K;
+                prefetch_ahead(sp->checkpoint, sdt, roff[i], K);
+                b1[i] = buf1 + (size_t)i * K, b2[i] = buf2 + (size_t)i * K;
+                if (sdt == RSSM_DTYPE_F32) {
+                    src[i] = (const float *)sp->checkpoint + roff[i];
+                } else {
+                    load_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
+                    src[i] = b1[i];
+                }
             }
             if (start && h > 0) {
                 /* S0' = S0 e^{G_h} + sum_i u_i kw_i, stored; continue from the stored values */
-                vec->fold(srow, alphaS, h, rg.UT + (size_t)r * h, KWs, K, r1, K);
-                store_f32(vec, sp->checkpoint, sdt, roff, r1, K);
-                if (sdt == RSSM_DTYPE_BF16) load_f32(vec, sp->checkpoint, sdt, roff, r1, K);
-                srow = r1;
+                for (int i = 0; i < nr; i++) wS[i] = rg.UT + (size_t)rows[i] * h;
+                fold_rows(vec, nr, src, alphaS, h, wS, KWs, K, b1, K);
+                for (int i = 0; i < nr; i++) {
+                    store_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
+                    if (sdt == RSSM_DTYPE_BF16) load_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
+                    src[i] = b1[i];
+                }
             }
             if (end) {
-                /* S_n = S0' e^{G_n} + sum_i u_i kw_i + u_n k_n;  o = S_n q  (hw = 0: the packed row) */
-                float *out = sdt == RSSM_DTYPE_F32 ? (float *)sp->checkpoint + roff : r2;
-                if (hw == 0) {
-                    O[r] = packed_row(vec, srow, alphaN, xk, kn, qn, beta[0], vv[r], out, K);
-                } else {
-                    const float d = vec->dot(srow, xk, K) + rk[r];
-                    const float u = beta[0] * (vv[r] - d);
-                    vec->fold(srow, alphaN, hw, rg.UT + (size_t)r * hw, KWn, K, r2, K);
-                    O[r] = vec->update_dot(r2, ones, u, kn, qn, out, K);
+                /* S_n = S0' e^{G_n} + sum_i u_i kw_i + u_n k_n;  o = S_n q  (hw = 0: the packed rows) */
+                float *out[4], vr[4], o4[4];
+                for (int i = 0; i < nr; i++) {
+                    out[i] = sdt == RSSM_DTYPE_F32 ? (float *)sp->checkpoint + roff[i] : b2[i];
+                    vr[i] = vv[rows[i]];
                 }
-                if (sdt != RSSM_DTYPE_F32) store_f32(vec, sp->checkpoint, sdt, roff, out, K);
+                if (hw == 0) {
+                    packed_rows(vec, nr, src, alphaN, xk, kn, qn, beta[0], vr, out, o4, K);
+                } else {
+                    float u[4];
+                    dot_rows(vec, nr, src, xk, K, dx);
+                    for (int i = 0; i < nr; i++) u[i] = beta[0] * (vr[i] - (dx[i] + rk[rows[i]]));
+                    for (int i = 0; i < nr; i++) wN[i] = rg.UT + (size_t)rows[i] * hw;
+                    fold_rows(vec, nr, src, alphaN, hw, wN, KWn, K, b2, K);
+                    update_dot_rows(vec, nr, (const float *const *)b2, ones, u, kn, qn, out, K, o4);
+                }
+                for (int i = 0; i < nr; i++) {
+                    O[rows[i]] = o4[i];
+                    if (sdt != RSSM_DTYPE_F32) store_f32(vec, sp->checkpoint, sdt, roff[i], out[i], K);
+                }
                 continue;
             }
-            for (int t = 0; t < T; t++) vec->dot2(srow, xk + (size_t)t * K, xq + (size_t)t * K, K, dk + t, dq + t);
             for (int t = 0; t < T; t++) {
-                /* u_t = beta (v - [S0 x_k + ring + window]);  o_t = S0 x_q + ring + window + u_t (k.q) */
-                float d = dk[t] + rk[(size_t)t * V + r], o = dq[t] + rq[(size_t)t * V + r];
-                for (int tp = 0; tp < t; tp++) d = fmaf(ust[tp], wkk[t * T + tp], d), o = fmaf(ust[tp], wqk[t * T + tp], o);
-                const float u = beta[t] * (vv[(size_t)t * V + r] - d);
-                ust[t] = round_to(rdt, u); /* later tokens use the entry as stored */
-                Uo[(size_t)t * V + r] = u;
-                O[(size_t)t * V + r] = fmaf(u, kq[t], o);
+                dot2_rows(vec, nr, src, xk + (size_t)t * K, xq + (size_t)t * K, K, dx, dy);
+                for (int i = 0; i < nr; i++) DK[(size_t)t * V + rows[i]] = dx[i], O[(size_t)t * V + rows[i]] = dy[i];
+            }
+        }
+        if (!end) {
+            /* per token, over all rows at once:
+             *   u_t = beta (v - [S0 x_k + ring + window]);  o_t = S0 x_q + ring + window + u_t (k.q)
+             * window terms use the entries as stored (rounded to the ring dtype) */
+            float *Ust = rssm_cpu_take(a, (size_t)T * V);
+            uint16_t *u16 = (uint16_t *)rssm_cpu_take(a, (size_t)V);
+            for (int t = 0; t < T; t++) {
+                float *d = DK + (size_t)t * V, *o = O + (size_t)t * V, *u = Uo + (size_t)t * V;
+                const float *rkt = rk + (size_t)t * V, *rqt = rq + (size_t)t * V, *vt = vv + (size_t)t * V;
+                for (int r = 0; r < V; r++) d[r] += rkt[r], o[r] += rqt[r];
+                for (int tp = 0; tp < t; tp++) {
+                    vec->axpy(wkk[t * T + tp], Ust + (size_t)tp * V, d, V); /* d += ust_tp wkk */
+                    vec->axpy(wqk[t * T + tp], Ust + (size_t)tp * V, o, V);
+                }
+                const float bt = beta[t];
+                for (int r = 0; r < V; r++) u[r] = bt * (vt[r] - d[r]);
+                if (t + 1 < T) {
+                    if (rdt == RSSM_DTYPE_BF16) {
+                        vec->bf16_store(u, u16, V);
+                        vec->bf16_load(u16, Ust + (size_t)t * V, V);
+                    } else {
+                        memcpy(Ust + (size_t)t * V, u, sizeof(float) * (size_t)V);
+                    }
+                }
+                vec->axpy(kq[t], u, o, V); /* o = fma(u, k.q, o) */
             }
         }
         for (int t = 0; t < T; t++) store_o(p, vec, rssm_bt(&p->io, b, t), hv, O + (size_t)t * V);
