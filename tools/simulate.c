@@ -593,6 +593,7 @@ static void usage(void)
            "  --spec T                 speculative decoding, T tokens per verify window (default 1 = off)\n"
            "  --track-interval N       prefix snapshot interval in tokens (default 16)\n"
            "  --gen MIN,MAX            tokens to generate per request (default 24,48)\n"
+           "  --arrival-gap N          decode steps between arrivals (default 2; 0 = all at once)\n"
            "  --seed N                 weights and workload seed (default 1)\n"
            "  --threads N              CPU threads (default: all cores)\n"
            "  --json                   one JSON object instead of the table\n");
@@ -634,6 +635,7 @@ int rssm_cli_simulate(int argc, char **argv)
         else if (ARG("--gen")) {
             if (sscanf(v, "%d,%d", &c.gen_min, &c.gen_max) != 2) c.gen_min = c.gen_max = atoi(v);
         } else if (ARG("--seed")) c.model.seed = strtoull(v, NULL, 10);
+        else if (ARG("--arrival-gap")) c.arrival_gap = atoi(v);
         else if (ARG("--threads")) c.threads = atoi(v);
         else return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
 #undef ARG
@@ -642,7 +644,7 @@ int rssm_cli_simulate(int argc, char **argv)
     c.model.layer.ring_len = ring_len;
     c.model.layer.ring_dtype = ring;
     if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 ||
-        c.gen_min < 1 || c.gen_max < c.gen_min || c.threads < 0)
+        c.gen_min < 1 || c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
     c.progress = !c.json && isatty(2);
 
