@@ -88,6 +88,10 @@ static void *kernel_for(int config, bool kda, int tc)
 
 /* ---- launching --------------------------------------------------------------------------- */
 
+/* cuda_fast.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
+int rssm_cuda_fast_ok(const kargs *A);
+cudaError_t rssm_cuda_fast_launch(kargs A, int batch, cudaStream_t stream);
+
 static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
 {
     const rssm_layer *l = &A.l;
@@ -149,6 +153,10 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     case RSSM_OP_DECODE_REPLAY: A.mode = MODE_REPLAY, fn = "rssm_decode_replay"; break;
     case RSSM_OP_VERIFY: A.mode = MODE_VERIFY, tc = 4, fn = "rssm_verify"; break;
     case RSSM_OP_PREFILL: A.mode = MODE_PREFILL, fn = "rssm_prefill"; break;
+    }
+    if (rssm_cuda_fast_ok(&A)) {
+        CU(rssm_cuda_fast_launch(A, p->io.batch, (cudaStream_t)stream), fn);
+        return RSSM_OK;
     }
     return launch_step(A, p->io.batch, tc, (cudaStream_t)stream, fn);
 }
