@@ -1,27 +1,67 @@
 #!/usr/bin/env bash
-# Builds on a GPU machine and records the GPU results: the whole test suite (CUDA cases run
-# there), a 36-layer runtime step in one CUDA graph, the serving simulation at Qwen3-Next
-# layer shapes (packed vs replay, with and without speculative decoding), and the Python
-# tests with torch on CUDA. Usage: bench/run_gpu.sh OUTDIR [vectors-file]
+# Builds on a GPU machine and records the GPU results, in two phases that each fit one
+# device call (the build directory is reused by the second):
+#   bench/run_gpu.sh check OUTDIR [vectors]  build, ctest (CUDA cases run here), the full
+#                                            equivalence matrix + golden vectors on CUDA,
+#                                            compute-sanitizer memcheck and racecheck
+#   bench/run_gpu.sh bench OUTDIR            kernel benchmarks (GDN and KDA presets, B in
+#                                            1..512, L in 8/16/32, bf16 state, verify T=4),
+#                                            a 36-layer runtime step in one CUDA graph, the
+#                                            serving simulation at Qwen3-Next layer shapes,
+#                                            the Python tests with torch on CUDA
+# RSSM_COMMIT names the source commit where the tree has no .git; RSSM_CUDA_FAST=2 selects
+# the second variant of the fast CUDA kernels (the bench phase times both).
 set -uo pipefail
-out=${1:?usage: bench/run_gpu.sh OUTDIR [vectors]}
-vec=${2:-}
+phase=${1:?usage: bench/run_gpu.sh check|bench OUTDIR [vectors]}
+out=${2:?usage: bench/run_gpu.sh check|bench OUTDIR [vectors]}
+vec=${3:-}
 mkdir -p "$out"
-{
+b=./build/replayssm
+info() {
   echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit: ${RSSM_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-} > "$out/gpu-info.txt"
-cat "$out/gpu-info.txt"
-cfg=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
-[ -n "$vec" ] && cfg+=(-DRSSM_VECTORS="$(realpath "$vec")")
-cmake -S . -B build "${cfg[@]}" > "$out/gpu-build.log" 2>&1 && cmake --build build -j"$(nproc)" >> "$out/gpu-build.log" 2>&1 \
-  || { tail -30 "$out/gpu-build.log"; exit 1; }
-ctest --test-dir build --output-on-failure > "$out/gpu-ctest.log" 2>&1
-tail -25 "$out/gpu-ctest.log"
-./build/replayssm bench-step --device cuda --layers 36 --batch 64 --reps 160 | tee "$out/gpu-bench-step.txt"
-sim=(./build/replayssm simulate --device cuda --model qwen3-next --batch 256 --requests 768 --arrival-gap 0 --gen 32,64)
-{ echo "command: ${sim[*]}"; "${sim[@]}"; } | tee "$out/gpu-simulate.txt"
-{ echo "command: ${sim[*]} --spec 4"; "${sim[@]}" --spec 4; } | tee "$out/gpu-simulate-spec.txt"
-python3 -m pytest python/tests -q -rs > "$out/gpu-pytest.log" 2>&1
-tail -15 "$out/gpu-pytest.log"
+}
+if [ "$phase" = check ]; then
+  info | tee "$out/gpu-info.txt"
+  cfg=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
+  [ -n "$vec" ] && cfg+=(-DRSSM_VECTORS="$(realpath "$vec")")
+  { cmake -S . -B build "${cfg[@]}" && cmake --build build -j"$(nproc)"; } > "$out/gpu-build.log" 2>&1 \
+    || { tail -30 "$out/gpu-build.log"; exit 1; }
+  ctest --test-dir build --output-on-failure -j4 > "$out/gpu-ctest.log" 2>&1; tail -22 "$out/gpu-ctest.log"
+  { info; for v in 1 2; do echo "=== RSSM_CUDA_FAST=$v replayssm check --device cuda ${vec:+--vectors $vec}";
+      RSSM_CUDA_FAST=$v $b check --device cuda ${vec:+--vectors "$vec"} | grep -v '^PASS'; done; } > "$out/gpu-check.txt" 2>&1
+  cat "$out/gpu-check.txt"
+  { info; for v in 1 2; do
+      echo "=== RSSM_CUDA_FAST=$v compute-sanitizer --tool memcheck replayssm check --device cuda --quick"
+      RSSM_CUDA_FAST=$v timeout 150 compute-sanitizer --tool memcheck $b check --device cuda --quick 2>&1 | grep -v '^PASS' | tail -4
+      echo "=== RSSM_CUDA_FAST=$v compute-sanitizer --tool racecheck replayssm check --device cuda --quick --filter L=16"
+      RSSM_CUDA_FAST=$v timeout 100 compute-sanitizer --tool racecheck $b check --device cuda --quick --filter L=16 2>&1 | grep -v '^PASS' | tail -4
+    done; } > "$out/gpu-sanitizer.txt" 2>&1
+  cat "$out/gpu-sanitizer.txt"
+  exit 0
+fi
+# bench phase
+info | tee "$out/gpu-info.txt"
+run() { echo "=== $*"; "$@"; echo; }
+{
+  info
+  for v in 1 2; do
+    export RSSM_CUDA_FAST=$v
+    echo "##### fast kernels variant $v"
+    run $b bench --device cuda --model qwen3-next --batch 1,8,64,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-gdn-v$v.csv"
+    run $b bench --device cuda --model kimi-linear --batch 1,8,64,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-kda-v$v.csv"
+    run $b bench --device cuda --model qwen3-next --state bf16 --ring bf16 --batch 512 --ring-len 16 --io bf16
+    run $b bench --device cuda --model qwen3-next --verify 4 --batch 128 --ring-len 16 --ring bf16 --io bf16 --phase both
+    run $b bench --device cuda --model kimi-linear --verify 4 --batch 128 --ring-len 16 --ring bf16 --io bf16
+  done
+  export RSSM_CUDA_FAST=1
+  run $b bench --device cuda --model qwen3-next --batch 64,512 --ring-len 8,32 --ring bf16 --io bf16
+  run $b bench --device cuda --model qwen3-next --batch 64,512 --ring-len 16 --ring bf16 --io bf16 --phase inphase
+} > "$out/gpu-bench.txt" 2>&1
+grep -E "^#####|^===|^ +[0-9]+ +[0-9]+ " "$out/gpu-bench.txt"
+$b bench-step --device cuda --layers 36 --batch 64 --reps 160 | tee "$out/gpu-bench-step.txt"
+sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 768 --arrival-gap 0 --gen 32,64)
+{ echo "command: ${sim[*]}"; timeout 150 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
+{ echo "command: ${sim[*]} --spec 4"; timeout 150 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"
+timeout 120 python3 -m pytest python/tests -q -rs > "$out/gpu-pytest.log" 2>&1; tail -12 "$out/gpu-pytest.log"

@@ -173,6 +173,11 @@ static void git_commit(char *out, size_t n)
     return;
 #else
     snprintf(out, n, "unknown");
+    const char *env = getenv("RSSM_COMMIT"); /* set by bench/run_gpu.sh where the tree has no .git */
+    if (env && env[0]) {
+        snprintf(out, n, "%s", env);
+        return;
+    }
     FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
     if (!p) return;
     char buf[64] = {0};
