@@ -36,8 +36,8 @@ typedef struct cpu_vec {
      * well under DRAM speed). Rows must be distinct; out[i] may alias s[i]. */
     void (*dot_x4)(const float *const s[4], const float *x, int n, float d[4]);
     void (*dot2_x4)(const float *const s[4], const float *x, const float *y, int n, float dx[4], float dy[4]);
-    void (*update_dot_x4)(const float *const s[4], const float *alpha, const float u[4], const float *k,
-                          const float *q, float *const out[4], int n, float o[4]);
+    void (*update_dot_x4)(const float *const s[4], const float *alpha, const float u[4], const float *k, const float *q,
+                          float *const out[4], int n, float o[4]);
     /* w[i] is row i's weights [h] */
     void (*fold_x4)(const float *const s[4], const float *alpha, int h, const float *const w[4], const float *kw,
                     int ld, float *const out[4], int n);

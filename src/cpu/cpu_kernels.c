@@ -3,20 +3,22 @@
  * `group` value heads that read that key head. All maths in float32 (ref.c has the float64
  * oracle and the exact semantics; docs/design.md the derivations).
  *
- * Per value head the checkpoint S0 [V][K] is streamed once, row by row (row r = value index):
+ * Per value head the checkpoint S0 [V][K] is streamed once, four rows at a time (rows g,
+ * g + V/4, g + V/2, g + 3V/4: four sequential streams per core, see row_groups; row r = value
+ * index):
  *   packed:  u = beta (v_r - S_r . (alpha k));  S_r <- fma(u, k, S_r alpha);  o_r = S_r . q
  *   replay:  dk_t = S0_r . (e^{G_t} k_t), dq_t = S0_r . (e^{G_t} q_t) for every window token t,
  *            plus the ring terms, which are small per-head vectors computed before the stream.
  *   fold:    S_n,r = S0_r e^{G_n} + sum_i u_i[r] kw_i  (+ u_n[r] k_n on an end fold), with
  *            kw_i = k_i e^{G_n - G_i} (GDN) or k~_i e^{G_n} (KDA, pre-decayed keys).
- * An end fold with an empty ring calls exactly the packed row routine, so replay at L = 1
- * equals packed decode bit for bit.
+ * An end fold with an empty ring calls exactly the packed row routine (same row grouping), so
+ * replay at L = 1 equals packed decode bit for bit. Replay's per-row scalar recurrence (ring
+ * and window terms, u_t, o_t) runs after the stream as vector ops over all V rows.
  *
  * A work item owns whole (row, key-head group)s: a GDN group's shared ring_k is read (its
  * committed entries copied to scratch) before any head of the group appends or folds.
  */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/layout.h"
@@ -42,9 +44,6 @@ static void store_f32(const cpu_vec *vec, void *base, rssm_dtype dt, int64_t off
     else memcpy(at(base, dt, off), src, sizeof(float) * (size_t)n);
 }
 
-/* x rounded to a storage dtype */
-static float round_to(rssm_dtype dt, float x) { return dt == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(rssm_f32_to_bf16(x)) : x; }
-
 static float min_of(const float *x, int n)
 {
     float m = x[0];
@@ -52,78 +51,72 @@ static float min_of(const float *x, int n)
     return m;
 }
 
-/* Software prefetch of the checkpoint `RSSM_PREFETCH_BYTES` ahead of row `off` (0: none).
- * RSSM_CPU_PF selects the variant while we measure (scratch only). */
-static int pf_mode = -1;
-static int pf_bytes = 2048;
-static inline void prefetch_ahead(const void *base, rssm_dtype dt, int64_t off, int K)
-{
-    if (pf_mode < 0) {
-        const char *e = getenv("RSSM_CPU_PF");
-        pf_mode = e ? atoi(e) : 0;
-        const char *b = getenv("RSSM_CPU_PF_BYTES");
-        if (b) pf_bytes = atoi(b);
-    }
-    if (pf_mode == 0) return;
-    const char *p = (const char *)base + off * (int64_t)esize(dt) + pf_bytes;
-    const int64_t n = (int64_t)K * (int64_t)esize(dt);
-    for (int64_t i = 0; i < n; i += 64) {
-        switch (pf_mode) {
-        case 1: __builtin_prefetch(p + i, 0, 3); break;
-        case 2: __builtin_prefetch(p + i, 0, 2); break;
-        case 3: __builtin_prefetch(p + i, 0, 1); break;
-        default: __builtin_prefetch(p + i, 0, 0); break;
-        }
-    }
-}
-
 /* ---- rows in groups of four streams ----------------------------------------------------------
  * A head's V rows are walked as V/4 groups {g, g + V/4, g + 2V/4, g + 3V/4} (four sequential
- * streams, read side by side), then the V mod 4 last rows one by one. The 4-row kernels give
+ * streams, read side by side), then the V mod 4 last rows one by one (generally V/n groups of
+ * n = RSSM_CPU_STREAMS rows). The 4-row kernels give
  * every row the bits of the one-row kernels, so the walk order never changes results. */
 
-static int row_groups(int V) { return V / 4 + V % 4; }
+/* Row streams read side by side (a multiple of 4: the 4-row kernels are called
+ * RSSM_CPU_STREAMS / 4 times). Measured on one core of the dev VM (dot2 over cold rows):
+ * 1 stream 8-10 GB/s, 2: 11-13, 4: 13-18, 8: 14-18, 16: 12-16; the bench showed no
+ * difference between 4 and 8, so 4 (fewer live pointers). -DRSSM_CPU_STREAMS=8 to try. */
+#ifndef RSSM_CPU_STREAMS
+#define RSSM_CPU_STREAMS 4
+#endif
 
-/* rows of group g; returns how many (4, or 1 for the tail) */
-static inline int group_rows(int V, int g, int rows[4])
+static int row_groups(int V) { return V / RSSM_CPU_STREAMS + V % RSSM_CPU_STREAMS; }
+
+/* rows of group g; returns how many (RSSM_CPU_STREAMS, or 1 for the tail) */
+static inline int group_rows(int V, int g, int rows[RSSM_CPU_STREAMS])
 {
-    const int V4 = V / 4;
-    if (g < V4) {
-        for (int i = 0; i < 4; i++) rows[i] = g + i * V4;
-        return 4;
+    const int Vn = V / RSSM_CPU_STREAMS;
+    if (g < Vn) {
+        for (int i = 0; i < RSSM_CPU_STREAMS; i++) rows[i] = g + i * Vn;
+        return RSSM_CPU_STREAMS;
     }
-    rows[0] = 4 * V4 + (g - V4);
+    rows[0] = RSSM_CPU_STREAMS * Vn + (g - Vn);
     return 1;
 }
 
-static inline void dot_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *x, int K, float d[4])
+static inline void dot_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *x, int K,
+                            float d[RSSM_CPU_STREAMS])
 {
-    if (nr == 4) vec->dot_x4(s, x, K, d);
+    if (nr == RSSM_CPU_STREAMS)
+        for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
+            vec->dot_x4(s + q, x, K, d + q);
     else
         for (int i = 0; i < nr; i++) d[i] = vec->dot(s[i], x, K);
 }
 
-static inline void dot2_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *x, const float *y, int K,
-                             float dx[4], float dy[4])
+static inline void dot2_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *x,
+                             const float *y, int K, float dx[RSSM_CPU_STREAMS], float dy[RSSM_CPU_STREAMS])
 {
-    if (nr == 4) vec->dot2_x4(s, x, y, K, dx, dy);
+    if (nr == RSSM_CPU_STREAMS)
+        for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
+            vec->dot2_x4(s + q, x, y, K, dx + q, dy + q);
     else
         for (int i = 0; i < nr; i++) vec->dot2(s[i], x, y, K, dx + i, dy + i);
 }
 
-static inline void update_dot_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha,
-                                   const float u[4], const float *k, const float *q, float *const out[4], int K,
-                                   float o[4])
+static inline void update_dot_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS],
+                                   const float *alpha, const float u[RSSM_CPU_STREAMS], const float *k, const float *q,
+                                   float *const out[RSSM_CPU_STREAMS], int K, float o[RSSM_CPU_STREAMS])
 {
-    if (nr == 4) vec->update_dot_x4(s, alpha, u, k, q, out, K, o);
+    if (nr == RSSM_CPU_STREAMS)
+        for (int j = 0; j < RSSM_CPU_STREAMS; j += 4)
+            vec->update_dot_x4(s + j, alpha, u + j, k, q, out + j, K, o + j);
     else
         for (int i = 0; i < nr; i++) o[i] = vec->update_dot(s[i], alpha, u[i], k, q, out[i], K);
 }
 
-static inline void fold_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha, int h,
-                             const float *const w[4], const float *kw, int ld, float *const out[4], int K)
+static inline void fold_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *alpha,
+                             int h, const float *const w[RSSM_CPU_STREAMS], const float *kw, int ld,
+                             float *const out[RSSM_CPU_STREAMS], int K)
 {
-    if (nr == 4) vec->fold_x4(s, alpha, h, w, kw, ld, out, K);
+    if (nr == RSSM_CPU_STREAMS)
+        for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
+            vec->fold_x4(s + q, alpha, h, w + q, kw, ld, out + q, K);
     else
         for (int i = 0; i < nr; i++) vec->fold(s[i], alpha, h, w[i], kw, ld, out[i], K);
 }
@@ -161,10 +154,15 @@ static void prep_head(const rssm_params *p, const cpu_vec *vec, int64_t bt, int 
         return;
     }
     const int64_t a0 = bt * io->a_stride + (int64_t)hv * gk;
+    /* rssm_gate_f32 with exp(A_log) made once per head (the same operations, the same bits):
+     * plain g = -e^{A_log} softplus(a + dt_bias);  safe g = lb sigmoid(e^{A_log} (a + dt_bias)) */
+    const float eA = expf(io->A_log[hv]), neA = -eA;
+    const float *dtb = io->dt_bias + (int64_t)hv * gk;
     for (int c = 0; c < gk; c++) {
         const float a = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->a)[a0 + c])
                                                        : ((const float *)io->a)[a0 + c];
-        g[c] = rssm_gate_f32(a, io->A_log[hv], io->dt_bias[hv * gk + c], l->has_lower_bound, l->lower_bound);
+        g[c] = l->has_lower_bound ? l->lower_bound * rssm_sigmoid_f32(eA * (a + dtb[c]))
+                                  : neA * rssm_softplus_f32(a + dtb[c]);
     }
     const int64_t b0 = bt * io->b_stride + hv;
     const float bb = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->b)[b0])
@@ -192,11 +190,12 @@ static void zero_o(const rssm_params *p, int b, int kh)
 
 /* Rows of one recurrent step on srow [K] (f32), results in out [K] (out[i] may alias s[i]):
  *   u = beta (v_r - srow . ak);  out = fma(u, k, srow alpha);  o_r = out . q */
-static inline void packed_rows(const cpu_vec *vec, int nr, const float *const s[4], const float *alpha,
-                               const float *ak, const float *k, const float *q, float beta, const float vr[4],
-                               float *const out[4], float o[4], int K)
+static inline void packed_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *alpha,
+                               const float *ak, const float *k, const float *q, float beta,
+                               const float vr[RSSM_CPU_STREAMS], float *const out[RSSM_CPU_STREAMS],
+                               float o[RSSM_CPU_STREAMS], int K)
 {
-    float d[4], u[4];
+    float d[RSSM_CPU_STREAMS], u[RSSM_CPU_STREAMS];
     dot_rows(vec, nr, s, ak, K, d);
     for (int i = 0; i < nr; i++) u[i] = beta * (vr[i] - d[i]);
     update_dot_rows(vec, nr, s, alpha, u, k, q, out, K, o);
@@ -225,6 +224,49 @@ static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv
 {
     const int base = (l->gate == RSSM_GATE_KDA && sp->ring_base) ? sp->ring_base[rssm_base_off(l, s, hv)] : 0;
     return sp->cursor ? sp->cursor[s] - base : 0;
+}
+
+/* ---- software prefetch ----------------------------------------------------------------------
+ * The checkpoint is NOT prefetched row by row: with four streams per core the hardware
+ * prefetchers keep up, and prefetcht0 ahead of each row stalled on full fill buffers
+ * (measured: none, t0, t1, t2 and nta at 1..8 KiB ahead are within noise of each other at four
+ * streams; t0 at 2 KiB was 60% of replay's self time at one stream). What is prefetched is
+ * the next head's small, scattered, cold data (its ring entries, v, the first lines of its four
+ * row streams), so their latency overlaps this head's stream instead of adding to it. */
+static void prefetch_lines(const void *p, int64_t bytes)
+{
+    const char *c = (const char *)p;
+    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 2);
+}
+
+/* the head after (b, hv) in work-item order ((b, kh) items, their heads in order) */
+static void prefetch_next_head(const rssm_params *p, int b, int hv, int ring)
+{
+    const rssm_layer *l = &p->layer;
+    const rssm_state *sp = &p->state;
+    const int K = l->head_k_dim, V = l->head_v_dim;
+    if (++hv == l->num_v_heads) hv = 0, b++;
+    if (b >= p->io.batch || p->io.tokens != 1) return;
+    const int s = p->io.slot[b];
+    if (s < 0) return;
+    const int64_t es = (int64_t)esize(l->state_dtype), er = (int64_t)esize(l->ring_dtype);
+    const int64_t c0 = rssm_ckpt_off(l, s, hv);
+    for (int i = 0; i < RSSM_CPU_STREAMS; i++)
+        prefetch_lines((const char *)sp->checkpoint + (c0 + (int64_t)(i * (V / RSSM_CPU_STREAMS)) * K) * es, 128);
+    const int64_t bt = rssm_bt(&p->io, b, 0), ei = (int64_t)esize(l->io_dtype);
+    prefetch_lines(at(p->io.v, l->io_dtype, bt * p->io.v_stride + (int64_t)hv * V), (int64_t)V * ei);
+    if (hv % p->group == 0) { /* a new work item: its q and k */
+        const int kh = hv / p->group;
+        prefetch_lines(at(p->io.q, l->io_dtype, bt * p->io.q_stride + (int64_t)kh * K), (int64_t)K * ei);
+        prefetch_lines(at(p->io.k, l->io_dtype, bt * p->io.k_stride + (int64_t)kh * K), (int64_t)K * ei);
+    }
+    if (!ring || !sp->cursor) return;
+    const int h = live_entries(l, sp, s, hv);
+    if (h <= 0) return;
+    prefetch_lines((const char *)sp->ring_u + rssm_ring_u_off(l, s, hv, 0) * er, (int64_t)h * V * er);
+    if (l->gate == RSSM_GATE_KDA || hv % p->group == 0)
+        prefetch_lines((const char *)sp->ring_k + rssm_ring_k_off(l, s, hv, p->group, 0) * er, (int64_t)h * K * er);
+    prefetch_lines((const float *)sp->ring_g + rssm_ring_g_off(l, s, hv, 0, p->gk), (int64_t)h * p->gk * 4);
 }
 
 /* Committed keys of entries 0..h-1 of (slot s, value head hv) (GDN: its key head's). */
@@ -289,9 +331,29 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
     ring_transpose(rg, V);
     ring_G(rg, gk, G);
     fold_weights(rg, rg->h, K, gk, G, alpha, KW);
-    load_f32(vec, sp->checkpoint, l->state_dtype, rssm_ckpt_off(l, s, hv), S, V * K);
-    if (rg->h == 0) return; /* S0 e^0 = S0 */
-    for (int r = 0; r < V; r++) vec->fold(S + (size_t)r * K, alpha, rg->h, rg->UT + (size_t)r * rg->h, KW, K, S + (size_t)r * K, K);
+    const int64_t c0 = rssm_ckpt_off(l, s, hv);
+    if (rg->h == 0) { /* S0 e^0 = S0 */
+        load_f32(vec, sp->checkpoint, l->state_dtype, c0, S, V * K);
+        return;
+    }
+    /* four row streams at a time, straight from the checkpoint into S */
+    for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
+        int rows[RSSM_CPU_STREAMS];
+        const int nr = group_rows(V, gi, rows);
+        const float *src[RSSM_CPU_STREAMS], *w[RSSM_CPU_STREAMS];
+        float *out[RSSM_CPU_STREAMS];
+        for (int i = 0; i < nr; i++) {
+            out[i] = S + (size_t)rows[i] * K;
+            w[i] = rg->UT + (size_t)rows[i] * rg->h;
+            if (l->state_dtype == RSSM_DTYPE_F32) {
+                src[i] = (const float *)sp->checkpoint + c0 + (int64_t)rows[i] * K;
+            } else {
+                load_f32(vec, sp->checkpoint, l->state_dtype, c0 + (int64_t)rows[i] * K, out[i], K);
+                src[i] = out[i];
+            }
+        }
+        fold_rows(vec, nr, src, alpha, rg->h, w, KW, K, out, K);
+    }
 }
 
 static void base_store(const rssm_layer *l, const rssm_state *sp, int s, int hv, int32_t base)
@@ -316,7 +378,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
     const int w = (p->op == RSSM_OP_DECODE_PACKED && p->io.write_slot) ? p->io.write_slot[b] : s;
     const rssm_dtype sdt = l->state_dtype;
     float *q = rssm_cpu_take(a, K), *k = rssm_cpu_take(a, K), *alpha = rssm_cpu_take(a, K), *ak = rssm_cpu_take(a, K);
-    float *v = rssm_cpu_take(a, V), *o = rssm_cpu_take(a, V), *tmp = rssm_cpu_take(a, (size_t)4 * K);
+    float *v = rssm_cpu_take(a, V), *o = rssm_cpu_take(a, V), *tmp = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
     float g[RSSM_MAX_HEAD_DIM], beta;
 
     if (p->op == RSSM_OP_DECODE_PACKED && T == 1) {
@@ -327,14 +389,14 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             prep_head(p, vec, bt, hv, v, g, &beta);
             for (int c = 0; c < K; c++) alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
             const int64_t src = rssm_ckpt_off(l, s, hv), dst = rssm_ckpt_off(l, w, hv);
+            prefetch_next_head(p, b, hv, 0);
             for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
-                int rows[4];
+                int rows[RSSM_CPU_STREAMS];
                 const int nr = group_rows(V, gi, rows);
-                const float *sr[4];
-                float *dr[4], vr[4], o4[4];
+                const float *sr[RSSM_CPU_STREAMS];
+                float *dr[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
                 for (int i = 0; i < nr; i++) {
                     const int64_t ro = (int64_t)rows[i] * K;
-                    prefetch_ahead(sp->checkpoint, sdt, src + ro, K);
                     vr[i] = v[rows[i]];
                     if (sdt == RSSM_DTYPE_F32) {
                         sr[i] = (const float *)sp->checkpoint + src + ro;
@@ -348,7 +410,8 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
                 packed_rows(vec, nr, sr, alpha, ak, k, q, beta, vr, dr, o4, K);
                 for (int i = 0; i < nr; i++) {
                     o[rows[i]] = o4[i];
-                    if (sdt != RSSM_DTYPE_F32) store_f32(vec, sp->checkpoint, sdt, dst + (int64_t)rows[i] * K, dr[i], K);
+                    if (sdt != RSSM_DTYPE_F32)
+                        store_f32(vec, sp->checkpoint, sdt, dst + (int64_t)rows[i] * K, dr[i], K);
                 }
             }
             store_o(p, vec, bt, hv, o);
@@ -420,6 +483,12 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
     if (l->gate == RSSM_GATE_GDN) load_keys(vec, l, sp, s, kh * p->group, p->group, c, Kr);
     float *ones = rssm_cpu_take(a, K);
     for (int cc = 0; cc < K; cc++) ones[cc] = 1.0f;
+    /* GDN: k_i . k_t and k_i . q_t of the committed entries are the key head's, shared by the
+     * group's value heads (which all read the same hw = c or 0 entries); made by the first
+     * head that needs them */
+    float *wkd = rssm_cpu_take(a, (size_t)T * L), *wqd = rssm_cpu_take(a, (size_t)T * L);
+    int wd_ready = 0;
+    uint16_t *k16 = (uint16_t *)rssm_cpu_take(a, (size_t)K);
 
     const size_t mark = a->used;
     for (int hv = kh * p->group; hv < (kh + 1) * p->group; hv++) {
@@ -469,13 +538,17 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             float *xkt = xk + (size_t)t * K, *xqt = xq + (size_t)t * K, *ks = kst + (size_t)t * K;
             if (gk == 1) {
                 const float e = expf(G[0]);
-                for (int cc = 0; cc < K; cc++) xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = round_to(rdt, kt[cc]);
+                for (int cc = 0; cc < K; cc++) xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = kt[cc];
             } else {
                 for (int cc = 0; cc < K; cc++) {
                     const float e = expf(G[cc]);
                     xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc];
-                    ks[cc] = round_to(rdt, kt[cc] * expf(-G[cc]));
+                    ks[cc] = kt[cc] / e; /* k e^{-G}: one expf per channel, not two */
                 }
+            }
+            if (rdt == RSSM_DTYPE_BF16) { /* the key as stored */
+                vec->bf16_store(ks, k16, K);
+                vec->bf16_load(k16, ks, K);
             }
         }
 
@@ -502,12 +575,19 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             const float *G = Gt + (size_t)t * gk;
             const float *xa = gk == 1 ? kn + (size_t)t * K : xk + (size_t)t * K;
             const float *xb = gk == 1 ? qn + (size_t)t * K : xq + (size_t)t * K;
+            if (gk == 1 && hw > 0 && !wd_ready)
+                for (int i = 0; i < hw; i++) {
+                    wkd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xa, K);
+                    wqd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xb, K);
+                }
             for (int i = 0; i < hw; i++) {
                 const float *ki = Kr + (size_t)i * K;
-                float wk = vec->dot(ki, xa, K), wq = vec->dot(ki, xb, K);
+                float wk, wq;
                 if (gk == 1) {
                     const float e = expf(G[0] - rg.G[i]);
-                    wk *= e, wq *= e;
+                    wk = wkd[(size_t)t * L + i] * e, wq = wqd[(size_t)t * L + i] * e;
+                } else {
+                    wk = vec->dot(ki, xa, K), wq = vec->dot(ki, xb, K);
                 }
                 vec->axpy(wk, rg.U + (size_t)i * V, rk + (size_t)t * V, V); /* rk_t += w u_i */
                 vec->axpy(wq, rg.U + (size_t)i * V, rq + (size_t)t * V, V);
@@ -522,22 +602,24 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
                 wkk[t * T + tp] = wk, wqk[t * T + tp] = wq;
             }
         }
+        if (gk == 1 && hw > 0) wd_ready = 1;
 
         /* the stream over S0's rows, four rows (streams) at a time: S0 x_k and S0 x_q of every
          * token into DK, O [T][V] (or, on an end fold, the whole step) */
         float *Uo = rssm_cpu_take(a, (size_t)T * V), *O = rssm_cpu_take(a, (size_t)T * V);
         float *DK = rssm_cpu_take(a, (size_t)T * V);
-        float *buf1 = rssm_cpu_take(a, (size_t)4 * K), *buf2 = rssm_cpu_take(a, (size_t)4 * K);
+        float *buf1 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K),
+              *buf2 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
         const int64_t c_off = rssm_ckpt_off(l, s, hv);
+        prefetch_next_head(p, b, hv, 1);
         for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
-            int rows[4];
+            int rows[RSSM_CPU_STREAMS];
             const int nr = group_rows(V, gi, rows);
-            int64_t roff[4];
-            const float *src[4], *wS[4], *wN[4];
-            float *b1[4], *b2[4], dx[4], dy[4];
+            int64_t roff[RSSM_CPU_STREAMS];
+            const float *src[RSSM_CPU_STREAMS], *wS[RSSM_CPU_STREAMS], *wN[RSSM_CPU_STREAMS];
+            float *b1[RSSM_CPU_STREAMS], *b2[RSSM_CPU_STREAMS], dx[RSSM_CPU_STREAMS], dy[RSSM_CPU_STREAMS];
             for (int i = 0; i < nr; i++) {
                 roff[i] = c_off + (int64_t)rows[i] * K;
-                prefetch_ahead(sp->checkpoint, sdt, roff[i], K);
                 b1[i] = buf1 + (size_t)i * K, b2[i] = buf2 + (size_t)i * K;
                 if (sdt == RSSM_DTYPE_F32) {
                     src[i] = (const float *)sp->checkpoint + roff[i];
@@ -558,7 +640,7 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             if (end) {
                 /* S_n = S0' e^{G_n} + sum_i u_i kw_i + u_n k_n;  o = S_n q  (hw = 0: the packed rows) */
-                float *out[4], vr[4], o4[4];
+                float *out[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
                 for (int i = 0; i < nr; i++) {
                     out[i] = sdt == RSSM_DTYPE_F32 ? (float *)sp->checkpoint + roff[i] : b2[i];
                     vr[i] = vv[rows[i]];
@@ -566,7 +648,7 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
                 if (hw == 0) {
                     packed_rows(vec, nr, src, alphaN, xk, kn, qn, beta[0], vr, out, o4, K);
                 } else {
-                    float u[4];
+                    float u[RSSM_CPU_STREAMS];
                     dot_rows(vec, nr, src, xk, K, dx);
                     for (int i = 0; i < nr; i++) u[i] = beta[0] * (vr[i] - (dx[i] + rk[rows[i]]));
                     for (int i = 0; i < nr; i++) wN[i] = rg.UT + (size_t)rows[i] * hw;
@@ -638,7 +720,7 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
     const int K = l->head_k_dim, V = l->head_v_dim, gk = m->gk;
     const int s = m->src_slot[b], d = m->dst_slot[b];
     if (s < 0 || d < 0) return;
-    float *Kr = rssm_cpu_take(a, (size_t)l->ring_len * K), *row = rssm_cpu_take(a, K);
+    float *Kr = rssm_cpu_take(a, (size_t)l->ring_len * K), *row = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
     const size_t mark = a->used;
     for (int hv = kh * m->group; hv < (kh + 1) * m->group; hv++) {
         a->used = mark;
@@ -651,12 +733,36 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
         ring_transpose(&rg, V);
         ring_G(&rg, gk, G);
         fold_weights(&rg, h, K, gk, G, alpha, KW);
-        /* dst row = S0 row e^{G_h} + sum_i u_i kw_i, row by row (src may be dst) */
+        /* dst row = S0 row e^{G_h} + sum_i u_i kw_i, four row streams at a time (src may be dst:
+         * every row is read before it is written, and rows are distinct) */
         const int64_t so = rssm_ckpt_off(l, s, hv), dof = rssm_ckpt_off(l, d, hv);
-        for (int r = 0; r < V; r++) {
-            load_f32(vec, m->src.checkpoint, l->state_dtype, so + (int64_t)r * K, row, K);
-            if (h > 0) vec->fold(row, alpha, h, rg.UT + (size_t)r * h, KW, K, row, K);
-            store_f32(vec, m->dst.checkpoint, l->state_dtype, dof + (int64_t)r * K, row, K);
+        const rssm_dtype sdt = l->state_dtype;
+        for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
+            int rows[RSSM_CPU_STREAMS];
+            const int nr = group_rows(V, gi, rows);
+            const float *src[RSSM_CPU_STREAMS], *w[RSSM_CPU_STREAMS];
+            float *out[RSSM_CPU_STREAMS];
+            for (int i = 0; i < nr; i++) {
+                const int64_t ro = (int64_t)rows[i] * K;
+                w[i] = rg.UT + (size_t)rows[i] * h;
+                if (sdt == RSSM_DTYPE_F32) {
+                    src[i] = (const float *)m->src.checkpoint + so + ro;
+                    out[i] = (float *)m->dst.checkpoint + dof + ro;
+                } else {
+                    out[i] = row + (size_t)i * K;
+                    load_f32(vec, m->src.checkpoint, sdt, so + ro, out[i], K);
+                    src[i] = out[i];
+                }
+            }
+            if (h > 0) {
+                fold_rows(vec, nr, src, alpha, h, w, KW, K, out, K);
+            } else if (sdt == RSSM_DTYPE_F32) {
+                for (int i = 0; i < nr; i++)
+                    if (out[i] != src[i]) memmove(out[i], src[i], sizeof(float) * (size_t)K);
+            }
+            if (sdt != RSSM_DTYPE_F32)
+                for (int i = 0; i < nr; i++)
+                    store_f32(vec, m->dst.checkpoint, sdt, dof + (int64_t)rows[i] * K, out[i], K);
         }
         base_store(l, &m->dst, d, hv, 0);
     }

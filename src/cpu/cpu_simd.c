@@ -90,9 +90,8 @@ static void fold_x4_scalar(const float *const s[4], const float *alpha, int h, c
 }
 
 const cpu_vec rssm_cpu_vec_scalar = {
-    "scalar",          dot_scalar,          dot2_scalar,    update_dot_scalar, fold_scalar, axpy_scalar,
-    dot_x4_scalar,     dot2_x4_scalar,      update_dot_x4_scalar, fold_x4_scalar, bf16_load_scalar,
-    bf16_store_scalar,
+    "scalar",      dot_scalar,     dot2_scalar,          update_dot_scalar, fold_scalar,      axpy_scalar,
+    dot_x4_scalar, dot2_x4_scalar, update_dot_x4_scalar, fold_x4_scalar,    bf16_load_scalar, bf16_store_scalar,
 };
 
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
@@ -263,7 +262,8 @@ AVX2 static inline void fold_cols_tail(const float *s, const float *alpha, int h
 {
     for (; c + 8 <= n; c += 8) {
         __m256 r0 = _mm256_mul_ps(_mm256_loadu_ps(s + c), _mm256_loadu_ps(alpha + c));
-        for (int i = 0; i < h; i++) r0 = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), _mm256_loadu_ps(kw + (size_t)i * ld + c), r0);
+        for (int i = 0; i < h; i++)
+            r0 = _mm256_fmadd_ps(_mm256_set1_ps(w[i]), _mm256_loadu_ps(kw + (size_t)i * ld + c), r0);
         _mm256_storeu_ps(out + c, r0);
     }
     for (; c < n; c++) {
@@ -368,8 +368,8 @@ AVX2 static void bf16_store_avx2(const float *src, uint16_t *dst, int n)
 }
 
 static const cpu_vec vec_avx2 = {
-    "avx2",       dot_avx2,     dot2_avx2,          update_dot_avx2, fold_avx2, axpy_avx2,
-    dot_x4_avx2,  dot2_x4_avx2, update_dot_x4_avx2, fold_x4_avx2,    bf16_load_avx2, bf16_store_avx2,
+    "avx2",      dot_avx2,     dot2_avx2,          update_dot_avx2, fold_avx2,      axpy_avx2,
+    dot_x4_avx2, dot2_x4_avx2, update_dot_x4_avx2, fold_x4_avx2,    bf16_load_avx2, bf16_store_avx2,
 };
 
 const cpu_vec *rssm_cpu_vec_select(void)
