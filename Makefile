@@ -22,7 +22,7 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 1
-	python3 -m pytest python/tests -q
+	REPLAYSSM_LIBRARY=$(CURDIR)/$(BUILD)/libreplayssm.so python3 -m pytest python/tests -q
 
 format:
 	clang-format -i include/*.h src/*/*.[ch] src/cuda/*.cu* tools/*.[ch] tests/*.c tests/*/*.c

@@ -1,4 +1,8 @@
 """The runtime section (state pool, step planner, prefix cache) through the binding."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -85,6 +89,19 @@ def test_export_import_roundtrip(ctx):
 
 
 def test_prefix_cache(ctx):
+    """Run in a child process: a library that hangs fails this test instead of stalling the run."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.path.dirname(here), os.environ.get("PYTHONPATH", "")]))
+    env.setdefault("REPLAYSSM_LIBRARY", rs.library_path())
+    code = f"import test_runtime as t, replayssm as rs; t.prefix_cache_body(rs.Context({ctx.device!r}))"
+    try:
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=here, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the prefix cache calls did not return within 60 s (library hang)")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def prefix_cache_body(ctx):
     pool = Pool(ctx, LAYERS, 6)
     s = pool.acquire()
     pool.state(0).checkpoint[s] = 1.5

@@ -432,6 +432,7 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
             return st;
     }
     if (p.io.batch == 0) return RSSM_OK;
+    if (!ctx->backend->step) return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end has no step", fn, ctx->backend->name);
     return ctx->backend->step(ctx, &p, stream);
 }
 
@@ -507,6 +508,8 @@ rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const r
     p.group = p.layer.num_v_heads / p.layer.num_k_heads;
     p.gk = gk_of(&p.layer);
     if (batch == 0) return RSSM_OK;
+    if (!ctx->backend->materialize)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end cannot materialise", fn, ctx->backend->name);
     return ctx->backend->materialize(ctx, &p, stream);
 }
 
@@ -556,6 +559,8 @@ static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *c
     p.fold = fold;
     p.accepted = accepted;
     if (batch == 0) return RSSM_OK;
+    if (!ctx->backend->cursor)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end cannot move cursors", fn, ctx->backend->name);
     return ctx->backend->cursor(ctx, &p, stream);
 }
 

@@ -23,6 +23,7 @@ typedef struct cuda_impl {
     cudaStream_t stream; /* the context's own stream, for tools */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
+    int fast;            /* fast K = V = 128 kernels: 1 cuda_fast.cu (default), 2 cuda_fast2.cu, 0 none */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -91,6 +92,10 @@ static void *kernel_for(int config, bool kda, int tc)
 /* cuda_fast.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
 int rssm_cuda_fast_ok(const kargs *A);
 cudaError_t rssm_cuda_fast_launch(kargs A, int batch, cudaStream_t stream);
+/* cuda_fast2.cu: v2 of the same kernels (ring via cp.async in shared memory, verify T <= 8) */
+int rssm_cuda_fast2_ok(const kargs *A);
+cudaError_t rssm_cuda_fast2_init(void);
+cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
 {
@@ -154,7 +159,13 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     case RSSM_OP_VERIFY: A.mode = MODE_VERIFY, tc = 4, fn = "rssm_verify"; break;
     case RSSM_OP_PREFILL: A.mode = MODE_PREFILL, fn = "rssm_prefill"; break;
     }
-    if (rssm_cuda_fast_ok(&A)) {
+    /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
+     * stays bit-identical to packed within each choice) */
+    if (im->fast == 2 && rssm_cuda_fast2_ok(&A)) {
+        CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
+        return RSSM_OK;
+    }
+    if (im->fast == 1 && rssm_cuda_fast_ok(&A)) {
         CU(rssm_cuda_fast_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -283,10 +294,17 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_cuda_init: out of host memory");
     im->device = device;
     im->sm_count = prop.multiProcessorCount;
+    /* Tuning switch, read once per context: RSSM_CUDA_FAST=2 selects the v2 fast kernels
+     * (cuda_fast2.cu), =0 the general kernel only; unset or anything else: v1 (cuda_fast.cu). */
+    {
+        const char *ev = getenv("RSSM_CUDA_FAST");
+        im->fast = (ev && ev[0] == '2' && ev[1] == 0) ? 2 : (ev && ev[0] == '0' && ev[1] == 0) ? 0 : 1;
+    }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
+        (im->fast == 2 && (e = rssm_cuda_fast2_init()) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");

@@ -1,0 +1,105 @@
+"""torch tensors: CPU tensors on the host devices, CUDA tensors on the CUDA device (current stream),
+and the torch.library custom ops. Skipped without torch (and without a GPU for the CUDA tests)."""
+import numpy as np
+import pytest
+
+import replayssm as rs
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+from replayssm import torch_ops  # noqa: E402
+
+cuda = pytest.mark.skipif(not (torch.cuda.is_available() and rs.cuda_available()),
+                          reason="needs a CUDA GPU, torch with CUDA and a CUDA build of libreplayssm")
+
+
+def torch_recurrence(q, k, v, g, beta, S, scale):
+    """Plain torch float64 recurrence (GDN g [B,T,HV] or KDA g [B,T,HV,K]); S [B,HV,V,K]."""
+    q, k, v, g, beta, S = (x.double() for x in (q, k, v, g, beta, S))
+    group = v.shape[2] // q.shape[2]
+    q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+    k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+    q, k = (q * scale).repeat_interleave(group, 2), k.repeat_interleave(group, 2)
+    o = []
+    for t in range(q.shape[1]):
+        a = g[:, t].exp()
+        S = S * (a[:, :, None, :] if a.dim() == 3 else a[:, :, None, None])
+        u = beta[:, t, :, None] * (v[:, t] - torch.einsum("bhvk,bhk->bhv", S, k[:, t]))
+        S = S + u[..., None] * k[:, t, :, None, :]
+        o.append(torch.einsum("bhvk,bhk->bhv", S, q[:, t]))
+    return torch.stack(o, 1), S
+
+
+def inputs(gate, device, B=2, T=6, H=2, HV=4, K=16, V=16, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    r = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    d = dict(q=r(B, T, H, K), k=r(B, T, H, K), v=r(B, T, HV, V), a=r(B, T, HV, K) if gate == "kda" else r(B, T, HV),
+             b=r(B, T, HV), A_log=torch.rand(HV, generator=gen) - 1, dt_bias=(torch.rand(HV, K, generator=gen) if gate == "kda" else torch.rand(HV, generator=gen)) - 1)
+    return {n: x.float().to(device) for n, x in d.items()}
+
+
+def gates(gate, d):
+    x = d["a"].double() + d["dt_bias"].double()
+    A = d["A_log"].double().exp()
+    g = -(A[:, None] if gate == "kda" else A) * torch.nn.functional.softplus(x, threshold=20)
+    return g, torch.sigmoid(d["b"].double())
+
+
+def run(ctx, gate, device, custom_op=False):
+    layer = rs.Layer(gate=gate, H=2, HV=4, K=16, V=16, ring_len=4)
+    d = inputs(gate, device)
+    st = rs.State.allocate(layer, 3, device)
+    if device == "cpu":  # host: torch CPU views of the numpy-backed state (the custom ops take tensors)
+        st = rs.State(layer, **{n: torch.from_numpy(t) for n, t in st.tensors().items()})
+    slot = torch.tensor([2, 0], dtype=torch.int32, device=device)
+    outs = []
+    for t in range(6):
+        kw = {n: d[n][:, t].contiguous() for n in ("q", "k", "v", "a", "b")}
+        if custom_op:
+            o = torch_ops.decode_replay(layer, st, A_log=d["A_log"], dt_bias=d["dt_bias"], slot=slot,
+                                        backend=ctx.device, **kw)
+            torch_ops.advance(layer, st, slot, backend=ctx.device)
+        else:
+            o = rs.decode_replay(ctx, layer, st, A_log=d["A_log"], dt_bias=d["dt_bias"], slot=slot, **kw)
+            rs.advance(ctx, layer, st, slot)
+        outs.append(o)
+    o = torch.stack(outs, 1)
+    g, beta = gates(gate, d)
+    ro, _ = torch_recurrence(d["q"], d["k"], d["v"], g, beta, torch.zeros(2, 4, 16, 16, dtype=torch.float64,
+                                                                             device=device), layer.effective_scale)
+    err = ((o.double() - ro).abs().max() / ro.abs().max()).item()
+    assert err < 2e-5, err
+
+
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_torch_cpu_tensors_on_the_reference(gate):
+    run(rs.Context("reference"), gate, "cpu")
+
+
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_custom_ops_on_the_reference(gate):
+    run(rs.Context("reference"), gate, "cpu", custom_op=True)
+
+
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+def test_custom_op_schemas_declare_mutation():
+    schema = str(torch.ops.replayssm.decode_replay.default._schema)
+    assert "Tensor(a" in schema and "!)" in schema
+    assert "!" in str(torch.ops.replayssm.advance.default._schema)
+
+
+@cuda
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_cuda_tensors_on_the_current_stream(gate):
+    ctx = rs.Context("cuda", torch.cuda.current_device())
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        run(ctx, gate, "cuda")
+    torch.cuda.synchronize()
+    ctx.check_device_errors()
+
+
+@cuda
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+def test_cuda_custom_ops():
+    run(rs.Context("cuda", torch.cuda.current_device()), "gdn", "cuda", custom_op=True)

@@ -1,0 +1,667 @@
+/*
+ * cuda_fast2.cu — v2 of the specialised step kernels for K = V = 128 (packed decode T = 1,
+ * replay decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA.
+ * Selected at context creation with RSSM_CUDA_FAST=2 (cuda_backend.cu); v1 (cuda_fast.cu)
+ * stays the default. Same arithmetic, in the same order, as v1: every output and stored value
+ * is bit-identical to v1's, and replay at L = 1 equals v2's own packed decode bit for bit
+ * (packed runs through the same end-fold routine with h = 0).
+ *
+ * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
+ * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. What v2 changes is
+ * the order of the memory traffic and where the ring lives:
+ *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, the token
+ *     inputs of warp t < T (raw k, q, gate, beta) and v of the warp's rows, into registers;
+ *   round 1 (slot known): cursor, ring_base and the warp's 8 rows of S0 (all in flight at once);
+ *   round 2 (cursor known): the committed ring entries i < h (u of all rows, k, G: GDN G_i,
+ *     KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held);
+ *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
+ * After that no global load depends on another: the start fold, the ring weights, the end
+ * fold and the rows read the ring from shared memory (v1 read ring_k after two barriers, the
+ * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
+ * registers per thread, which together with S spilled 116-612 bytes per thread).
+ * Verify T = 5..8 runs here (TC = 8): a lane holds v, o and u of two tokens (t and t + 4).
+ *
+ * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
+ * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
+ * steps with a start fold (overwriting positions 0..T-1) every CTA passes the cluster barrier
+ * after its cp.async reads and before the weight phase writes the new keys (as v1). KDA: one
+ * CTA holds a whole head.
+ */
+#include "cuda_kernels.cuh"
+
+namespace rssm_fast2 {
+
+#define F2NT 512
+#define F2NW 16
+#define F2K 128
+#define F2LMAX (RSSM_MAX_RING_LEN + 8)
+#define F2FULL 0xffffffffu
+
+/* reduce-scatter butterfly (identical to v1's) */
+template <int N, int KEEP, int M> struct RS {
+    static __device__ __forceinline__ void run(float *v, int lane)
+    {
+        if constexpr (M == 0) {
+            return;
+        } else if constexpr (N > KEEP) {
+            constexpr int H = N / 2;
+            const bool up = (lane & M) != 0;
+#pragma unroll
+            for (int i = 0; i < H; i++) {
+                const float send = up ? v[i] : v[i + H];
+                const float keep = up ? v[i + H] : v[i];
+                v[i] = keep + __shfl_xor_sync(F2FULL, send, M);
+            }
+            RS<H, KEEP, M / 2>::run(v, lane);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++) v[i] = v[i] + __shfl_xor_sync(F2FULL, v[i], M);
+            RS<N, KEEP, M / 2>::run(v, lane);
+        }
+    }
+};
+
+__device__ __forceinline__ void unpack_bf2(uint32_t w, float *x)
+{
+    x[0] = __uint_as_float(w << 16), x[1] = __uint_as_float(w & 0xffff0000u);
+}
+/* 4 consecutive elements (f32 or bf16) at element offset off */
+__device__ __forceinline__ void ld4(const void *p, int bf, int64_t off, float *x)
+{
+    if (!bf) {
+        const float4 v = *((const float4 *)((const float *)p + off));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else {
+        const uint2 v = *((const uint2 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    }
+}
+__device__ __forceinline__ void ld4g(const void *p, int bf, int64_t off, float *x)
+{
+    if (!bf) {
+        const float4 v = __ldg((const float4 *)((const float *)p + off));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else {
+        const uint2 v = __ldg((const uint2 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    }
+}
+__device__ __forceinline__ void st4(void *p, int bf, int64_t off, const float *x)
+{
+    if (!bf) {
+        *((float4 *)((float *)p + off)) = make_float4(x[0], x[1], x[2], x[3]);
+    } else {
+        const uint32_t a = (uint32_t)rssm_f32_to_bf16(x[0]) | ((uint32_t)rssm_f32_to_bf16(x[1]) << 16);
+        const uint32_t c = (uint32_t)rssm_f32_to_bf16(x[2]) | ((uint32_t)rssm_f32_to_bf16(x[3]) << 16);
+        *((uint2 *)((uint16_t *)p + off)) = make_uint2(a, c);
+    }
+}
+/* bf16 store of 4 elements; x becomes the stored (rounded) values: round_dt(BF16, x) */
+__device__ __forceinline__ void st4_bf16_round(void *p, int64_t off, float *x)
+{
+    const uint32_t a = (uint32_t)rssm_f32_to_bf16(x[0]) | ((uint32_t)rssm_f32_to_bf16(x[1]) << 16);
+    const uint32_t c = (uint32_t)rssm_f32_to_bf16(x[2]) | ((uint32_t)rssm_f32_to_bf16(x[3]) << 16);
+    *((uint2 *)((uint16_t *)p + off)) = make_uint2(a, c);
+    unpack_bf2(a, x), unpack_bf2(c, x + 2);
+}
+/* 8 consecutive elements from shared memory (16-byte aligned offsets) */
+__device__ __forceinline__ void ld8s(const unsigned char *p, int bf, int off, float *x)
+{
+    if (!bf) {
+        const float4 a = *((const float4 *)((const float *)p + off)), c = *((const float4 *)((const float *)p + off) + 1);
+        x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = c.x, x[5] = c.y, x[6] = c.z, x[7] = c.w;
+    } else {
+        const uint4 v = *((const uint4 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2), unpack_bf2(v.z, x + 4), unpack_bf2(v.w, x + 6);
+    }
+}
+
+__device__ __forceinline__ void cp16(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp4(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp8(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait_but1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
+ * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype) */
+struct fixed_smem {
+    float kn[8][F2K], qn[8][F2K], xk[8][F2K], xq[8][F2K], ks[8][F2K], G[8][F2K], gt[8][F2K];
+    float wk[8][F2LMAX], wq[8][F2LMAX];
+    float beta[8], kq[8], gmin[8], pad_[8];
+};
+static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
+
+static size_t smem_of(int L, int ring_bf16)
+{
+    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4);
+}
+
+template <bool KDA, bool SBF, int MODE, int TC>
+__global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
+{
+    extern __shared__ __align__(16) unsigned char dsm[];
+    fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
+    constexpr int RJ = 8 / TC; /* rows per group */
+    const rssm_layer &l = A.l;
+    const int L = l.ring_len, HV = l.num_v_heads, group = A.group;
+    const int rbf = l.ring_dtype == RSSM_DTYPE_BF16, iobf = l.io_dtype == RSSM_DTYPE_BF16;
+    const int rsz = rbf ? 2 : 4;
+    float *sG = (float *)(dsm + sizeof(fixed_smem));
+    unsigned char *sK = dsm + sizeof(fixed_smem) + 128 * sizeof(float);
+    unsigned char *sU = sK + (size_t)L * F2K * rsz;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+    const int b = blockIdx.y, hv = blockIdx.x, kh = hv / group;
+    const int T = MODE == MODE_VERIFY ? A.io.tokens : 1;
+    const int c4 = lane * 4;
+    const int row0 = w * 8;
+
+    /* ---- round 0: slot and everything that does not depend on it ---- */
+    int s = A.io.slot[b];
+    const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? A.io.write_slot[b] : 0;
+    const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+    const bool tw = w < T; /* this warp prepares token t = w */
+    /* raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own 4
+     * elements; 8-byte aligned for bf16 as the strides are multiples of 4) */
+    float ga[4], braw = 0.0f, alog = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) ga[e] = 0.0f;
+    if (tw) {
+        const int64_t bt = (int64_t)b * T + w;
+        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * F2K + c4, qo = bt * A.io.q_stride + (int64_t)kh * F2K + c4;
+        if (iobf) {
+            cp8((uint16_t *)&sm.xk[w][0] + c4, (const uint16_t *)A.io.k + ko);
+            cp8((uint16_t *)&sm.xq[w][0] + c4, (const uint16_t *)A.io.q + qo);
+        } else {
+            cp16(&sm.xk[w][c4], (const float *)A.io.k + ko);
+            cp16(&sm.xq[w][c4], (const float *)A.io.q + qo);
+        }
+        if (A.io.g) {
+            if (KDA) {
+                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * F2K + c4));
+                ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
+            } else {
+                ga[0] = __ldg(A.io.g + bt * HV + hv);
+            }
+            braw = __ldg(A.io.beta + bt * HV + hv);
+        } else {
+            /* raw gates: a, b, A_log now; KDA dt_bias staged in sm.G[t] (GDN: in ga[1]) */
+            alog = __ldg(A.io.A_log + hv);
+            if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
+                cp16(&sm.G[w][c4], A.io.dt_bias + hv * F2K + c4);
+            } else {
+                ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
+                ga[1] = __ldg(A.io.dt_bias + hv);
+            }
+            braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
+        }
+    }
+    cp_commit(); /* group 0: token inputs */
+    /* v of (token (lane >> 3) + 4j, row 8w + lane % 8), for the row phase */
+    float vreg[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < (TC > 4 ? 2 : 1); j++) {
+        const int t = (lane >> 3) + 4 * j;
+        if (t < T) vreg[j] = ld_dt(A.io.v, l.io_dtype, ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7));
+    }
+
+    /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
+    bool bad = false;
+    if (s < -1 || s >= A.st.num_slots) bad = true, s = -1;
+    int d = s;
+    if (MODE == MODE_PACKED && s >= 0 && A.io.write_slot) {
+        d = ws;
+        if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
+        if (d < 0) s = -1;
+    }
+    const int sr = s < 0 ? 0 : s; /* a valid slot to address (values unused when s < 0) */
+    int c = 0, base = 0;
+    if (MODE != MODE_PACKED && s >= 0) {
+        c = A.st.cursor[sr];
+        base = KDA ? A.st.ring_base[(int64_t)sr * HV + hv] : 0;
+    }
+    const int64_t ck0 = rssm_ckpt_off(&l, sr, hv) + (int64_t)row0 * F2K + c4;
+    float S[8][4];
+    if (s < 0) { /* padding: no state read (the row returns below) */
+#pragma unroll
+        for (int r = 0; r < 8; r++) S[r][0] = S[r][1] = S[r][2] = S[r][3] = 0.0f;
+    } else if (!SBF) {
+        float4 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * F2K));
+#pragma unroll
+        for (int r = 0; r < 8; r++) S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+    } else {
+        uint2 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * F2K));
+#pragma unroll
+        for (int r = 0; r < 8; r++) unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
+    }
+    int h = c - base;
+    if (MODE != MODE_PACKED && s >= 0 && (c < 0 || c > L || base < 0 || h < 0)) bad = true, s = -1;
+    if (bad && hv == 0 && tid == 0) atomicAdd(A.err, 1);
+    if (s < 0) {
+        cp_wait_all(); /* no copy may land after the CTA left */
+        for (int i = tid; i < T * F2K; i += F2NT)
+            st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + i / F2K, hv) + i % F2K, 0.0f);
+        return;
+    }
+
+    /* ---- round 2: the committed ring entries into shared memory ---- */
+    const int gk = KDA ? F2K : 1;
+    const float *ringg = MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
+    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, s, hv, group, 0);
+    if (MODE != MODE_PACKED && h > 0) {
+        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
+        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, s, hv, 0) * rsz;
+        const int nch = h * F2K * rsz / 16;
+        for (int i = tid; i < nch; i += F2NT) cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
+        if (KDA) {
+            if (tid < 32) cp16(sG + 4 * tid, ringg + (int64_t)(h - 1) * F2K + 4 * tid);
+        } else if (tid < h) {
+            cp4(sG + tid, ringg + tid);
+        }
+    }
+    cp_commit(); /* group 1: the ring (possibly empty) */
+
+    /* token t = w: gates, normalised k and q (independent of the state), while S0 and the
+     * ring are in flight */
+    if (tw) {
+        const int t = w;
+        cp_wait_but1(); /* this lane's own k, q staging has landed */
+        float kr[4], qr[4];
+        if (iobf) {
+            const uint2 kv = *((const uint2 *)((const uint16_t *)&sm.xk[t][0] + c4)), qv = *((const uint2 *)((const uint16_t *)&sm.xq[t][0] + c4));
+            unpack_bf2(kv.x, kr), unpack_bf2(kv.y, kr + 2), unpack_bf2(qv.x, qr), unpack_bf2(qv.y, qr + 2);
+        } else {
+            const float4 kv = *((const float4 *)&sm.xk[t][c4]), qv = *((const float4 *)&sm.xq[t][c4]);
+            kr[0] = kv.x, kr[1] = kv.y, kr[2] = kv.z, kr[3] = kv.w, qr[0] = qv.x, qr[1] = qv.y, qr[2] = qv.z, qr[3] = qv.w;
+        }
+        float g[4];
+        if (A.io.g) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) g[e] = KDA ? ga[e] : ga[0];
+        } else if (KDA) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
+        } else {
+            const float x = rssm_gate_f32(ga[0], alog, ga[1], l.has_lower_bound, l.lower_bound);
+            g[0] = g[1] = g[2] = g[3] = x;
+        }
+        const float beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
+        float sk = 1.0f, sq = 1.0f;
+        if (l.qk_l2norm) {
+            float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+#pragma unroll
+            for (int e = 1; e < 4; e++) nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+            nk = warp_sum(nk), nq = warp_sum(nq);
+            sk = 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS);
+            sq = 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS);
+        }
+        float kq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float kv = kr[e] * sk, qv = qr[e] * sq * l.scale;
+            sm.kn[t][c4 + e] = kv;
+            sm.qn[t][c4 + e] = qv;
+            sm.gt[t][c4 + e] = g[e];
+            kq = __fmaf_rn(kv, qv, kq);
+        }
+        kq = warp_sum(kq);
+        if (lane == 0) sm.kq[t] = kq, sm.beta[t] = beta;
+    }
+    cp_wait_all();
+    __syncthreads(); /* ring in shared memory, token inputs prepared */
+
+    /* ---- fold decision (shared cursor, fold flag, KDA window check) ---- */
+    int uniform = 0, early = 0, c0 = c;
+    if (MODE != MODE_PACKED) {
+        uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
+        c0 = uniform ? 0 : c;
+        if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) {
+            float W[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) W[e] = sG[c4 + e];
+            for (int t = 0; t < T; t++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) W[e] = W[e] + sm.gt[t][c4 + e];
+            const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
+            early = m < -l.kda_fold_threshold;
+        }
+    }
+    const bool sfold = uniform || early;
+    int new_base = base;
+
+    /* fold of the h committed entries (shared memory) into registers at cumulative gate Gn:
+     * GDN S e^{Gn} + sum_i u_i k_i e^{Gn-G_i}; KDA (S + sum_i u_i k~_i) e^{Gn}. Returns in S. */
+    /* Gs: the gate in shared memory (KDA: per channel, GDN: Gs[0]) */
+    auto fold_ring = [&](const float *Gs) {
+        if (!KDA) {
+            const float eg = expf(Gs[0]);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) S[r][e] = S[r][e] * eg;
+        }
+#pragma unroll 1
+        for (int i = 0; i < h; i++) {
+            float k4[4];
+            ld4(sK, rbf, i * F2K + c4, k4);
+            if (!KDA) {
+                const float f = expf(Gs[0] - sG[i]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) k4[e] = k4[e] * f;
+            }
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                float u4[4];
+                ld4(sU, rbf, i * F2K + row0 + 4 * hf, u4);
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+            }
+        }
+        if (KDA) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float eg = expf(Gs[c4 + e]);
+#pragma unroll
+                for (int r = 0; r < 8; r++) S[r][e] = S[r][e] * eg;
+            }
+        }
+    };
+
+    if (MODE != MODE_PACKED && sfold) {
+        if (h > 0) {
+            fold_ring(KDA ? sG : sG + (h - 1));
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                if (SBF) st4_bf16_round(A.st.checkpoint, ck0 + r * F2K, S[r]); /* continue from the stored values */
+                else st4(A.st.checkpoint, 0, ck0 + r * F2K, S[r]);
+            }
+        }
+        h = 0;
+        new_base = c0;
+    }
+
+    /* ---- token t = w: cumulative gates and everything derived from them ---- */
+    if (tw) {
+        const int t = w;
+        float G[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) G[e] = h > 0 ? (KDA ? sG[c4 + e] : sG[h - 1]) : 0.0f;
+        for (int tt = 0; tt <= t; tt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) G[e] = G[e] + sm.gt[tt][c4 + e];
+        float gm = 3.0e38f;
+        const float eg0 = KDA ? 0.0f : expf(G[0]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float kv = sm.kn[t][c4 + e], qv = sm.qn[t][c4 + e];
+            const float eg = KDA ? expf(G[e]) : eg0;
+            sm.xk[t][c4 + e] = eg * kv;
+            sm.xq[t][c4 + e] = eg * qv;
+            sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
+            sm.G[t][c4 + e] = G[e];
+            gm = fminf(gm, G[e]);
+        }
+        gm = warp_min(gm);
+        if (lane == 0) sm.gmin[t] = gm;
+    }
+    /* a start fold overwrote nothing yet; new entries are written after this barrier */
+    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1) cluster_sync_all();
+    else __syncthreads();
+
+    int end = 0;
+    if (MODE == MODE_PACKED) end = 1;
+    else if (MODE == MODE_REPLAY) {
+        end = (c0 + 1 == L || forced) ? 1 : 0;
+        if (!end && KDA && sm.gmin[0] < -l.kda_fold_threshold) end = 2;
+    }
+
+    /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
+    {
+        const int P = T * h + T * (T - 1) / 2;
+        for (int pi = w; pi < P; pi += F2NW) {
+            int t = 0, p = pi;
+            while (p >= h + t) p -= h + t, t++;
+            float k4[4];
+            if (p < h) ld4(sK, rbf, p * F2K + c4, k4);
+            else
+#pragma unroll
+                for (int e = 0; e < 4; e++) k4[e] = sm.ks[p - h][c4 + e];
+            const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
+            float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
+            dk = warp_sum(dk), dq = warp_sum(dq);
+            if (lane == 0) {
+                float f = 1.0f;
+                if (!KDA) f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
+                sm.wk[t][p] = dk * f;
+                sm.wq[t][p] = dq * f;
+            }
+        }
+        if (MODE != MODE_PACKED && !end && w >= F2NW - T) { /* the last warps write the new entries' k and G */
+            const int t = F2NW - 1 - w;
+            const bool wk_ = KDA || hv % group == 0;
+            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * F2K + c4, &sm.ks[t][c4]);
+            float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h + t, gk);
+            if (KDA) *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
+            else if (lane == 0) rg[0] = sm.G[t][0];
+        }
+        __syncthreads();
+    }
+
+    /* ---- rows ---- */
+    if (end) {
+        /* decode end fold (T = 1): u for the 8 rows, then S_n and o = S_n q */
+        /* v1 reduces (k, q) dot pairs with RS<16>; the q half is unused here, and the
+         * butterfly adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N,
+         * so RS<8> on the k dots gives the same bits. Lane l ends with row l / 4. */
+        float v[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) {
+            float a = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a);
+            v[r] = a;
+        }
+#pragma unroll 1
+        for (int i = lane; i < h; i += 32) {
+            float uu[8];
+            ld8s(sU, rbf, i * F2K + row0, uu);
+            const float a = sm.wk[0][i];
+#pragma unroll
+            for (int r = 0; r < 8; r++) v[r] = __fmaf_rn(uu[r], a, v[r]);
+        }
+        RS<8, 1, 16>::run(v, lane);
+        const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg[0], lane >> 2) - v[0]); /* u of row lane / 4 */
+        fold_ring(&sm.G[0][0]);
+        float o[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++) {
+            const float u = __shfl_sync(F2FULL, myu, 4 * r);
+            float oo = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                S[r][e] = __fmaf_rn(u, sm.kn[0][c4 + e], S[r][e]);
+                oo = __fmaf_rn(S[r][e], sm.qn[0][c4 + e], oo);
+            }
+            o[r] = oo;
+        }
+        RS<8, 1, 16>::run(o, lane);
+        if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, b, hv) + row0 + (lane >> 2), o[0]);
+        const int64_t cw = (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * F2K + c4;
+        if (!SBF) {
+#pragma unroll
+            for (int r = 0; r < 8; r++) __stcs((float4 *)((float *)A.st.checkpoint + cw + r * F2K), make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+        } else {
+#pragma unroll
+            for (int r = 0; r < 8; r++) st4(A.st.checkpoint, 1, cw + r * F2K, S[r]);
+        }
+        if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
+    } else if (MODE != MODE_PACKED) {
+        float myo[2] = {0.0f, 0.0f}, myu[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int g0 = 0; g0 < 8; g0 += RJ) {
+            float v[16]; /* (rr * TC + t) * 2 + type */
+#pragma unroll
+            for (int rr = 0; rr < RJ; rr++)
+#pragma unroll
+                for (int t = 0; t < TC; t++) {
+                    float a = 0.0f, q = 0.0f;
+                    if (t < T) {
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a), q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
+                    }
+                    v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
+                }
+    #pragma unroll 1
+        for (int i = lane; i < h; i += 32) {
+                float uu[8];
+                ld8s(sU, rbf, i * F2K + row0, uu);
+#pragma unroll
+                for (int t = 0; t < TC; t++) {
+                    if (t >= T) continue;
+                    const float a = sm.wk[t][i], q = sm.wq[t][i];
+#pragma unroll
+                    for (int rr = 0; rr < RJ; rr++) {
+                        v[(rr * TC + t) * 2] = __fmaf_rn(uu[g0 + rr], a, v[(rr * TC + t) * 2]);
+                        v[(rr * TC + t) * 2 + 1] = __fmaf_rn(uu[g0 + rr], q, v[(rr * TC + t) * 2 + 1]);
+                    }
+                }
+            }
+            RS<16, 1, 16>::run(v, lane);
+#pragma unroll
+            for (int rr = 0; rr < RJ; rr++) {
+                float uw[TC];
+#pragma unroll
+                for (int t = 0; t < TC; t++) {
+                    uw[t] = 0.0f;
+                    const float dk = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2) * 2);
+                    const float dq = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2 + 1) * 2);
+                    const float vr = __shfl_sync(F2FULL, vreg[t >> 2], (t & 3) * 8 + g0 + rr);
+                    if (t >= T) continue;
+                    const float beta = sm.beta[t];
+                    float dd = dk;
+#pragma unroll
+                    for (int s2 = 0; s2 < t; s2++) dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
+                    const float u = beta * (vr - dd);
+                    float o = dq;
+#pragma unroll
+                    for (int s2 = 0; s2 < t; s2++) o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
+                    o = __fmaf_rn(u, sm.kq[t], o);
+                    uw[t] = round_dt(l.ring_dtype, u);
+                    if (lane == (t & 3) * 8 + g0 + rr) myo[t >> 2] = o, myu[t >> 2] = uw[t];
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < (TC > 4 ? 2 : 1); j++) {
+            const int t = (lane >> 3) + 4 * j, jr = row0 + (lane & 7);
+            if (t < T) {
+                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, myo[j]);
+                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, myu[j]);
+            }
+        }
+    }
+    if (KDA && MODE != MODE_PACKED && tid == 0 && new_base != base) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
+}
+
+template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
+{
+    if (mode == MODE_PACKED) return (void *)fast2_kernel<KDA, SBF, MODE_PACKED, 1>;
+    if (mode == MODE_REPLAY) return (void *)fast2_kernel<KDA, SBF, MODE_REPLAY, 1>;
+    switch (tc) {
+    case 1: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 1>;
+    case 2: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 2>;
+    case 4: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 4>;
+    default: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 8>;
+    }
+}
+
+static void *kernel_for(bool kda, bool sbf, int mode, int tc)
+{
+    return kda ? (sbf ? kernel_of<true, true>(mode, tc) : kernel_of<true, false>(mode, tc))
+               : (sbf ? kernel_of<false, true>(mode, tc) : kernel_of<false, false>(mode, tc));
+}
+
+} // namespace rssm_fast2
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+/* 1 when a step can run on the v2 fast kernels (same answer for packed and replay decode, so
+ * that L = 1 replay stays bit-identical to packed). */
+int rssm_cuda_fast2_ok(const kargs *A)
+{
+    const rssm_layer *l = &A->l;
+    if (l->head_k_dim != F2K || l->head_v_dim != F2K || A->group > 8) return 0;
+    if (A->mode != MODE_PACKED && A->mode != MODE_REPLAY && A->mode != MODE_VERIFY) return 0;
+    const int T = A->io.tokens;
+    if (A->mode == MODE_VERIFY ? (T < 1 || T > 8) : T != 1) return 0;
+    if (A->io.q_stride % 4 || A->io.k_stride % 4) return 0;
+    return 1;
+}
+
+/* Once per context (rssm_cuda_init with RSSM_CUDA_FAST=2): the ring lives in dynamic shared
+ * memory (up to ~97 KiB at L = 64 with an f32 ring), above the 48 KiB default. */
+cudaError_t rssm_cuda_fast2_init(void)
+{
+    using namespace rssm_fast2;
+    const int most = (int)smem_of(RSSM_MAX_RING_LEN, 0);
+    for (int kda = 0; kda <= 1; kda++)
+        for (int sbf = 0; sbf <= 1; sbf++)
+            for (int m = 0; m < 6; m++) {
+                const int mode = m == 0 ? MODE_PACKED : m == 1 ? MODE_REPLAY : MODE_VERIFY;
+                const int tc = m < 2 ? 1 : 1 << (m - 2);
+                cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, mode, tc), cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+                if (e != cudaSuccess) return e;
+            }
+    return cudaSuccess;
+}
+
+cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
+{
+    using namespace rssm_fast2;
+    const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
+    const int T = A.io.tokens;
+    const int tc = A.mode != MODE_VERIFY ? 1 : T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : 8;
+    A.cs = (!kda && A.mode != MODE_PACKED && A.group > 1) ? A.group : 1;
+    A.NS = 1;
+    A.defer_k = 0;
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDim = dim3((unsigned)A.l.num_v_heads, (unsigned)batch, 1);
+    lc.blockDim = dim3(F2NT, 1, 1);
+    lc.dynamicSmemBytes = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16);
+    lc.stream = stream;
+    cudaLaunchAttribute attr[1];
+    if (A.cs > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)A.cs;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    void *args[] = {&A};
+    return cudaLaunchKernelExC(&lc, kernel_for(kda, sbf, A.mode, tc), args);
+}
