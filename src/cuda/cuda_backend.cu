@@ -162,6 +162,9 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
     if (im->fast == 2 && rssm_cuda_fast2_ok(&A)) {
+        /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
+         * (a few KiB more per head) instead of waiting for the cursor */
+        A.spec = (int64_t)p->io.batch * A.l.num_v_heads <= 2 * (int64_t)im->sm_count;
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

@@ -9,12 +9,18 @@
  * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
  * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. What v2 changes is
  * the order of the memory traffic and where the ring lives:
- *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, the token
- *     inputs of warp t < T (raw k, q, gate, beta) and v of the warp's rows, into registers;
+ *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, v of the
+ *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
+ *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
  *   round 1 (slot known): cursor, ring_base and the warp's 8 rows of S0 (all in flight at once);
  *   round 2 (cursor known): the committed ring entries i < h (u of all rows, k, G: GDN G_i,
  *     KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held);
  *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
+ * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
+ * B * HV <= 2 * SMs, and L <= 32): all L entries (u, k, G; KDA G of every entry) are copied
+ * in round 1 next to S0, without waiting for the cursor; entries >= h are never used (they may
+ * be written concurrently by this step's CTAs: a harmless read of unused bytes). Costs
+ * (L - h) entries of extra reads, so it is off for bandwidth-bound grids.
  * After that no global load depends on another: the start fold, the ring weights, the end
  * fold and the rows read the ring from shared memory (v1 read ring_k after two barriers, the
  * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
@@ -144,10 +150,13 @@ struct fixed_smem {
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
-static size_t smem_of(int L, int ring_bf16)
+/* speculative KDA launches also hold every entry's G [L][K] f32 after ring u */
+static size_t smem_of(int L, int ring_bf16, int kda_spec)
 {
-    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4);
+    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4) +
+           (kda_spec ? (size_t)L * F2K * sizeof(float) : 0);
 }
+#define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
 template <bool KDA, bool SBF, int MODE, int TC>
 __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
@@ -162,6 +171,10 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
     float *sG = (float *)(dsm + sizeof(fixed_smem));
     unsigned char *sK = dsm + sizeof(fixed_smem) + 128 * sizeof(float);
     unsigned char *sU = sK + (size_t)L * F2K * rsz;
+    float *sGall = (float *)(sU + (size_t)L * F2K * rsz); /* KDA speculative: G of every entry */
+    /* spec: copy all L entries (u, k, G) as soon as the slot is known, in parallel with the
+     * cursor, instead of h entries one round trip later (small grids: latency-bound) */
+    const bool spec = MODE != MODE_PACKED && A.spec;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int b = blockIdx.y, hv = blockIdx.x, kh = hv / group;
     const int T = MODE == MODE_VERIFY ? A.io.tokens : 1;
@@ -175,7 +188,7 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
     const bool tw = w < T; /* this warp prepares token t = w */
     /* raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own 4
      * elements; 8-byte aligned for bf16 as the strides are multiples of 4) */
-    float ga[4], braw = 0.0f, alog = 0.0f;
+    float ga[4], braw = 0.0f;
 #pragma unroll
     for (int e = 0; e < 4; e++) ga[e] = 0.0f;
     if (tw) {
@@ -197,15 +210,16 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             }
             braw = __ldg(A.io.beta + bt * HV + hv);
         } else {
-            /* raw gates: a, b, A_log now; KDA dt_bias staged in sm.G[t] (GDN: in ga[1]) */
-            alog = __ldg(A.io.A_log + hv);
+            /* raw gates: a and b now; A_log staged in sm.gt[t][c4], dt_bias in sm.G[t][c4..]
+             * (KDA) or sm.gt[t][c4 + 1] (GDN), each lane its own copy */
+            cp4(&sm.gt[w][c4], A.io.A_log + hv);
             if (KDA) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
                 cp16(&sm.G[w][c4], A.io.dt_bias + hv * F2K + c4);
             } else {
                 ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
-                ga[1] = __ldg(A.io.dt_bias + hv);
+                cp4(&sm.gt[w][c4 + 1], A.io.dt_bias + hv);
             }
             braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
         }
@@ -252,6 +266,27 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 #pragma unroll
         for (int r = 0; r < 8; r++) unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
     }
+    const int gk = KDA ? F2K : 1;
+    const float *ringg = MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
+    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, sr, hv, group, 0);
+    /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
+     * n - 1 into sG, or all n into sGall when speculative) */
+    auto copy_ring = [&](int n) {
+        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
+        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
+        const int nch = n * F2K * rsz / 16;
+        for (int i = tid; i < nch; i += F2NT) cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
+        if (KDA) {
+            if (spec) {
+                for (int i = tid; i < n * (F2K / 4); i += F2NT) cp16(sGall + 4 * i, ringg + 4 * i);
+            } else if (tid < 32) {
+                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
+            }
+        } else if (tid < n) {
+            cp4(sG + tid, ringg + tid);
+        }
+    };
+    if (spec && s >= 0) copy_ring(L); /* needs only the slot */
     int h = c - base;
     if (MODE != MODE_PACKED && s >= 0 && (c < 0 || c > L || base < 0 || h < 0)) bad = true, s = -1;
     if (bad && hv == 0 && tid == 0) atomicAdd(A.err, 1);
@@ -263,21 +298,10 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
     }
 
     /* ---- round 2: the committed ring entries into shared memory ---- */
-    const int gk = KDA ? F2K : 1;
-    const float *ringg = MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
-    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, s, hv, group, 0);
-    if (MODE != MODE_PACKED && h > 0) {
-        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
-        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, s, hv, 0) * rsz;
-        const int nch = h * F2K * rsz / 16;
-        for (int i = tid; i < nch; i += F2NT) cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
-        if (KDA) {
-            if (tid < 32) cp16(sG + 4 * tid, ringg + (int64_t)(h - 1) * F2K + 4 * tid);
-        } else if (tid < h) {
-            cp4(sG + tid, ringg + tid);
-        }
-    }
+    if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
     cp_commit(); /* group 1: the ring (possibly empty) */
+    /* KDA: G_{h-1} per channel (valid when h > 0) */
+    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * F2K : sG) : sG;
 
     /* token t = w: gates, normalised k and q (independent of the state), while S0 and the
      * ring are in flight */
@@ -297,10 +321,11 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 #pragma unroll
             for (int e = 0; e < 4; e++) g[e] = KDA ? ga[e] : ga[0];
         } else if (KDA) {
+            const float alog = sm.gt[t][c4];
 #pragma unroll
             for (int e = 0; e < 4; e++) g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
         } else {
-            const float x = rssm_gate_f32(ga[0], alog, ga[1], l.has_lower_bound, l.lower_bound);
+            const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
             g[0] = g[1] = g[2] = g[3] = x;
         }
         const float beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
@@ -336,7 +361,7 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) {
             float W[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) W[e] = sG[c4 + e];
+            for (int e = 0; e < 4; e++) W[e] = Gl[c4 + e];
             for (int t = 0; t < T; t++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) W[e] = W[e] + sm.gt[t][c4 + e];
@@ -389,7 +414,7 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
-            fold_ring(KDA ? sG : sG + (h - 1));
+            fold_ring(KDA ? Gl : sG + (h - 1));
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 if (SBF) st4_bf16_round(A.st.checkpoint, ck0 + r * F2K, S[r]); /* continue from the stored values */
@@ -405,7 +430,7 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         const int t = w;
         float G[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) G[e] = h > 0 ? (KDA ? sG[c4 + e] : sG[h - 1]) : 0.0f;
+        for (int e = 0; e < 4; e++) G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
         for (int tt = 0; tt <= t; tt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) G[e] = G[e] + sm.gt[tt][c4 + e];
@@ -626,7 +651,8 @@ int rssm_cuda_fast2_ok(const kargs *A)
 cudaError_t rssm_cuda_fast2_init(void)
 {
     using namespace rssm_fast2;
-    const int most = (int)smem_of(RSSM_MAX_RING_LEN, 0);
+    const int most = (int)(smem_of(RSSM_MAX_RING_LEN, 0, 0) > smem_of(F2SPEC_LMAX, 0, 1) ? smem_of(RSSM_MAX_RING_LEN, 0, 0)
+                                                                                          : smem_of(F2SPEC_LMAX, 0, 1));
     for (int kda = 0; kda <= 1; kda++)
         for (int sbf = 0; sbf <= 1; sbf++)
             for (int m = 0; m < 6; m++) {
@@ -647,11 +673,13 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     A.cs = (!kda && A.mode != MODE_PACKED && A.group > 1) ? A.group : 1;
     A.NS = 1;
     A.defer_k = 0;
+    /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
+    if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
     cudaLaunchConfig_t lc;
     memset(&lc, 0, sizeof lc);
     lc.gridDim = dim3((unsigned)A.l.num_v_heads, (unsigned)batch, 1);
     lc.blockDim = dim3(F2NT, 1, 1);
-    lc.dynamicSmemBytes = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16);
+    lc.dynamicSmemBytes = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec);
     lc.stream = stream;
     cudaLaunchAttribute attr[1];
     if (A.cs > 1) {

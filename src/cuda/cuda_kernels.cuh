@@ -52,6 +52,7 @@ typedef struct kargs {
     rssm_step_io io;       /* strides resolved; tokens = 0 for materialise */
     const int32_t *src_slot, *dst_slot; /* materialise */
     int *err;              /* device error counter */
+    int spec;              /* cuda_fast2.cu only: read the whole ring before the cursor is known */
 } kargs;
 
 /* ---- element access ----------------------------------------------------------------- */
