@@ -62,6 +62,13 @@ def _ptr(handle_obj):
     return handle_obj.handle
 
 
+
+def _free(free_fn, handle, *owners):
+    """Finaliser: frees a C object. `owners` (the context or pool it was made from) are held
+    until then, so a cycle collection can never free a parent before its child."""
+    del owners
+    free_fn(handle)
+
 class Pool:
     """rssm_pool: every layer's state for num_slots slots plus the shared cursors, library-owned."""
 
@@ -72,7 +79,7 @@ class Pool:
         h = ctypes.c_void_p()
         _lib.call("rssm_pool_create", ctx.handle, arr, len(arr), int(num_slots), ctypes.byref(h))
         self._h = h
-        self._fin = weakref.finalize(self, _lib.lib().rssm_pool_free, h)
+        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_pool_free, h, ctx)
         self._layers = [Layer.from_c(arr[i]) for i in range(len(arr))]
 
     @staticmethod
@@ -180,7 +187,7 @@ class Plan:
         h = ctypes.c_void_p()
         _lib.call("rssm_plan_create", pool.handle, int(batch), int(track_interval), ctypes.byref(h))
         self._h = h
-        self._fin = weakref.finalize(self, _lib.lib().rssm_plan_free, h)
+        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_plan_free, h, pool)
         self.batch = int(_lib.lib().rssm_plan_batch(h))
 
     @property
@@ -245,7 +252,7 @@ class PrefixCache:
         _lib.call("rssm_prefix_cache_create", snapshot_pool.handle, int(max_bytes), int(max_snapshots),
                   ctypes.byref(h))
         self._h = h
-        self._fin = weakref.finalize(self, _lib.lib().rssm_prefix_cache_free, h)
+        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_prefix_cache_free, h, snapshot_pool)
 
     @property
     def handle(self):
