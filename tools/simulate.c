@@ -250,7 +250,7 @@ static int mixer_prefill(engine *e, int layer, int n, const rssm_state *st)
     io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
     io.o = e->d_mix;
     io.slot = e->d_slot;
-    CHECK(rssm_prefill(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    CHECK(rssm_prefill(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
@@ -261,8 +261,8 @@ static int mixer_decode(engine *e, int layer, int n, const rssm_state *st)
     CHECK(rssm_plan_io(e->plan, &io));
     io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
     io.o = e->d_mix;
-    if (e->replay) CHECK(rssm_decode_replay(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
-    else CHECK(rssm_decode_packed(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    if (e->replay) CHECK(rssm_decode_replay(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    else CHECK(rssm_decode_packed(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
@@ -274,7 +274,7 @@ static int mixer_verify(engine *e, int layer, int n, const rssm_state *st)
     io.tokens = e->T;
     io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
     io.o = e->d_mix;
-    CHECK(rssm_verify(e->ctx, &e->model->cfg.layer, st, &io, rssm_dev_stream(e->ctx)));
+    CHECK(rssm_verify(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
@@ -283,7 +283,7 @@ static int mixer_verify(engine *e, int layer, int n, const rssm_state *st)
  * rows are token-major ([T][B], tok_index) */
 static int mixer_verify_packed(engine *e, int layer, int n, const rssm_state *st)
 {
-    const rssm_layer *l = &e->model->cfg.layer;
+    const rssm_layer *l = &e->layers[layer];
     const int B = e->cfg->max_batch, T = e->T;
     const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
     for (int t = 0; t < T; t++) {
@@ -360,6 +360,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     e->max_rows = B * T > 256 ? B * T : 256; /* as sim_model_init's scratch */
     /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
     e->layers = malloc(sizeof(rssm_layer) * nl);
+    if (!e->layers) return -1;
     for (int i = 0; i < nl; i++) {
         e->layers[i] = *ml;
         if (!replay) e->layers[i].ring_len = 1;
@@ -378,12 +379,14 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     e->next = malloc(sizeof(int32_t) * e->max_rows);
     if (!e->tokens || !e->next) return -1;
     int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
+    if (!scratch_slot) return -1;
     for (int i = 0; i < scratch; i++) CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
 
     request **rows = calloc(B, sizeof *rows);
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
+    if (!rows || !slot || !seq || !acc || !fold || !drafts) return -1;
     const double t0 = now_s();
     int finished = 0, next_req = 0;
     for (int step = 0; finished < c->requests; step++) {
@@ -422,6 +425,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         if (!replay && T > 1) {
             /* slot tables: [0] request slots, [t+1] scratch slots of token t */
             int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
+            if (!tab) return -1;
             for (int row = 0; row < B; row++) {
                 tab[row] = slot[row];
                 for (int t = 0; t < T; t++) tab[(size_t)(t + 1) * B + row] = rows[row] ? scratch_slot[row * T + t] : -1;
@@ -469,7 +473,17 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             } else {
                 res->state_bytes += nl * state_bytes_token(l);
             }
-            if (!replay && T > 1) CHECK(rssm_pool_copy_checkpoint(e->pool, scratch_slot[row * T + a - 1], e->pool, r->slot));
+            if (!replay && T > 1) {
+                /* the accepted state becomes the request's; snapshot it on a track boundary */
+                CHECK(rssm_pool_copy_checkpoint(e->pool, scratch_slot[row * T + a - 1], e->pool, r->slot));
+                if ((r->seq_len + a) % c->track_interval == 0) {
+                    for (int t = 0; t < a; t++)
+                        if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
+                    r->hist_len -= a; /* pushed again below */
+                    CHECK(rssm_prefix_cache_insert(e->cache, r->hist, r->seq_len + a, e->pool, r->slot,
+                                                   RSSM_SNAPSHOT_CHECKPOINT));
+                }
+            }
             /* snapshot when this step made the checkpoint the state after a multiple of the interval */
             if (fold[row]) {
                 const int at = T > 1 ? r->seq_len : r->seq_len + 1;

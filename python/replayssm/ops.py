@@ -53,16 +53,27 @@ def _check_memory(ctx, memory, index, name):
         raise ValueError(f"{name}: on cuda:{index}, the context is on cuda:{ctx.index}")
 
 
-def _stream(ctx, stream):
+def _stream(ctx, stream, keep=()):
+    """The cudaStream_t to enqueue on: `stream` (a torch stream or a raw handle) or torch's current
+    stream. When it is not the current stream, it first waits for the current one (where any
+    converted inputs in `keep` were made), and those tensors are recorded on it so the caching
+    allocator does not reuse them before the library's kernels have read them."""
     if not ctx.is_cuda:
         return None
-    if stream is None:
-        import torch
+    import torch
 
-        return ctypes.c_void_p(torch.cuda.current_stream(ctx.index).cuda_stream)
-    if hasattr(stream, "cuda_stream"):
-        return ctypes.c_void_p(stream.cuda_stream)
-    return ctypes.c_void_p(int(stream))
+    cur = torch.cuda.current_stream(ctx.index)
+    if stream is None:
+        return ctypes.c_void_p(cur.cuda_stream)
+    handle = int(getattr(stream, "cuda_stream", stream))
+    if handle != cur.cuda_stream:
+        s = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.ExternalStream(
+            handle, device=torch.device("cuda", ctx.index))
+        s.wait_stream(cur)
+        for t in keep:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                t.record_stream(s)
+    return ctypes.c_void_p(handle)
 
 
 def _tensor_in(ctx, x, name, shape, kind, keep, strided):
@@ -130,7 +141,7 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
         raise ValueError("slot is required ([B] int32, -1 = padding)")
     c.write_slot = tz.index_tensor(write_slot, "write_slot", "i32", B, mem, idx, keep)
     c.fold = tz.index_tensor(fold, "fold", "u8", B, mem, idx, keep)
-    _lib.call(fn, ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), ctypes.byref(c), _stream(ctx, stream))
+    _lib.call(fn, ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), ctypes.byref(c), _stream(ctx, stream, keep))
     if squeeze and len(tz.view(out, "out").shape) == 4:
         out = out[:, 0]
     return out
@@ -190,7 +201,7 @@ def advance(ctx, layer, state, slot, fold=None, *, stream=None):
     s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.index, keep)
     f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.index, keep)
     _lib.call("rssm_advance", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, s, f,
-              _stream(ctx, stream))
+              _stream(ctx, stream, keep))
 
 
 def commit(ctx, layer, state, slot, accepted, tokens, fold=None, *, stream=None):
@@ -202,7 +213,7 @@ def commit(ctx, layer, state, slot, accepted, tokens, fold=None, *, stream=None)
     acc = tz.index_tensor(accepted, "accepted", "i32", B, ctx.memory, ctx.index, keep)
     f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.index, keep)
     _lib.call("rssm_commit", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, int(tokens), s, f, acc,
-              _stream(ctx, stream))
+              _stream(ctx, stream, keep))
 
 
 def materialize(ctx, layer, src, dst, src_slot, dst_slot, *, stream=None):
@@ -215,7 +226,7 @@ def materialize(ctx, layer, src, dst, src_slot, dst_slot, *, stream=None):
     s = tz.index_tensor(src_slot, "src_slot", "i32", B, ctx.memory, ctx.index, keep)
     d = tz.index_tensor(dst_slot, "dst_slot", "i32", B, ctx.memory, ctx.index, keep)
     _lib.call("rssm_materialize", ctx.handle, ctypes.byref(layer._c), ctypes.byref(src._c), ctypes.byref(dst._c),
-              B, s, d, _stream(ctx, stream))
+              B, s, d, _stream(ctx, stream, keep))
 
 
 def reset_cursors(ctx, state, slot, *, stream=None):
@@ -226,7 +237,7 @@ def reset_cursors(ctx, state, slot, *, stream=None):
     keep = []
     B = _batch_of(slot)
     s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.index, keep)
-    _lib.call("rssm_reset_cursors", ctx.handle, ctypes.byref(state._c), B, s, _stream(ctx, stream))
+    _lib.call("rssm_reset_cursors", ctx.handle, ctypes.byref(state._c), B, s, _stream(ctx, stream, keep))
 
 
 def _batch_of(x) -> int:

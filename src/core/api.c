@@ -246,8 +246,18 @@ static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_s
     return RSSM_OK;
 }
 
+static rssm_status check_slots_unique(const char *fn, const char *what, const int32_t *slot, int32_t batch,
+                                      int32_t num_slots, int unique);
+
 /* Slot indices in [-1, num_slots); no slot used twice among non-padding rows. */
 static rssm_status check_slots(const char *fn, const char *what, const int32_t *slot, int32_t batch, int32_t num_slots)
+{
+    return check_slots_unique(fn, what, slot, batch, num_slots, 1);
+}
+
+/* Slot indices in [-1, num_slots); with `unique`, no slot used twice among non-padding rows. */
+static rssm_status check_slots_unique(const char *fn, const char *what, const int32_t *slot, int32_t batch,
+                                      int32_t num_slots, int unique)
 {
     uint8_t *seen = calloc((size_t)num_slots, 1);
     if (!seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -256,7 +266,7 @@ static rssm_status check_slots(const char *fn, const char *what, const int32_t *
         const int32_t s = slot[b];
         if (s < -1 || s >= num_slots)
             st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is outside [-1, %d)", fn, what, b, s, num_slots);
-        else if (s >= 0 && seen[s]++)
+        else if (unique && s >= 0 && seen[s]++)
             st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is used by two rows", fn, what, b, s);
     }
     free(seen);
@@ -413,7 +423,10 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
     p.group = p.layer.num_v_heads / p.layer.num_k_heads;
     p.gk = gk_of(&p.layer);
     if (host_device(ctx)) {
-        if ((st = check_slots(fn, "slot", p.io.slot, p.io.batch, state->num_slots)) != RSSM_OK) return st;
+        /* copy-on-write packed decode may fork one slot into several rows: reads may repeat */
+        const int fork = op == RSSM_OP_DECODE_PACKED && p.io.write_slot;
+        if ((st = check_slots_unique(fn, "slot", p.io.slot, p.io.batch, state->num_slots, !fork)) != RSSM_OK)
+            return st;
         if (p.io.write_slot) {
             if ((st = check_slots(fn, "write_slot", p.io.write_slot, p.io.batch, state->num_slots)) != RSSM_OK)
                 return st;

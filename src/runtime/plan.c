@@ -143,10 +143,10 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     if (n < 0 || n > plan->batch)
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: n %d outside [0, batch %d]", fn, n, plan->batch);
     if (n > 0 && !accepted) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: accepted is NULL", fn);
+    const int32_t L = plan->pool->lm[0].layer.ring_len; /* a verify window holds at most L tokens */
     for (int32_t i = 0; i < n; i++)
-        if (accepted[i] < 0 || accepted[i] > RSSM_MAX_RING_LEN)
-            return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: accepted[%d] = %d outside [0, %d]", fn, i, accepted[i],
-                             RSSM_MAX_RING_LEN);
+        if (accepted[i] < 0 || accepted[i] > L)
+            return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: accepted[%d] = %d outside [0, L=%d]", fn, i, accepted[i], L);
     int32_t *tmp = calloc((size_t)plan->batch, 4);
     if (!tmp) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     if (n > 0) memcpy(tmp, accepted, (size_t)n * 4);

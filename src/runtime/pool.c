@@ -6,6 +6,7 @@
  * Memory layout: runtime.h. Slot s of a tensor is one contiguous range (slot is the
  * leading dimension), so zeroing, copying and exporting a slot are plain byte ranges.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -49,6 +50,8 @@ static rssm_status layout(const char *fn, const rssm_layer *layers, int32_t n_la
         size_t o[5];
         const size_t sz[5] = {all.checkpoint, all.ring_u, all.ring_k, all.ring_g, all.ring_base};
         for (int t = 0; t < 5; t++) {
+            if (off > SIZE_MAX / 2 || sz[t] > SIZE_MAX / 2 - off)
+                return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: the pool would need more than 2^63 bytes", fn);
             off = align_up(off);
             o[t] = off;
             off += sz[t];
