@@ -9,13 +9,13 @@
 
 #include "replayssm.h"
 
-#define CHECK(call)                                                                                    \
-    do {                                                                                               \
-        rssm_status st_ = (call);                                                                      \
-        if (st_ != RSSM_OK) {                                                                          \
-            fprintf(stderr, "%s: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error());          \
-            return 1;                                                                                  \
-        }                                                                                              \
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        rssm_status st_ = (call);                                                                                      \
+        if (st_ != RSSM_OK) {                                                                                          \
+            fprintf(stderr, "%s: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error());                          \
+            return 1;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 static void *zalloc(size_t bytes) { return calloc(1, (bytes + 63) / 64 * 64); } /* calloc is 16-byte aligned */
@@ -48,16 +48,28 @@ int main(void)
     int32_t *slot = zalloc(sizeof(int32_t) * 4);
     slot[0] = 3, slot[1] = -1; /* row 1 is padding: zero output, nothing touched */
 
-    rssm_step_io io = {.batch = B, .tokens = 1, .q = q, .k = k, .v = v, .a = a, .b = b,
-                       .A_log = A_log, .dt_bias = dt_bias, .o = o, .slot = slot};
+    rssm_step_io io = {.batch = B,
+                       .tokens = 1,
+                       .q = q,
+                       .k = k,
+                       .v = v,
+                       .a = a,
+                       .b = b,
+                       .A_log = A_log,
+                       .dt_bias = dt_bias,
+                       .o = o,
+                       .slot = slot};
     for (int step = 0; step < 40; step++) {
-        for (int i = 0; i < B * H * K; i++) q[i] = sinf(0.1f * i + step), k[i] = cosf(0.07f * i - step);
-        for (int i = 0; i < B * HV * V; i++) v[i] = sinf(0.03f * i * step);
-        CHECK(rssm_decode_replay(ctx, &layer, &st, &io, NULL));   /* per layer */
+        for (int i = 0; i < B * H * K; i++)
+            q[i] = sinf(0.1f * i + step), k[i] = cosf(0.07f * i - step);
+        for (int i = 0; i < B * HV * V; i++)
+            v[i] = sinf(0.03f * i * step);
+        CHECK(rssm_decode_replay(ctx, &layer, &st, &io, NULL));     /* per layer */
         CHECK(rssm_advance(ctx, &layer, &st, B, slot, NULL, NULL)); /* once, after the last layer */
     }
     double norm = 0;
-    for (int i = 0; i < HV * V; i++) norm += (double)o[i] * o[i];
+    for (int i = 0; i < HV * V; i++)
+        norm += (double)o[i] * o[i];
     printf("replay decode: 40 steps, cursor of slot 3 = %d, |o| = %.6f\n", st.cursor[3], sqrt(norm));
 
     rssm_context_free(ctx);

@@ -51,21 +51,21 @@ const char *rssm_version_string(void);
 
 typedef enum rssm_status {
     RSSM_OK = 0,
-    RSSM_ERROR_NULL_POINTER,    /* a required pointer is NULL */
-    RSSM_ERROR_BAD_SHAPE,       /* head counts, dims, batch or token count out of range */
-    RSSM_ERROR_BAD_DTYPE,       /* dtype unknown or not supported by this device/op */
-    RSSM_ERROR_BAD_SLOT,        /* a slot index outside [-1, num_slots) */
-    RSSM_ERROR_BAD_RING_LEN,    /* ring length < 1 or > RSSM_MAX_RING_LEN */
-    RSSM_ERROR_BAD_TOKENS,      /* T < 1, T > L for verify, or accepted count outside [0, T] */
-    RSSM_ERROR_MISALIGNED,      /* a pointer not aligned to 16 bytes */
-    RSSM_ERROR_BAD_ARGUMENT,    /* any other invalid value (gate kind, scale, threshold) */
-    RSSM_ERROR_UNSUPPORTED,     /* a valid request this device cannot do (e.g. CUDA absent) */
-    RSSM_ERROR_DEVICE,          /* the device reported an error (CUDA error string in message) */
-    RSSM_ERROR_OUT_OF_MEMORY,   /* an allocation failed */
-    RSSM_ERROR_POOL_FULL,       /* runtime: no free slot left; nothing changed */
-    RSSM_ERROR_BAD_FORMAT,      /* runtime: import of a blob with wrong magic, version or shape */
-    RSSM_ERROR_CHECKSUM,        /* runtime: import of a blob whose checksum does not match */
-    RSSM_ERROR_NOT_FOUND,       /* runtime: a slot or entry that is not held */
+    RSSM_ERROR_NULL_POINTER,  /* a required pointer is NULL */
+    RSSM_ERROR_BAD_SHAPE,     /* head counts, dims, batch or token count out of range */
+    RSSM_ERROR_BAD_DTYPE,     /* dtype unknown or not supported by this device/op */
+    RSSM_ERROR_BAD_SLOT,      /* a slot index outside [-1, num_slots) */
+    RSSM_ERROR_BAD_RING_LEN,  /* ring length < 1 or > RSSM_MAX_RING_LEN */
+    RSSM_ERROR_BAD_TOKENS,    /* T < 1, T > L for verify, or accepted count outside [0, T] */
+    RSSM_ERROR_MISALIGNED,    /* a pointer not aligned to 16 bytes */
+    RSSM_ERROR_BAD_ARGUMENT,  /* any other invalid value (gate kind, scale, threshold) */
+    RSSM_ERROR_UNSUPPORTED,   /* a valid request this device cannot do (e.g. CUDA absent) */
+    RSSM_ERROR_DEVICE,        /* the device reported an error (CUDA error string in message) */
+    RSSM_ERROR_OUT_OF_MEMORY, /* an allocation failed */
+    RSSM_ERROR_POOL_FULL,     /* runtime: no free slot left; nothing changed */
+    RSSM_ERROR_BAD_FORMAT,    /* runtime: import of a blob with wrong magic, version or shape */
+    RSSM_ERROR_CHECKSUM,      /* runtime: import of a blob whose checksum does not match */
+    RSSM_ERROR_NOT_FOUND,     /* runtime: a slot or entry that is not held */
     RSSM_STATUS_COUNT
 } rssm_status;
 
@@ -118,25 +118,24 @@ typedef enum rssm_gate {
 #define RSSM_MAX_RING_LEN 64
 
 typedef struct rssm_layer {
-    int32_t num_k_heads;   /* H  */
-    int32_t num_v_heads;   /* HV, a multiple of H */
-    int32_t head_k_dim;    /* K, 1..RSSM_MAX_HEAD_DIM */
-    int32_t head_v_dim;    /* V, 1..RSSM_MAX_HEAD_DIM */
+    int32_t num_k_heads; /* H  */
+    int32_t num_v_heads; /* HV, a multiple of H */
+    int32_t head_k_dim;  /* K, 1..RSSM_MAX_HEAD_DIM */
+    int32_t head_v_dim;  /* V, 1..RSSM_MAX_HEAD_DIM */
     rssm_gate gate;
-    int32_t ring_len;      /* L, 1..RSSM_MAX_RING_LEN */
-    rssm_dtype state_dtype; /* checkpoint */
-    rssm_dtype ring_dtype;  /* ring u and k (ring G is always f32, or f64 on the reference) */
-    rssm_dtype io_dtype;    /* q, k, v, a, b and the output o */
-    float scale;            /* applied to q after normalisation; 0 means K^-0.5 */
-    int32_t qk_l2norm;      /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
-    int32_t has_lower_bound; /* KDA only: 1 selects the safe gate below */
-    float lower_bound;       /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
+    int32_t ring_len;         /* L, 1..RSSM_MAX_RING_LEN */
+    rssm_dtype state_dtype;   /* checkpoint */
+    rssm_dtype ring_dtype;    /* ring u and k (ring G is always f32, or f64 on the reference) */
+    rssm_dtype io_dtype;      /* q, k, v, a, b and the output o */
+    float scale;              /* applied to q after normalisation; 0 means K^-0.5 */
+    int32_t qk_l2norm;        /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
+    int32_t has_lower_bound;  /* KDA only: 1 selects the safe gate below */
+    float lower_bound;        /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
     float kda_fold_threshold; /* KDA only: G_MAX, fold early when min(G) < -G_MAX; 0 means 60 */
 } rssm_layer;
 
 /* A layer with the common defaults filled in (scale 0 = K^-0.5, l2norm on, dtypes f32). */
-rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V,
-                              int32_t L);
+rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V, int32_t L);
 /* Validates a layer description; RSSM_OK or the reason. */
 rssm_status rssm_layer_validate(const rssm_layer *layer);
 /* Size in bytes of one dtype element (f32 4, bf16 2, f64 8). */
@@ -253,39 +252,38 @@ rssm_status rssm_decode_replay(rssm_context *ctx, const rssm_layer *layer, const
 /* Speculative verify of T tokens (1 <= T <= L) per row through the ring: outputs every
  * token's o, appends the T entries after the committed ones (after a start fold if needed),
  * writes no intermediate state. Call rssm_commit after the last layer. */
-rssm_status rssm_verify(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
-                        const rssm_step_io *io, void *stream);
+rssm_status rssm_verify(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, const rssm_step_io *io,
+                        void *stream);
 
 /* Cursor move after a decode step (T = 1): for every non-padding row applies the decode
  * fold rule: c = (c + 1 > L ? 0 : c) + 1; c = (c == L || fold[b]) ? 0 : c.
  * `fold` is the same array given to the decode step (NULL = none). Once per forward. */
-rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
-                         int32_t batch, const int32_t *slot, const uint8_t *fold, void *stream);
+rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
+                         const int32_t *slot, const uint8_t *fold, void *stream);
 
 /* Cursor move after a verify of T tokens: c = (c + T > L || fold[b] ? 0 : c) + accepted[b],
  * accepted[b] in [0, T]. Rejected entries are never read again. Once per forward. */
-rssm_status rssm_commit(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
-                        int32_t batch, int32_t tokens, const int32_t *slot, const uint8_t *fold,
-                        const int32_t *accepted, void *stream);
+rssm_status rssm_commit(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
+                        int32_t tokens, const int32_t *slot, const uint8_t *fold, const int32_t *accepted,
+                        void *stream);
 
 /* Folds the ring of src_slot[b] (at its committed position) into dst's checkpoint at
  * dst_slot[b] and resets dst's ring_base; src and dst may be the same state and slot.
  * Cursors are not touched: after the last layer, reset dst's cursors (rssm_reset_cursors).
  * Rows with src_slot or dst_slot -1 are skipped. */
-rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src,
-                             const rssm_state *dst, int32_t batch, const int32_t *src_slot,
-                             const int32_t *dst_slot, void *stream);
+rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src, const rssm_state *dst,
+                             int32_t batch, const int32_t *src_slot, const int32_t *dst_slot, void *stream);
 
 /* Prefill of T tokens per row with the recurrent form: starts from the slot's current state
  * (checkpoint with its live ring folded in; zero the slot first for a fresh sequence), writes
  * o for every token, the final state as the checkpoint and resets ring_base. After the last
  * layer reset the cursors (rssm_reset_cursors) so the ring starts empty. */
-rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
-                         const rssm_step_io *io, void *stream);
+rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, const rssm_step_io *io,
+                         void *stream);
 
 /* cursor[slot[b]] = 0 for every non-padding row. */
-rssm_status rssm_reset_cursors(rssm_context *ctx, const rssm_state *state, int32_t batch,
-                               const int32_t *slot, void *stream);
+rssm_status rssm_reset_cursors(rssm_context *ctx, const rssm_state *state, int32_t batch, const int32_t *slot,
+                               void *stream);
 
 /* ------------------------------------------------------------------------------------ */
 /* Runtime                                                                                */
@@ -319,8 +317,8 @@ void rssm_pool_free(rssm_pool *pool);
 size_t rssm_pool_memory(const rssm_pool *pool);
 /* Device bytes of one slot over all layers (checkpoint, ring, ring_base and its cursor). */
 size_t rssm_pool_slot_bytes(const rssm_pool *pool);
-int32_t rssm_pool_num_slots(const rssm_pool *pool);  /* usable slots (n_slots) */
-int32_t rssm_pool_num_free(const rssm_pool *pool);   /* slots not held */
+int32_t rssm_pool_num_slots(const rssm_pool *pool); /* usable slots (n_slots) */
+int32_t rssm_pool_num_free(const rssm_pool *pool);  /* slots not held */
 int32_t rssm_pool_num_layers(const rssm_pool *pool);
 rssm_context *rssm_pool_context(const rssm_pool *pool);
 /* 1 if `slot` is a held slot of this pool, else 0. */
@@ -388,7 +386,7 @@ typedef enum rssm_plan_mode {
  * folds when its sequence length reaches a multiple of it, see rssm_plan_begin); 0: none.
  * All device buffers are allocated here: no step call allocates. */
 rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_interval, rssm_plan **out);
-void rssm_plan_free(rssm_plan *plan); /* accepts NULL */
+void rssm_plan_free(rssm_plan *plan);           /* accepts NULL */
 size_t rssm_plan_memory(const rssm_plan *plan); /* device bytes it allocated */
 int32_t rssm_plan_batch(const rssm_plan *plan);
 /* Host: rows [0, n) get `slot[i]` (a held slot of the pool or -1) and `seq_len[i]` (tokens
@@ -457,11 +455,11 @@ rssm_status rssm_prefix_cache_unlock(rssm_prefix_cache *cache, uint64_t lock);
 rssm_status rssm_prefix_cache_evict(rssm_prefix_cache *cache, int32_t count, int32_t *evicted);
 
 typedef struct rssm_prefix_cache_stats {
-    int32_t nodes;      /* tree nodes, root excluded */
-    int32_t snapshots;  /* nodes holding a snapshot slot */
-    int32_t locked;     /* snapshots with a lock count > 0 */
-    int32_t locks;      /* sum of lock counts */
-    size_t bytes;       /* snapshots * rssm_pool_slot_bytes */
+    int32_t nodes;     /* tree nodes, root excluded */
+    int32_t snapshots; /* nodes holding a snapshot slot */
+    int32_t locked;    /* snapshots with a lock count > 0 */
+    int32_t locks;     /* sum of lock counts */
+    size_t bytes;      /* snapshots * rssm_pool_slot_bytes */
     int64_t hits, misses, inserts, evictions;
 } rssm_prefix_cache_stats;
 rssm_status rssm_prefix_cache_get_stats(const rssm_prefix_cache *cache, rssm_prefix_cache_stats *out);

@@ -35,8 +35,10 @@ static void t_case(int rc, int ok, const char *fmt, ...)
 
 static int t_end(void)
 {
-    if (t_skipped) printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
-    else printf("%d passed, %d failed\n", t_passed, t_failed);
+    if (t_skipped)
+        printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
+    else
+        printf("%d passed, %d failed\n", t_passed, t_failed);
     return t_failed ? 1 : 0;
 }
 

@@ -27,7 +27,8 @@ static uint64_t checksum(void)
 {
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < nmem; i++)
-        for (size_t j = 0; j < memn[i]; j++) h = (h ^ mem[i][j]) * 1099511628211ull;
+        for (size_t j = 0; j < memn[i]; j++)
+            h = (h ^ mem[i][j]) * 1099511628211ull;
     return h;
 }
 
@@ -35,16 +36,16 @@ static rssm_context *ctx;
 static const char *dev;
 
 /* Runs `call`, expects `want`, a message and no change. */
-#define EXPECT(want, call, ...)                                                                        \
-    do {                                                                                               \
-        uint64_t before_ = checksum();                                                                 \
-        rssm_status got_ = (call);                                                                     \
-        const char *m_ = rssm_last_error();                                                            \
-        int ok_ = got_ == (want) && m_ && m_[0] && checksum() == before_;                              \
-        char what_[256];                                                                               \
-        snprintf(what_, sizeof what_, __VA_ARGS__);                                                    \
-        t_case(RH_OK, ok_, "errors/%s/%s: %s (got %s, message \"%s\"%s)", dev, what_, rssm_status_name(want), \
-               rssm_status_name(got_), m_, checksum() == before_ ? "" : ", BUFFERS CHANGED");          \
+#define EXPECT(want, call, ...)                                                                                        \
+    do {                                                                                                               \
+        uint64_t before_ = checksum();                                                                                 \
+        rssm_status got_ = (call);                                                                                     \
+        const char *m_ = rssm_last_error();                                                                            \
+        int ok_ = got_ == (want) && m_ && m_[0] && checksum() == before_;                                              \
+        char what_[256];                                                                                               \
+        snprintf(what_, sizeof what_, __VA_ARGS__);                                                                    \
+        t_case(RH_OK, ok_, "errors/%s/%s: %s (got %s, message \"%s\"%s)", dev, what_, rssm_status_name(want),          \
+               rssm_status_name(got_), m_, checksum() == before_ ? "" : ", BUFFERS CHANGED");                          \
     } while (0)
 
 typedef rssm_status (*step_fn)(rssm_context *, const rssm_layer *, const rssm_state *, const rssm_step_io *, void *);
@@ -62,8 +63,8 @@ int main(void)
         EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_check_device_errors(NULL), "check_device_errors NULL");
         rssm_layer l0 = rssm_layer_default(RSSM_GATE_KDA, H, HV, K, V, L), l;
         EXPECT(RSSM_ERROR_NULL_POINTER, rssm_layer_validate(NULL), "layer_validate NULL");
-#define BAD_LAYER(want, mod, name)                                                                     \
-    l = l0, mod;                                                                                       \
+#define BAD_LAYER(want, mod, name)                                                                                     \
+    l = l0, mod;                                                                                                       \
     EXPECT(want, rssm_layer_validate(&l), "layer_validate %s", name);
         BAD_LAYER(RSSM_ERROR_BAD_SHAPE, l.num_k_heads = 0, "H=0");
         BAD_LAYER(RSSM_ERROR_BAD_SHAPE, (l.num_k_heads = 2, l.num_v_heads = 3), "HV not a multiple of H");
@@ -96,16 +97,19 @@ int main(void)
             rssm_layer l = rssm_layer_default(g ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, K, V, L);
             rssm_state_bytes sz;
             rssm_state_size(&l, SLOTS, &sz);
-            rssm_state st = {SLOTS, buf(sz.checkpoint), buf(sz.ring_u), buf(sz.ring_k), buf(sz.ring_g),
-                             g ? buf(sz.ring_base) : NULL, buf(sz.cursor)};
-            for (size_t i = 0; i < sz.checkpoint / 4; i++) ((float *)st.checkpoint)[i] = (float)(i % 7) * 0.1f;
+            rssm_state st = {SLOTS,          buf(sz.checkpoint),           buf(sz.ring_u), buf(sz.ring_k),
+                             buf(sz.ring_g), g ? buf(sz.ring_base) : NULL, buf(sz.cursor)};
+            for (size_t i = 0; i < sz.checkpoint / 4; i++)
+                ((float *)st.checkpoint)[i] = (float)(i % 7) * 0.1f;
             st.cursor[0] = 1, st.cursor[1] = 2;
             const int gk = g ? K : 1;
             float *q = buf(4 * B * 2 * H * K), *k = buf(4 * B * 2 * H * K), *v = buf(4 * B * 2 * HV * V);
-            float *a = buf(4 * B * 2 * HV * gk), *bb = buf(4 * B * 2 * HV), *alog = buf(4 * HV), *dtb = buf(4 * HV * gk);
+            float *a = buf(4 * B * 2 * HV * gk), *bb = buf(4 * B * 2 * HV), *alog = buf(4 * HV),
+                  *dtb = buf(4 * HV * gk);
             float *o = buf(4 * B * 2 * HV * V);
             int32_t *slot = buf(4 * B), *slot2 = buf(4 * B), *acc = buf(4 * B);
-            for (int i = 0; i < B * 2 * H * K; i++) q[i] = k[i] = (float)(i % 5) - 2;
+            for (int i = 0; i < B * 2 * H * K; i++)
+                q[i] = k[i] = (float)(i % 5) - 2;
             slot[0] = 0, slot[1] = 1, slot2[0] = 2, slot2[1] = 3, acc[0] = 1, acc[1] = 0;
             rssm_step_io io0;
             memset(&io0, 0, sizeof io0);
@@ -120,11 +124,11 @@ int main(void)
                 rssm_layer l2;
                 _Alignas(16) int32_t bad[B];
                 const char *fn = names[f];
-#define STEP(want, what, ...)                                                                          \
-    do {                                                                                               \
-        io = io0, s2 = st, l2 = l;                                                                     \
-        __VA_ARGS__;                                                                                   \
-        EXPECT(want, fns[f](ctx, &l2, &s2, &io, NULL), "%s/%s/%s", gn, fn, what);                      \
+#define STEP(want, what, ...)                                                                                          \
+    do {                                                                                                               \
+        io = io0, s2 = st, l2 = l;                                                                                     \
+        __VA_ARGS__;                                                                                                   \
+        EXPECT(want, fns[f](ctx, &l2, &s2, &io, NULL), "%s/%s/%s", gn, fn, what);                                      \
     } while (0)
                 { /* control: the valid call works (or the device does not run it yet) */
                     rssm_status cs = fns[f](ctx, &l, &st, &io0, NULL);
@@ -149,7 +153,8 @@ int main(void)
                 STEP(RSSM_ERROR_BAD_SHAPE, "H=0", l2.num_k_heads = 0);
                 STEP(RSSM_ERROR_BAD_RING_LEN, "L=0", l2.ring_len = 0);
                 STEP(RSSM_ERROR_BAD_DTYPE, "io dtype 7", l2.io_dtype = (rssm_dtype)7);
-                if (devs[d] != RSSM_DEVICE_REFERENCE) STEP(RSSM_ERROR_BAD_DTYPE, "f64 state off the reference", l2.state_dtype = RSSM_DTYPE_F64);
+                if (devs[d] != RSSM_DEVICE_REFERENCE)
+                    STEP(RSSM_ERROR_BAD_DTYPE, "f64 state off the reference", l2.state_dtype = RSSM_DTYPE_F64);
                 STEP(RSSM_ERROR_BAD_SHAPE, "batch -1", io.batch = -1);
                 STEP(RSSM_ERROR_BAD_SHAPE, "num_slots 0", s2.num_slots = 0);
                 STEP(RSSM_ERROR_BAD_TOKENS, "T=0", io.tokens = 0);
@@ -164,8 +169,11 @@ int main(void)
                 STEP(RSSM_ERROR_BAD_SLOT, "slot out of range", (bad[0] = 0, bad[1] = SLOTS, io.slot = bad));
                 STEP(RSSM_ERROR_BAD_SLOT, "slot -2", (bad[0] = -2, bad[1] = 1, io.slot = bad));
                 STEP(RSSM_ERROR_BAD_SLOT, "duplicate slot", (bad[0] = 1, bad[1] = 1, io.slot = bad));
-                if (f == 0) STEP(RSSM_ERROR_BAD_SLOT, "write_slot duplicate", (bad[0] = 3, bad[1] = 3, io.write_slot = bad));
-                if (f == 0) STEP(RSSM_ERROR_BAD_SLOT, "write_slot pads one side", (bad[0] = -1, bad[1] = 3, io.write_slot = bad));
+                if (f == 0)
+                    STEP(RSSM_ERROR_BAD_SLOT, "write_slot duplicate", (bad[0] = 3, bad[1] = 3, io.write_slot = bad));
+                if (f == 0)
+                    STEP(RSSM_ERROR_BAD_SLOT, "write_slot pads one side",
+                         (bad[0] = -1, bad[1] = 3, io.write_slot = bad));
                 if (f) STEP(RSSM_ERROR_BAD_ARGUMENT, "write_slot off packed", io.write_slot = slot2);
                 if (f) {
                     int32_t keep = st.cursor[1];
@@ -184,52 +192,79 @@ int main(void)
             /* cursor moves */
             {
                 _Alignas(16) int32_t bad[B];
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(NULL, &l, &st, B, slot, NULL, NULL), "%s/advance/ctx NULL", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(ctx, &l, NULL, B, slot, NULL, NULL), "%s/advance/state NULL", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(ctx, &l, &st, B, NULL, NULL, NULL), "%s/advance/slot NULL", gn);
-                EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_advance(ctx, &l, &st, -1, slot, NULL, NULL), "%s/advance/batch -1", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(NULL, &l, &st, B, slot, NULL, NULL), "%s/advance/ctx NULL",
+                       gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(ctx, &l, NULL, B, slot, NULL, NULL),
+                       "%s/advance/state NULL", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_advance(ctx, &l, &st, B, NULL, NULL, NULL), "%s/advance/slot NULL",
+                       gn);
+                EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_advance(ctx, &l, &st, -1, slot, NULL, NULL), "%s/advance/batch -1",
+                       gn);
                 bad[0] = 0, bad[1] = SLOTS;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_advance(ctx, &l, &st, B, bad, NULL, NULL), "%s/advance/slot out of range", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_advance(ctx, &l, &st, B, bad, NULL, NULL),
+                       "%s/advance/slot out of range", gn);
                 bad[0] = 2, bad[1] = 2;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_advance(ctx, &l, &st, B, bad, NULL, NULL), "%s/advance/duplicate slot", gn);
-                EXPECT(RSSM_ERROR_MISALIGNED, rssm_advance(ctx, &l, &st, 1, slot + 1, NULL, NULL), "%s/advance/slot misaligned", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_advance(ctx, &l, &st, B, bad, NULL, NULL), "%s/advance/duplicate slot",
+                       gn);
+                EXPECT(RSSM_ERROR_MISALIGNED, rssm_advance(ctx, &l, &st, 1, slot + 1, NULL, NULL),
+                       "%s/advance/slot misaligned", gn);
                 rssm_layer l0 = l;
                 l0.ring_len = 0;
                 EXPECT(RSSM_ERROR_BAD_RING_LEN, rssm_advance(ctx, &l0, &st, B, slot, NULL, NULL), "%s/advance/L=0", gn);
-                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 0, slot, NULL, acc, NULL), "%s/commit/T=0", gn);
-                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, L + 1, slot, NULL, acc, NULL), "%s/commit/T>L", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, NULL, NULL), "%s/commit/accepted NULL", gn);
+                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 0, slot, NULL, acc, NULL), "%s/commit/T=0",
+                       gn);
+                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, L + 1, slot, NULL, acc, NULL),
+                       "%s/commit/T>L", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, NULL, NULL),
+                       "%s/commit/accepted NULL", gn);
                 bad[0] = 2, bad[1] = 0;
-                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, bad, NULL), "%s/commit/accepted > T", gn);
+                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, bad, NULL),
+                       "%s/commit/accepted > T", gn);
                 bad[0] = -1;
-                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, bad, NULL), "%s/commit/accepted < 0", gn);
+                EXPECT(RSSM_ERROR_BAD_TOKENS, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, bad, NULL),
+                       "%s/commit/accepted < 0", gn);
                 int32_t keep = st.cursor[0];
                 st.cursor[0] = L + 3;
-                EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_advance(ctx, &l, &st, B, slot, NULL, NULL), "%s/advance/corrupt cursor", gn);
-                EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, acc, NULL), "%s/commit/corrupt cursor", gn);
+                EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_advance(ctx, &l, &st, B, slot, NULL, NULL),
+                       "%s/advance/corrupt cursor", gn);
+                EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_commit(ctx, &l, &st, B, 1, slot, NULL, acc, NULL),
+                       "%s/commit/corrupt cursor", gn);
                 st.cursor[0] = keep;
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_reset_cursors(ctx, NULL, B, slot, NULL), "%s/reset_cursors/state NULL", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_reset_cursors(ctx, NULL, B, slot, NULL),
+                       "%s/reset_cursors/state NULL", gn);
                 bad[0] = 5, bad[1] = 0;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_reset_cursors(ctx, &st, B, bad, NULL), "%s/reset_cursors/slot out of range", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_reset_cursors(NULL, &st, B, slot, NULL), "%s/reset_cursors/ctx NULL", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_reset_cursors(ctx, &st, B, bad, NULL),
+                       "%s/reset_cursors/slot out of range", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_reset_cursors(NULL, &st, B, slot, NULL),
+                       "%s/reset_cursors/ctx NULL", gn);
             }
             /* materialise */
             {
                 _Alignas(16) int32_t bad[B];
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(NULL, &l, &st, &st, B, slot, slot2, NULL), "%s/materialize/ctx NULL", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, NULL, &st, B, slot, slot2, NULL), "%s/materialize/src NULL", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, NULL, B, slot, slot2, NULL), "%s/materialize/dst NULL", gn);
-                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, &st, B, NULL, slot2, NULL), "%s/materialize/src_slot NULL", gn);
-                EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_materialize(ctx, &l, &st, &st, -1, slot, slot2, NULL), "%s/materialize/batch -1", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(NULL, &l, &st, &st, B, slot, slot2, NULL),
+                       "%s/materialize/ctx NULL", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, NULL, &st, B, slot, slot2, NULL),
+                       "%s/materialize/src NULL", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, NULL, B, slot, slot2, NULL),
+                       "%s/materialize/dst NULL", gn);
+                EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, &st, B, NULL, slot2, NULL),
+                       "%s/materialize/src_slot NULL", gn);
+                EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_materialize(ctx, &l, &st, &st, -1, slot, slot2, NULL),
+                       "%s/materialize/batch -1", gn);
                 bad[0] = 0, bad[1] = SLOTS + 1;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, bad, slot2, NULL), "%s/materialize/src_slot out of range", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, bad, slot2, NULL),
+                       "%s/materialize/src_slot out of range", gn);
                 bad[0] = 3, bad[1] = 3;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, slot, bad, NULL), "%s/materialize/duplicate dst_slot", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, slot, bad, NULL),
+                       "%s/materialize/duplicate dst_slot", gn);
                 bad[0] = 1, bad[1] = 2;
-                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, slot, bad, NULL), "%s/materialize/dst is another row's src", gn);
-                EXPECT(RSSM_ERROR_MISALIGNED, rssm_materialize(ctx, &l, &st, &st, 1, slot + 1, slot2, NULL), "%s/materialize/src_slot misaligned", gn);
+                EXPECT(RSSM_ERROR_BAD_SLOT, rssm_materialize(ctx, &l, &st, &st, B, slot, bad, NULL),
+                       "%s/materialize/dst is another row's src", gn);
+                EXPECT(RSSM_ERROR_MISALIGNED, rssm_materialize(ctx, &l, &st, &st, 1, slot + 1, slot2, NULL),
+                       "%s/materialize/src_slot misaligned", gn);
             }
-            for (int i = 0; i < nmem; i++) free(mem[i]);
+            for (int i = 0; i < nmem; i++)
+                free(mem[i]);
             nmem = 0;
         }
         rssm_context_free(ctx);

@@ -32,10 +32,14 @@ static const char *gname(rssm_gate g, int lb) { return g == RSSM_GATE_GDN ? "gdn
 static void round_inputs(rh_inputs *in)
 {
     const int64_t bt = (int64_t)in->B * in->T;
-    for (int64_t i = 0; i < bt * in->H * in->K; i++) in->q[i] = (float)in->q[i], in->k[i] = (float)in->k[i];
-    for (int64_t i = 0; i < bt * in->HV * in->V; i++) in->v[i] = (float)in->v[i];
-    for (int64_t i = 0; i < bt * in->HV * in->gk; i++) in->a[i] = (float)in->a[i];
-    for (int64_t i = 0; i < bt * in->HV; i++) in->b[i] = (float)in->b[i];
+    for (int64_t i = 0; i < bt * in->H * in->K; i++)
+        in->q[i] = (float)in->q[i], in->k[i] = (float)in->k[i];
+    for (int64_t i = 0; i < bt * in->HV * in->V; i++)
+        in->v[i] = (float)in->v[i];
+    for (int64_t i = 0; i < bt * in->HV * in->gk; i++)
+        in->a[i] = (float)in->a[i];
+    for (int64_t i = 0; i < bt * in->HV; i++)
+        in->b[i] = (float)in->b[i];
 }
 
 /* ---- bitexact -------------------------------------------------------------------------- */
@@ -131,7 +135,8 @@ static void suite_drift(void)
                     if (r2) break;
                     rh_inputs_random(&in, &l, &rng);
                     /* slower decay than the matrix: a long memory makes drift visible */
-                    for (int i = 0; i < in.HV * in.gk; i++) in.a[i] -= 3.0;
+                    for (int i = 0; i < in.HV * in.gk; i++)
+                        in.a[i] -= 3.0;
                     round_inputs(&in);
                     r2 = rh_step(ctx, &sp, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, op);
                     if (!r2) r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, orr);
@@ -186,7 +191,8 @@ static void suite_verify_commit(void)
                     if (!r2) r2 = rh_state_create(ctx, &l, 2, &s);
                     if (!r2) {
                         double S0[HV * V * K];
-                        for (int i = 0; i < HV * V * K; i++) S0[i] = 0.3 * rh_normal(&rng);
+                        for (int i = 0; i < HV * V * K; i++)
+                            S0[i] = 0.3 * rh_normal(&rng);
                         r2 = rh_state_set(ctx, &s, 0, S0);
                         if (!r2) r2 = rh_state_set(ctx, &s, 1, S0);
                     }
@@ -197,7 +203,8 @@ static void suite_verify_commit(void)
                         r2 = rh_inputs_alloc(&in, &l, 2, 1, 0);
                         if (r2) break;
                         rh_inputs_random(&in, &l, &rng);
-                        for (int b = 1; b < 2; b++) rh_inputs_copy_token(&in, 0, 0, &in, b, 0);
+                        for (int b = 1; b < 2; b++)
+                            rh_inputs_copy_token(&in, 0, 0, &in, b, 0);
                         r2 = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &in, both, NULL, NULL, 0, NULL);
                         if (!r2) r2 = rh_advance(ctx, &s, 2, both, NULL);
                         rh_inputs_free(&in);
@@ -290,16 +297,19 @@ static void reconstruct(const rssm_layer *l, const rh_snap *sn, int s, double *o
                       l->ring_dtype, k[i]);
             rh_unpack(sn->t[RH_RING_G] + rssm_ring_g_off(l, s, hv, i, gk) * 4, gk, RSSM_DTYPE_F32, G[i]);
         }
-        for (int c = 0; c < gk; c++) Gn[c] = h ? G[h - 1][c] : 0;
+        for (int c = 0; c < gk; c++)
+            Gn[c] = h ? G[h - 1][c] : 0;
         for (int j = 0; j < V; j++)
             for (int c = 0; c < K; c++) {
                 double x;
                 if (gk == 1) {
                     x = S[j * K + c] * exp(Gn[0]);
-                    for (int i = 0; i < h; i++) x += u[i][j] * k[i][c] * exp(Gn[0] - G[i][0]);
+                    for (int i = 0; i < h; i++)
+                        x += u[i][j] * k[i][c] * exp(Gn[0] - G[i][0]);
                 } else {
                     x = S[j * K + c];
-                    for (int i = 0; i < h; i++) x += u[i][j] * k[i][c];
+                    for (int i = 0; i < h; i++)
+                        x += u[i][j] * k[i][c];
                     x *= exp(Gn[c]);
                 }
                 out[((int64_t)hv * V + j) * K + c] = x;
@@ -320,7 +330,8 @@ static void suite_materialize_prefill(void)
                 rssm_layer l = make_layer(gate, g == 2, H, HV, K, V, 8, RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32);
                 const int32_t slot[R] = {1, -1, 0}, real[2] = {1, 0};
                 rh_state sr, sp, sa, sb;
-                memset(&sr, 0, sizeof sr), memset(&sp, 0, sizeof sp), memset(&sa, 0, sizeof sa), memset(&sb, 0, sizeof sb);
+                memset(&sr, 0, sizeof sr), memset(&sp, 0, sizeof sp), memset(&sa, 0, sizeof sa),
+                    memset(&sb, 0, sizeof sb);
                 rh_rng rng;
                 rh_rng_seed(&rng, 900 + g * 16 + nsteps);
                 int r2 = rc;
@@ -330,7 +341,8 @@ static void suite_materialize_prefill(void)
                 if (!r2) r2 = rh_state_create(ctx, &l, 2, &sp);
                 for (int s = 0; s < 2 && !r2; s++) {
                     double S0[HV * V * K];
-                    for (int i = 0; i < nS; i++) S0[i] = 0.3 * rh_normal(&rng);
+                    for (int i = 0; i < nS; i++)
+                        S0[i] = 0.3 * rh_normal(&rng);
                     r2 = rh_state_set(ctx, &sr, s, S0);
                     if (!r2) r2 = rh_state_set(ctx, &sp, s, S0);
                 }
@@ -371,7 +383,8 @@ static void suite_materialize_prefill(void)
                     r3 = rh_inputs_slice(&all, 0, P0, &pre);
                     if (!r3) r3 = rh_step(ctx, &sa, RSSM_OP_PREFILL, &pre, slot, NULL, NULL, 0, ot);
                     for (int b = 0; b < R && !r3; b++)
-                        memcpy(oa + (int64_t)b * T * HV * V, ot + (int64_t)b * P0 * HV * V, sizeof(double) * P0 * HV * V);
+                        memcpy(oa + (int64_t)b * T * HV * V, ot + (int64_t)b * P0 * HV * V,
+                               sizeof(double) * P0 * HV * V);
                     if (!r2) rh_inputs_free(&pre);
                     if (!r3) r3 = rh_reset(ctx, &sa, R, slot);
                 }
@@ -394,9 +407,10 @@ static void suite_materialize_prefill(void)
                 if (!r3) r3 = rh_materialized(ctx, &sa, 2, real, M);
                 if (!r3) r3 = rh_materialized(ctx, &sb, 2, real, P);
                 if (!r3) e4 = rh_relerr(M, P, 2 * nS);
-                t_case(r3, e3 <= 1e-5 && e4 <= 1e-5,
-                       "prefill/%s/%s/prefill %d then decode %d vs decode %d from zero%s: o %.3g, state %.3g (tol 1e-5)",
-                       rh_device_name(devices[d]), gname(gate, g == 2), P0, D, T, g == 1 ? " (g/beta)" : "", e3, e4);
+                t_case(
+                    r3, e3 <= 1e-5 && e4 <= 1e-5,
+                    "prefill/%s/%s/prefill %d then decode %d vs decode %d from zero%s: o %.3g, state %.3g (tol 1e-5)",
+                    rh_device_name(devices[d]), gname(gate, g == 2), P0, D, T, g == 1 ? " (g/beta)" : "", e3, e4);
                 if (!rc) rh_inputs_free(&all);
                 free(oa), free(ob), free(ot);
                 rh_state_free(ctx, &sr), rh_state_free(ctx, &sp), rh_state_free(ctx, &sa), rh_state_free(ctx, &sb);
@@ -418,7 +432,8 @@ static void suite_kda_extreme(void)
         for (int mode = 0; mode < 3; mode++) {
             /* 0: g = -1000 on every channel (precomputed); 1: on one channel; 2: raw a = 1000 */
             rssm_layer l = make_layer(RSSM_GATE_KDA, 0, 1, HV, K, V, 8, RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32);
-            rssm_layer l64 = make_layer(RSSM_GATE_KDA, 0, 1, HV, K, V, 8, RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64);
+            rssm_layer l64 =
+                make_layer(RSSM_GATE_KDA, 0, 1, HV, K, V, 8, RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64);
             const int32_t slot[1] = {0};
             rh_state sr, s64;
             memset(&sr, 0, sizeof sr), memset(&s64, 0, sizeof s64);
@@ -435,9 +450,11 @@ static void suite_kda_extreme(void)
                 rh_inputs_random(&in, &l, &rng);
                 round_inputs(&in);
                 if (mode < 2) /* mild gates, then one extreme step */
-                    for (int i = 0; i < HV * K; i++) in.g[i] = t == 5 && (mode == 0 || i % K == 7) ? -1000.0f : in.g[i] * 0.05f;
+                    for (int i = 0; i < HV * K; i++)
+                        in.g[i] = t == 5 && (mode == 0 || i % K == 7) ? -1000.0f : in.g[i] * 0.05f;
                 else
-                    for (int i = 0; i < HV * K; i++) in.a[i] = t == 5 ? 1000.0 : in.a[i] - 3.0;
+                    for (int i = 0; i < HV * K; i++)
+                        in.a[i] = t == 5 ? 1000.0 : in.a[i] - 3.0;
                 r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o);
                 if (!r2) r2 = rh_advance(ctx, &sr, 1, slot, NULL);
                 if (!r2) r2 = rh_step(ref, &s64, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);

@@ -48,8 +48,10 @@ static void *filled(rssm_context *ctx, size_t n, float scale, float offset)
     float *h = malloc(n * sizeof(float));
     void *d = NULL;
     if (!h) return NULL;
-    for (size_t i = 0; i < n; i++) h[i] = offset + scale * (float)(((i * 2654435761u) >> 8) % 2001 - 1000) / 1000.0f;
-    if (rssm_dev_alloc(ctx, n * sizeof(float), &d) != RSSM_OK || rssm_dev_upload(ctx, d, h, n * sizeof(float)) != RSSM_OK)
+    for (size_t i = 0; i < n; i++)
+        h[i] = offset + scale * (float)(((i * 2654435761u) >> 8) % 2001 - 1000) / 1000.0f;
+    if (rssm_dev_alloc(ctx, n * sizeof(float), &d) != RSSM_OK ||
+        rssm_dev_upload(ctx, d, h, n * sizeof(float)) != RSSM_OK)
         d = NULL;
     free(h);
     return d;
@@ -88,7 +90,8 @@ int rssm_cli_bench_step(int argc, char **argv)
     rssm_layer layer = rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, L);
     layer.ring_dtype = RSSM_DTYPE_BF16;
     rssm_layer *ls = malloc(sizeof(rssm_layer) * layers);
-    for (int l = 0; l < layers; l++) ls[l] = layer;
+    for (int l = 0; l < layers; l++)
+        ls[l] = layer;
     step_arg s = {0};
     s.layer = layer;
     int rc = 1;

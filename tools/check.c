@@ -40,8 +40,10 @@ static void report(tally *t, int rc, const char *name, double err, double tol)
         printf("PASS %s max_rel_err=%.3g (tol %.0e)\n", name, err, tol);
     } else {
         t->failed++;
-        if (rc == RH_OK) printf("FAIL %s max_rel_err=%.3g > tol %.0e\n", name, err, tol);
-        else printf("FAIL %s: %s\n", name, rh_msg());
+        if (rc == RH_OK)
+            printf("FAIL %s max_rel_err=%.3g > tol %.0e\n", name, err, tol);
+        else
+            printf("FAIL %s: %s\n", name, rh_msg());
     }
     fflush(stdout);
 }
@@ -74,7 +76,8 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
     /* rows: B real rows on slots B..1 (reversed), then one padding row; slots 0 and B+1 unused */
     const int R = B + 1, slots = B + 2;
     int32_t slot[64], real[64];
-    for (int r = 0; r < B; r++) slot[r] = B - r, real[r] = B - r;
+    for (int r = 0; r < B; r++)
+        slot[r] = B - r, real[r] = B - r;
     slot[B] = -1;
     rh_inputs full;
     int rc = rh_inputs_alloc(&full, &l, R, T, 0);
@@ -86,7 +89,8 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
     rh_snap before, after;
     memset(&before, 0, sizeof before), memset(&after, 0, sizeof after);
     if (!rc) {
-        const int64_t bq = (int64_t)T * H * K, bv = (int64_t)T * HV * V, ba = (int64_t)T * HV * gk, bb = (int64_t)T * HV;
+        const int64_t bq = (int64_t)T * H * K, bv = (int64_t)T * HV * V, ba = (int64_t)T * HV * gk,
+                      bb = (int64_t)T * HV;
         for (int r = 0; r < R; r++) { /* the padding row repeats row 0 */
             const int src = r < B ? r : 0;
             memcpy(full.q + r * bq, gq + src * bq, sizeof(double) * bq);
@@ -95,18 +99,22 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
             memcpy(full.a + r * ba, ga + src * ba, sizeof(double) * ba);
             memcpy(full.b + r * bb, gb + src * bb, sizeof(double) * bb);
         }
-        for (int h = 0; h < HV; h++) full.A_log[h] = (float)galog[h];
-        for (int i = 0; i < HV * gk; i++) full.dt_bias[i] = (float)gdt[i];
+        for (int h = 0; h < HV; h++)
+            full.A_log[h] = (float)galog[h];
+        for (int i = 0; i < HV * gk; i++)
+            full.dt_bias[i] = (float)gdt[i];
         rc = rh_state_create(ctx, &l, slots, &s);
     }
     if (!rc) {
         rh_rng rng;
         rh_rng_seed(&rng, 7);
         rc = rh_state_randomize(ctx, &s, &rng, 0);
-        for (int r = 0; r < B && !rc; r++) rc = rh_state_set(ctx, &s, slot[r], gS0 + r * nS);
+        for (int r = 0; r < B && !rc; r++)
+            rc = rh_state_set(ctx, &s, slot[r], gS0 + r * nS);
     }
     if (!rc) rc = rh_snap_take(ctx, &s, &before);
-    for (int64_t i = 0; i < nO; i++) o[i] = NAN;
+    for (int64_t i = 0; i < nO; i++)
+        o[i] = NAN;
 
     /* copies the outputs of rows r (token t of the step) to o at token pos[r] + t */
     rh_rng rng;
@@ -115,8 +123,9 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
         for (int t = 0; t < T && !rc; t++) {
             rh_inputs one;
             rc = rh_inputs_slice(&full, t, 1, &one);
-            if (!rc) rc = rh_step(ctx, &s, path == VP_PACKED ? RSSM_OP_DECODE_PACKED : RSSM_OP_DECODE_REPLAY, &one,
-                                  slot, NULL, NULL, t % 3 == 1, ostep);
+            if (!rc)
+                rc = rh_step(ctx, &s, path == VP_PACKED ? RSSM_OP_DECODE_PACKED : RSSM_OP_DECODE_REPLAY, &one, slot,
+                             NULL, NULL, t % 3 == 1, ostep);
             if (!rc && path == VP_REPLAY) rc = rh_advance(ctx, &s, R, slot, NULL);
             for (int r = 0; r < B && !rc; r++)
                 memcpy(o + ((int64_t)r * T + t) * HV * V, ostep + (int64_t)r * HV * V, sizeof(double) * HV * V);
@@ -160,10 +169,18 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
                 const int left = r < B ? T - pos[r] : 0;
                 int a;
                 switch (pattern) {
-                case 0: a = Tw; break;                        /* accept everything */
-                case 1: a = 1; break;                         /* every draft rejected */
-                case 2: a = (it + r) % (Tw + 1); break;       /* cycling, zero included */
-                default: a = (int)(rh_uniform(&rng) * (Tw + 1)); break; /* random */
+                case 0:
+                    a = Tw;
+                    break; /* accept everything */
+                case 1:
+                    a = 1;
+                    break; /* every draft rejected */
+                case 2:
+                    a = (it + r) % (Tw + 1);
+                    break; /* cycling, zero included */
+                default:
+                    a = (int)(rh_uniform(&rng) * (Tw + 1));
+                    break; /* random */
                 }
                 acc[r] = a < left ? a : left;
                 fold[r] = pattern == 3 && rh_uniform(&rng) < 0.15;
@@ -184,8 +201,10 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
         if (!rc && !done) rc = rh_set(RH_FAIL, "verify pattern made no progress");
     }
     if (!rc) {
-        if (path == VP_PACKED) rc = rh_checkpoint(ctx, &s, B, real, S);
-        else rc = rh_materialized(ctx, &s, B, real, S);
+        if (path == VP_PACKED)
+            rc = rh_checkpoint(ctx, &s, B, real, S);
+        else
+            rc = rh_materialized(ctx, &s, B, real, S);
     }
     if (!rc) rc = rh_snap_take(ctx, &s, &after);
     if (!rc && (!rh_snap_slot_equal(&s, &before, &after, 0) || !rh_snap_slot_equal(&s, &before, &after, B + 1)))
@@ -222,7 +241,8 @@ static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, i
             } runs[32];
             int n = 0;
             runs[n].p = VP_PACKED, runs[n].L = 1, runs[n++].pat = 0;
-            for (int i = 0; i < 5; i++) runs[n].p = VP_REPLAY, runs[n].L = Ls[i], runs[n++].pat = 0;
+            for (int i = 0; i < 5; i++)
+                runs[n].p = VP_REPLAY, runs[n].L = Ls[i], runs[n++].pat = 0;
             for (int pat = 0; pat < 4; pat++) {
                 const int Lv[4] = {4, 8, 16, 3};
                 runs[n].p = VP_VERIFY, runs[n].L = Lv[pat], runs[n++].pat = pat;
@@ -234,9 +254,10 @@ static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, i
                 char name[192];
                 snprintf(name, sizeof name, "vectors/%s/%s/state=%s,ring=%s,io=%s/L=%d%s", c->name, pn[runs[i].p],
                          rh_dtype_name(dts[d].s), rh_dtype_name(dts[d].r), rh_dtype_name(dts[d].io), runs[i].L,
-                         runs[i].p == VP_VERIFY ? (const char *[]){"/accept-all", "/accept-1", "/accept-cycle",
-                                                                   "/accept-random+fold"}[runs[i].pat]
-                                                : runs[i].p == VP_PREFILL ? "/prefill-half" : "");
+                         runs[i].p == VP_VERIFY    ? (const char *[]){"/accept-all", "/accept-1", "/accept-cycle",
+                                                                      "/accept-random+fold"}[runs[i].pat]
+                         : runs[i].p == VP_PREFILL ? "/prefill-half"
+                                                   : "");
                 double eo = 0, es = 0;
                 int rc = vector_run(ctx, c, dts[d].s, dts[d].r, dts[d].io, runs[i].p, runs[i].L, runs[i].pat, &eo, &es);
                 char full[256];
@@ -348,8 +369,9 @@ static int pair_step(pair *p, rssm_op op, const rh_inputs *in, const int32_t *sl
     for (int b = 0; b < in->B; b++)
         if (slot[b] < 0)
             for (int64_t i = 0; i < per; i++)
-                if (o[0][b * per + i] != 0) return rh_set(RH_FAIL, "%s: padding row %d output is not zero",
-                                                          op == RSSM_OP_VERIFY ? "verify" : "step", b);
+                if (o[0][b * per + i] != 0)
+                    return rh_set(RH_FAIL, "%s: padding row %d output is not zero",
+                                  op == RSSM_OP_VERIFY ? "verify" : "step", b);
     const double e = rh_relerr(o[0], o[1], in->B * per);
     if (e > *err) *err = e;
     return RH_OK;
@@ -415,31 +437,36 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
         if (verify && c->gate == RSSM_GATE_KDA) rh_inputs_bound_gates(&in, &l, -60.0 / T);
         if (verify) {
             int32_t acc[R];
-            for (int r = 0; r < R; r++) acc[r] = (int)(rh_uniform(&rng) * (T + 1));
+            for (int r = 0; r < R; r++)
+                acc[r] = (int)(rh_uniform(&rng) * (T + 1));
             fold[1] = i % 3 == 0;
             rc = pair_step(&rp, RSSM_OP_VERIFY, &in, slot, NULL, fold, c->strided, o, err);
-            for (int d = 0; d < 2 && !rc; d++) rc = rh_commit(rp.ctx[d], &rp.st[d], R, T, slot, fold, acc);
+            for (int d = 0; d < 2 && !rc; d++)
+                rc = rh_commit(rp.ctx[d], &rp.st[d], R, T, slot, fold, acc);
             if (!rc) rc = pair_cursors(&rp, 1);
         } else if (prefill) {
             rc = pair_step(&rp, RSSM_OP_PREFILL, &in, slot, NULL, NULL, c->strided, o, err);
-            for (int d = 0; d < 2 && !rc; d++) rc = rh_reset(rp.ctx[d], &rp.st[d], R, slot);
+            for (int d = 0; d < 2 && !rc; d++)
+                rc = rh_reset(rp.ctx[d], &rp.st[d], R, slot);
         } else {
             fold[0] = i % 7 == 3;
             rc = pair_step(&rp, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, fold, c->strided, o, err);
-            for (int d = 0; d < 2 && !rc; d++) rc = rh_advance(rp.ctx[d], &rp.st[d], R, slot, fold);
+            for (int d = 0; d < 2 && !rc; d++)
+                rc = rh_advance(rp.ctx[d], &rp.st[d], R, slot, fold);
             if (!rc) rc = pair_cursors(&rp, 0);
         }
         /* packed decode of the same tokens; every third step copy-on-write to the other slots */
         if (!rc) {
             const int cow = i % 3 == 1;
-            rc = pair_step(&pp, RSSM_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL,
-                           c->strided, o, err);
+            rc = pair_step(&pp, RSSM_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL, c->strided, o,
+                           err);
             if (cow) cur = !cur;
         }
         rh_inputs_free(&in);
     }
     /* final states: materialised replay states and packed checkpoints */
-    for (int d = 0; d < 2 && !rc; d++) rc = rh_materialized(rp.ctx[d], &rp.st[d], 3, real, S[d]);
+    for (int d = 0; d < 2 && !rc; d++)
+        rc = rh_materialized(rp.ctx[d], &rp.st[d], 3, real, S[d]);
     if (!rc) {
         const double e = rh_relerr(S[0], S[1], 3 * nS);
         if (e > *err) *err = e;
@@ -482,19 +509,19 @@ static void run_matrix(rssm_context *ctx, rssm_context *ref, int quick, const ch
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: replayssm check [--suite ops|runtime] [--device cpu|cuda|reference] [--vectors FILE] [--quick] [--strict]\n"
-            "  Runs the equivalence matrix on the device against the float64 reference (one line per\n"
-            "  case: PASS/FAIL, max norm-relative error), and with --vectors every golden case through\n"
-            "  every decode path (packed, replay at L=1..16, verify windows, prefill then decode).\n"
-            "  --device     device under test (default cpu)\n"
-            "  --suite S    ops (default: the kernels against the reference) or runtime (pool,\n"
-            "               planner, prefix cache, export/import)\n"
-            "  --vectors    golden vector file (../shared/vectors/fla-reference.txt)\n"
-            "  --quick      a smaller matrix (every axis value still appears)\n"
-            "  --strict     count cases the device does not support as failures, not skips\n"
-            "  --filter S   run only cases whose name contains S\n"
-            "Ends with 'N passed, N failed, N skipped'; exit 1 on any failure, else 0.\n");
+    fprintf(f, "usage: replayssm check [--suite ops|runtime] [--device cpu|cuda|reference] [--vectors FILE] [--quick] "
+               "[--strict]\n"
+               "  Runs the equivalence matrix on the device against the float64 reference (one line per\n"
+               "  case: PASS/FAIL, max norm-relative error), and with --vectors every golden case through\n"
+               "  every decode path (packed, replay at L=1..16, verify windows, prefill then decode).\n"
+               "  --device     device under test (default cpu)\n"
+               "  --suite S    ops (default: the kernels against the reference) or runtime (pool,\n"
+               "               planner, prefix cache, export/import)\n"
+               "  --vectors    golden vector file (../shared/vectors/fla-reference.txt)\n"
+               "  --quick      a smaller matrix (every axis value still appears)\n"
+               "  --strict     count cases the device does not support as failures, not skips\n"
+               "  --filter S   run only cases whose name contains S\n"
+               "Ends with 'N passed, N failed, N skipped'; exit 1 on any failure, else 0.\n");
 }
 
 int rssm_cli_check(int argc, char **argv)
@@ -507,7 +534,8 @@ int rssm_cli_check(int argc, char **argv)
                 fprintf(stderr, "replayssm check: unknown suite '%s' (ops, runtime)\n", argv[i + 1]);
                 return 2;
             }
-            for (int j = i; j + 2 <= argc; j++) argv[j] = j + 2 < argc ? argv[j + 2] : NULL;
+            for (int j = i; j + 2 <= argc; j++)
+                argv[j] = j + 2 < argc ? argv[j + 2] : NULL;
             argc -= 2;
             break;
         }
@@ -520,9 +548,12 @@ int rssm_cli_check(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             const char *d = argv[++i];
-            if (!strcmp(d, "cpu")) dev = RSSM_DEVICE_CPU;
-            else if (!strcmp(d, "cuda")) dev = RSSM_DEVICE_CUDA;
-            else if (!strcmp(d, "reference") || !strcmp(d, "ref")) dev = RSSM_DEVICE_REFERENCE;
+            if (!strcmp(d, "cpu"))
+                dev = RSSM_DEVICE_CPU;
+            else if (!strcmp(d, "cuda"))
+                dev = RSSM_DEVICE_CUDA;
+            else if (!strcmp(d, "reference") || !strcmp(d, "ref"))
+                dev = RSSM_DEVICE_REFERENCE;
             else {
                 fprintf(stderr, "replayssm check: unknown device '%s'\n", d);
                 usage(stderr);

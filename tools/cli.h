@@ -6,9 +6,9 @@
 #ifndef RSSM_CLI_H
 #define RSSM_CLI_H
 
-int rssm_cli_check(int argc, char **argv);    /* tools/check.c */
-int rssm_cli_bench(int argc, char **argv);    /* tools/bench.c */
-int rssm_cli_simulate(int argc, char **argv); /* tools/simulate.c */
+int rssm_cli_check(int argc, char **argv);      /* tools/check.c */
+int rssm_cli_bench(int argc, char **argv);      /* tools/bench.c */
+int rssm_cli_simulate(int argc, char **argv);   /* tools/simulate.c */
 int rssm_cli_bench_step(int argc, char **argv); /* tools/bench_step.c */
 
 #endif /* RSSM_CLI_H */

@@ -33,10 +33,10 @@ int rh_status(rssm_status st, const char *what)
                   rssm_last_error());
 }
 
-#define TRY(expr)                                                                                      \
-    do {                                                                                               \
-        int rc_ = (expr);                                                                              \
-        if (rc_ != RH_OK) return rc_;                                                                  \
+#define TRY(expr)                                                                                                      \
+    do {                                                                                                               \
+        int rc_ = (expr);                                                                                              \
+        if (rc_ != RH_OK) return rc_;                                                                                  \
     } while (0)
 
 /* ---- random ----------------------------------------------------------------------------- */
@@ -61,18 +61,24 @@ double rh_normal(rh_rng *r)
 void rh_pack(const double *x, int64_t n, rssm_dtype dt, void *out)
 {
     for (int64_t i = 0; i < n; i++) {
-        if (dt == RSSM_DTYPE_F32) ((float *)out)[i] = (float)x[i];
-        else if (dt == RSSM_DTYPE_BF16) ((uint16_t *)out)[i] = rssm_f32_to_bf16((float)x[i]);
-        else ((double *)out)[i] = x[i];
+        if (dt == RSSM_DTYPE_F32)
+            ((float *)out)[i] = (float)x[i];
+        else if (dt == RSSM_DTYPE_BF16)
+            ((uint16_t *)out)[i] = rssm_f32_to_bf16((float)x[i]);
+        else
+            ((double *)out)[i] = x[i];
     }
 }
 
 void rh_unpack(const void *in, int64_t n, rssm_dtype dt, double *x)
 {
     for (int64_t i = 0; i < n; i++) {
-        if (dt == RSSM_DTYPE_F32) x[i] = ((const float *)in)[i];
-        else if (dt == RSSM_DTYPE_BF16) x[i] = rssm_bf16_to_f32(((const uint16_t *)in)[i]);
-        else x[i] = ((const double *)in)[i];
+        if (dt == RSSM_DTYPE_F32)
+            x[i] = ((const float *)in)[i];
+        else if (dt == RSSM_DTYPE_BF16)
+            x[i] = rssm_bf16_to_f32(((const uint16_t *)in)[i]);
+        else
+            x[i] = ((const double *)in)[i];
     }
 }
 
@@ -106,7 +112,8 @@ int rh_finite(const double *x, int64_t n)
 
 static void guard_pattern(uint8_t *g, size_t off)
 {
-    for (size_t i = 0; i < RH_GUARD; i++) g[i] = (uint8_t)(0xA5 ^ ((off + i) * 37));
+    for (size_t i = 0; i < RH_GUARD; i++)
+        g[i] = (uint8_t)(0xA5 ^ ((off + i) * 37));
 }
 
 int rh_buf_alloc(rssm_context *ctx, size_t bytes, rh_buf *b)
@@ -196,12 +203,14 @@ int rh_state_create(rssm_context *ctx, const rssm_layer *layer, int32_t slots, r
 
 void rh_state_free(rssm_context *ctx, rh_state *s)
 {
-    for (int i = 0; i < RH_NT; i++) rh_buf_free(ctx, &s->t[i]);
+    for (int i = 0; i < RH_NT; i++)
+        rh_buf_free(ctx, &s->t[i]);
 }
 
 int rh_state_guards_ok(rssm_context *ctx, const rh_state *s)
 {
-    for (int i = 0; i < RH_NT; i++) TRY(rh_buf_guard_ok(ctx, &s->t[i], tensor_name[i]));
+    for (int i = 0; i < RH_NT; i++)
+        TRY(rh_buf_guard_ok(ctx, &s->t[i], tensor_name[i]));
     return RH_OK;
 }
 
@@ -219,13 +228,15 @@ int rh_snap_take(rssm_context *ctx, const rh_state *s, rh_snap *out)
 
 int rh_snap_put(rssm_context *ctx, rh_state *s, const rh_snap *in)
 {
-    for (int i = 0; i < RH_NT; i++) TRY(rh_buf_put(ctx, &s->t[i], in->t[i]));
+    for (int i = 0; i < RH_NT; i++)
+        TRY(rh_buf_put(ctx, &s->t[i], in->t[i]));
     return RH_OK;
 }
 
 void rh_snap_free(rh_snap *s)
 {
-    for (int i = 0; i < RH_NT; i++) free(s->t[i]);
+    for (int i = 0; i < RH_NT; i++)
+        free(s->t[i]);
     memset(s, 0, sizeof *s);
 }
 
@@ -304,7 +315,8 @@ int rh_state_randomize(rssm_context *ctx, rh_state *s, rh_rng *r, int empty)
             }
         }
     int32_t *cur = (int32_t *)sn.t[RH_CURSOR];
-    for (int i = 0; i < s->slots; i++) cur[i] = empty ? 0 : (int32_t)(rh_uniform(r) * L);
+    for (int i = 0; i < s->slots; i++)
+        cur[i] = empty ? 0 : (int32_t)(rh_uniform(r) * L);
     if (sn.n[RH_RING_BASE]) memset(sn.t[RH_RING_BASE], 0, sn.n[RH_RING_BASE]);
     rc = rh_snap_put(ctx, s, &sn);
     rh_snap_free(&sn);
@@ -324,7 +336,8 @@ int rh_checkpoint(rssm_context *ctx, const rh_state *s, int n, const int32_t *sl
     uint8_t *tmp = malloc(s->t[RH_CKPT].bytes);
     if (!tmp) return rh_set(RH_FAIL, "out of host memory");
     int rc = rh_buf_get(ctx, &s->t[RH_CKPT], tmp);
-    for (int i = 0; i < n && !rc; i++) rh_unpack(tmp + (size_t)slot[i] * per * e, per, l->state_dtype, out + i * per);
+    for (int i = 0; i < n && !rc; i++)
+        rh_unpack(tmp + (size_t)slot[i] * per * e, per, l->state_dtype, out + i * per);
     free(tmp);
     return rc;
 }
@@ -334,7 +347,8 @@ int rh_materialized(rssm_context *ctx, const rh_state *s, int n, const int32_t *
     rh_state d;
     TRY(rh_state_create(ctx, &s->layer, n, &d));
     int32_t dst[1024];
-    for (int i = 0; i < n; i++) dst[i] = i;
+    for (int i = 0; i < n; i++)
+        dst[i] = i;
     rh_buf bs, bd;
     int rc = rh_buf_from(ctx, slot, 4 * (size_t)n, &bs);
     if (!rc) rc = rh_buf_from(ctx, dst, 4 * (size_t)n, &bd);
@@ -385,21 +399,28 @@ void rh_inputs_free(rh_inputs *in)
 void rh_inputs_random(rh_inputs *in, const rssm_layer *l, rh_rng *r)
 {
     const int64_t bt = (int64_t)in->B * in->T;
-    for (int64_t i = 0; i < bt * in->H * in->K; i++) in->q[i] = rh_normal(r), in->k[i] = rh_normal(r);
-    for (int64_t i = 0; i < bt * in->HV * in->V; i++) in->v[i] = rh_normal(r);
+    for (int64_t i = 0; i < bt * in->H * in->K; i++)
+        in->q[i] = rh_normal(r), in->k[i] = rh_normal(r);
+    for (int64_t i = 0; i < bt * in->HV * in->V; i++)
+        in->v[i] = rh_normal(r);
     for (int h = 0; h < in->HV; h++) {
         /* exp(A_log) in [0.37, 4.5]; softplus(a + dt_bias) up to about 4.5: g in about [-20, 0) */
         in->A_log[h] = (float)(-1.0 + 2.5 * rh_uniform(r));
-        for (int c = 0; c < in->gk; c++) in->dt_bias[h * in->gk + c] = (float)(rh_normal(r) * 0.5);
+        for (int c = 0; c < in->gk; c++)
+            in->dt_bias[h * in->gk + c] = (float)(rh_normal(r) * 0.5);
     }
-    for (int64_t i = 0; i < bt * in->HV * in->gk; i++) in->a[i] = 1.5 * rh_normal(r);
-    for (int64_t i = 0; i < bt * in->HV; i++) in->b[i] = 2.5 * rh_normal(r);
+    for (int64_t i = 0; i < bt * in->HV * in->gk; i++)
+        in->a[i] = 1.5 * rh_normal(r);
+    for (int64_t i = 0; i < bt * in->HV; i++)
+        in->b[i] = 2.5 * rh_normal(r);
     if (l->has_lower_bound)
-        for (int64_t i = 0; i < bt * in->HV * in->gk; i++) in->a[i] = 3.0 * rh_normal(r);
+        for (int64_t i = 0; i < bt * in->HV * in->gk; i++)
+            in->a[i] = 3.0 * rh_normal(r);
     if (in->g) {
         for (int64_t i = 0; i < bt * in->HV * in->gk; i++)
             in->g[i] = (float)-exp(log(1e-3) + (log(20.0) - log(1e-3)) * rh_uniform(r));
-        for (int64_t i = 0; i < bt * in->HV; i++) in->beta[i] = (float)rh_uniform(r);
+        for (int64_t i = 0; i < bt * in->HV; i++)
+            in->beta[i] = (float)rh_uniform(r);
     }
 }
 
@@ -439,8 +460,8 @@ int rh_inputs_slice(const rh_inputs *full, int t0, int T, rh_inputs *out)
     TRY(rh_inputs_alloc(out, &l, full->B, T, full->g != NULL));
     memcpy(out->A_log, full->A_log, sizeof(float) * full->HV);
     memcpy(out->dt_bias, full->dt_bias, sizeof(float) * full->HV * full->gk);
-#define SLICE(f, w, type)                                                                              \
-    for (int b = 0; b < full->B; b++)                                                                  \
+#define SLICE(f, w, type)                                                                                              \
+    for (int b = 0; b < full->B; b++)                                                                                  \
         memcpy(out->f + ((int64_t)b * T) * (w), full->f + ((int64_t)b * full->T + t0) * (w), sizeof(type) * T * (w));
     SLICE(q, full->H * full->K, double)
     SLICE(k, full->H * full->K, double)
@@ -484,7 +505,8 @@ static int put_tokens(rssm_context *ctx, const double *x, int64_t bt, int64_t w,
     if (!tmp) return rh_set(RH_FAIL, "out of host memory");
     /* padding between tokens: a NaN-like pattern that the op must not read */
     memset(tmp, 0xFF, bytes);
-    for (int64_t i = 0; i < bt; i++) rh_pack(x + i * w, w, dt, tmp + (size_t)(i * stride) * e);
+    for (int64_t i = 0; i < bt; i++)
+        rh_pack(x + i * w, w, dt, tmp + (size_t)(i * stride) * e);
     int rc = rh_buf_alloc(ctx, bytes, b);
     if (!rc) rc = rh_buf_put(ctx, b, tmp);
     free(tmp);
@@ -493,8 +515,8 @@ static int put_tokens(rssm_context *ctx, const double *x, int64_t bt, int64_t w,
 
 static int64_t stride_of(int64_t w, int strided) { return strided ? (w + 7) / 8 * 8 + 8 : w; }
 
-int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot,
-            const int32_t *wslot, const uint8_t *fold, int strided, double *o_out)
+int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
+            const uint8_t *fold, int strided, double *o_out)
 {
     const rssm_layer *l = &s->layer;
     const rssm_dtype io = l->io_dtype;
@@ -524,7 +546,8 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
     if (!rc) rc = rh_buf_alloc(ctx, (size_t)(bt * nv) * e, &b[O]);
     if (!rc) { /* poison the output with NaN */
         double nan = NAN;
-        for (int64_t i = 0; i < bt * nv; i++) rh_pack(&nan, 1, io, otmp + (size_t)i * e);
+        for (int64_t i = 0; i < bt * nv; i++)
+            rh_pack(&nan, 1, io, otmp + (size_t)i * e);
         rc = rh_buf_put(ctx, &b[O], otmp);
     }
     if (!rc) rc = rh_buf_from(ctx, slot, 4 * (size_t)in->B, &b[SLOT]);
@@ -542,23 +565,34 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
         const char *name;
         void *stream = rssm_dev_stream(ctx);
         switch (op) {
-        case RSSM_OP_DECODE_PACKED: st = rssm_decode_packed(ctx, l, &s->st, &sio, stream), name = "rssm_decode_packed"; break;
-        case RSSM_OP_DECODE_REPLAY: st = rssm_decode_replay(ctx, l, &s->st, &sio, stream), name = "rssm_decode_replay"; break;
-        case RSSM_OP_VERIFY: st = rssm_verify(ctx, l, &s->st, &sio, stream), name = "rssm_verify"; break;
-        default: st = rssm_prefill(ctx, l, &s->st, &sio, stream), name = "rssm_prefill"; break;
+        case RSSM_OP_DECODE_PACKED:
+            st = rssm_decode_packed(ctx, l, &s->st, &sio, stream), name = "rssm_decode_packed";
+            break;
+        case RSSM_OP_DECODE_REPLAY:
+            st = rssm_decode_replay(ctx, l, &s->st, &sio, stream), name = "rssm_decode_replay";
+            break;
+        case RSSM_OP_VERIFY:
+            st = rssm_verify(ctx, l, &s->st, &sio, stream), name = "rssm_verify";
+            break;
+        default:
+            st = rssm_prefill(ctx, l, &s->st, &sio, stream), name = "rssm_prefill";
+            break;
         }
         rc = rh_status(st, name);
         if (!rc && ctx && rssm_context_device(ctx) == RSSM_DEVICE_CUDA)
             rc = rh_status(rssm_context_check_device_errors(ctx), "rssm_context_check_device_errors");
     }
-    static const char *bn[NB] = {"q", "k", "v", "a", "b", "g", "beta", "A_log", "dt_bias", "o", "slot", "write_slot", "fold"};
-    for (int i = 0; i < NB && !rc; i++) rc = rh_buf_guard_ok(ctx, &b[i], bn[i]);
+    static const char *bn[NB] = {"q",     "k",       "v", "a",    "b",          "g",   "beta",
+                                 "A_log", "dt_bias", "o", "slot", "write_slot", "fold"};
+    for (int i = 0; i < NB && !rc; i++)
+        rc = rh_buf_guard_ok(ctx, &b[i], bn[i]);
     if (!rc) rc = rh_state_guards_ok(ctx, s);
     if (!rc && o_out) {
         rc = rh_buf_get(ctx, &b[O], otmp);
         if (!rc) rh_unpack(otmp, bt * nv, io, o_out);
     }
-    for (int i = 0; i < NB; i++) rh_buf_free(ctx, &b[i]);
+    for (int i = 0; i < NB; i++)
+        rh_buf_free(ctx, &b[i]);
     free(otmp);
     return rc;
 }
@@ -572,10 +606,12 @@ static int cursor_call(rssm_context *ctx, rh_state *s, int op, int B, int T, con
     if (!rc) rc = rh_buf_from(ctx, accepted, 4 * (size_t)B, &ba);
     void *stream = rssm_dev_stream(ctx);
     if (!rc) {
-        if (op == 0) rc = rh_status(rssm_advance(ctx, &s->layer, &s->st, B, bs.p, bf.p, stream), "rssm_advance");
+        if (op == 0)
+            rc = rh_status(rssm_advance(ctx, &s->layer, &s->st, B, bs.p, bf.p, stream), "rssm_advance");
         else if (op == 1)
             rc = rh_status(rssm_commit(ctx, &s->layer, &s->st, B, T, bs.p, bf.p, ba.p, stream), "rssm_commit");
-        else rc = rh_status(rssm_reset_cursors(ctx, &s->st, B, bs.p, stream), "rssm_reset_cursors");
+        else
+            rc = rh_status(rssm_reset_cursors(ctx, &s->st, B, bs.p, stream), "rssm_reset_cursors");
     }
     if (!rc) rc = rh_state_guards_ok(ctx, s);
     rh_buf_free(ctx, &bs), rh_buf_free(ctx, &bf), rh_buf_free(ctx, &ba);
@@ -611,4 +647,7 @@ const char *rh_device_name(rssm_device dev)
     return dev == RSSM_DEVICE_CPU ? "cpu" : dev == RSSM_DEVICE_CUDA ? "cuda" : "reference";
 }
 
-const char *rh_dtype_name(rssm_dtype dt) { return dt == RSSM_DTYPE_F32 ? "f32" : dt == RSSM_DTYPE_BF16 ? "bf16" : "f64"; }
+const char *rh_dtype_name(rssm_dtype dt)
+{
+    return dt == RSSM_DTYPE_F32 ? "f32" : dt == RSSM_DTYPE_BF16 ? "bf16" : "f64";
+}

@@ -33,7 +33,9 @@ int rh_set(int code, const char *fmt, ...)
 int rh_status(rssm_status st, const char *what);
 
 /* ---- random numbers (xorshift64*, deterministic) ------------------------------------- */
-typedef struct rh_rng { uint64_t s; } rh_rng;
+typedef struct rh_rng {
+    uint64_t s;
+} rh_rng;
 void rh_rng_seed(rh_rng *r, uint64_t seed);
 double rh_uniform(rh_rng *r); /* [0, 1) */
 double rh_normal(rh_rng *r);
@@ -56,8 +58,8 @@ typedef struct rh_buf {
 } rh_buf;
 int rh_buf_alloc(rssm_context *ctx, size_t bytes, rh_buf *b); /* data zeroed, guards set */
 void rh_buf_free(rssm_context *ctx, rh_buf *b);
-int rh_buf_put(rssm_context *ctx, rh_buf *b, const void *host);  /* whole data */
-int rh_buf_get(rssm_context *ctx, const rh_buf *b, void *host);  /* whole data */
+int rh_buf_put(rssm_context *ctx, rh_buf *b, const void *host); /* whole data */
+int rh_buf_get(rssm_context *ctx, const rh_buf *b, void *host); /* whole data */
 int rh_buf_guard_ok(rssm_context *ctx, const rh_buf *b, const char *what);
 /* A buffer holding a host array (NULL host: no buffer, p NULL). */
 int rh_buf_from(rssm_context *ctx, const void *host, size_t bytes, rh_buf *b);
@@ -74,7 +76,10 @@ int rh_state_create(rssm_context *ctx, const rssm_layer *layer, int32_t slots, r
 void rh_state_free(rssm_context *ctx, rh_state *s);
 int rh_state_guards_ok(rssm_context *ctx, const rh_state *s);
 /* Raw bytes of every tensor. */
-typedef struct rh_snap { uint8_t *t[RH_NT]; size_t n[RH_NT]; } rh_snap;
+typedef struct rh_snap {
+    uint8_t *t[RH_NT];
+    size_t n[RH_NT];
+} rh_snap;
 int rh_snap_take(rssm_context *ctx, const rh_state *s, rh_snap *out);
 int rh_snap_put(rssm_context *ctx, rh_state *s, const rh_snap *in);
 void rh_snap_free(rh_snap *s);
@@ -96,14 +101,14 @@ int rh_checkpoint(rssm_context *ctx, const rh_state *s, int n, const int32_t *sl
 /* ---- per-step inputs -------------------------------------------------------------------- */
 typedef struct rh_inputs {
     int B, T, H, HV, K, V, gk;
-    double *q, *k; /* [B, T, H, K] */
-    double *v;     /* [B, T, HV, V] */
-    double *a;     /* [B, T, HV, gk] (raw gates) */
-    double *b;     /* [B, T, HV] */
-    float *g;      /* [B, T, HV, gk] precomputed, or NULL (then a, b, A_log, dt_bias) */
-    float *beta;   /* [B, T, HV] */
-    float *A_log;  /* [HV] */
-    float *dt_bias;/* [HV, gk] */
+    double *q, *k;  /* [B, T, H, K] */
+    double *v;      /* [B, T, HV, V] */
+    double *a;      /* [B, T, HV, gk] (raw gates) */
+    double *b;      /* [B, T, HV] */
+    float *g;       /* [B, T, HV, gk] precomputed, or NULL (then a, b, A_log, dt_bias) */
+    float *beta;    /* [B, T, HV] */
+    float *A_log;   /* [HV] */
+    float *dt_bias; /* [HV, gk] */
 } rh_inputs;
 int rh_inputs_alloc(rh_inputs *in, const rssm_layer *l, int B, int T, int precomputed);
 void rh_inputs_free(rh_inputs *in);
@@ -123,8 +128,8 @@ void rh_inputs_copy_token(const rh_inputs *src, int rs, int ts, rh_inputs *dst, 
 /* One step op (packed, replay, verify, prefill) with outputs poisoned by NaN, the inputs in
  * guarded buffers (strided views when `strided`), guards checked after; o_out [B, T, HV, V]
  * as double (may be NULL). */
-int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot,
-            const int32_t *wslot, const uint8_t *fold, int strided, double *o_out);
+int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
+            const uint8_t *fold, int strided, double *o_out);
 int rh_advance(rssm_context *ctx, rh_state *s, int B, const int32_t *slot, const uint8_t *fold);
 int rh_commit(rssm_context *ctx, rh_state *s, int B, int T, const int32_t *slot, const uint8_t *fold,
               const int32_t *accepted);

@@ -21,7 +21,7 @@ typedef struct sim_gpu {
     float *embed;          /* [vocab][D] */
     float **w_in, **w_out; /* per layer, device */
     float *A_log, *dt_bias;
-    float *h, *logits;     /* scratch [rows][D], [rows][vocab] */
+    float *h, *logits;      /* scratch [rows][D], [rows][vocab] */
     int32_t *tokens, *next; /* [rows] */
     int rows;
 } sim_gpu;
@@ -84,7 +84,8 @@ extern "C" const float *sim_gpu_dt_bias(const sim_model *m) { return ((sim_gpu *
 __global__ void gather_kernel(const float *embed, const int32_t *tokens, int D, float *x)
 {
     const int i = blockIdx.x;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) x[(size_t)i * D + d] = embed[(size_t)tokens[i] * D + d];
+    for (int d = threadIdx.x; d < D; d += blockDim.x)
+        x[(size_t)i * D + d] = embed[(size_t)tokens[i] * D + d];
 }
 
 /* y[i] = x[i] / sqrt(mean(x[i]^2) + 1e-6), one block per row */
@@ -93,17 +94,21 @@ __global__ void rmsnorm_kernel(const float *x, float *y, int D)
     __shared__ float part[32];
     const float *xr = x + (size_t)blockIdx.x * D;
     float s = 0;
-    for (int d = threadIdx.x; d < D; d += blockDim.x) s += xr[d] * xr[d];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    for (int d = threadIdx.x; d < D; d += blockDim.x)
+        s += xr[d] * xr[d];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
     __syncthreads();
     if (threadIdx.x < 32) {
         s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, o);
         if (threadIdx.x == 0) part[0] = rsqrtf(s / D + 1e-6f);
     }
     __syncthreads();
-    for (int d = threadIdx.x; d < D; d += blockDim.x) y[(size_t)blockIdx.x * D + d] = xr[d] * part[0];
+    for (int d = threadIdx.x; d < D; d += blockDim.x)
+        y[(size_t)blockIdx.x * D + d] = xr[d] * part[0];
 }
 
 /* next[i] = argmax_v logits[i][v] (lowest index on ties), one block per row */
@@ -173,6 +178,7 @@ extern "C" int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, in
         CUBLAS_STATUS_SUCCESS)
         return -1;
     argmax_kernel<<<n, 256, 0, g->stream>>>(g->logits, V, g->next);
-    if (cudaMemcpyAsync(next, g->next, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess) return -1;
+    if (cudaMemcpyAsync(next, g->next, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess)
+        return -1;
     return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : -1;
 }

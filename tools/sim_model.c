@@ -17,9 +17,9 @@ int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, float *x);
 int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj);
 int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x);
 int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next);
-#define ON_GPU(m, call)                                                                                \
-    do {                                                                                               \
-        if ((m)->gpu) return call;                                                                     \
+#define ON_GPU(m, call)                                                                                                \
+    do {                                                                                                               \
+        if ((m)->gpu) return call;                                                                                     \
     } while (0)
 #else
 #define ON_GPU(m, call) (void)0
@@ -46,7 +46,8 @@ static float *normal_matrix(uint64_t *s, size_t n, float std)
 {
     float *w = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
     if (w)
-        for (size_t i = 0; i < n; i++) w[i] = normal(s) * std;
+        for (size_t i = 0; i < n; i++)
+            w[i] = normal(s) * std;
     return w;
 }
 
@@ -77,8 +78,10 @@ int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx,
         m->w_out[i] = normal_matrix(&s, (size_t)HV * l->head_v_dim * D, 0.5f / sqrtf((float)HV * l->head_v_dim));
         if (!m->w_in[i] || !m->w_out[i]) return -1;
         /* decays between about e^-0.02 and e^-0.5 per token: memory of tens of tokens */
-        for (int h = 0; h < HV; h++) m->A_log[i * HV + h] = (float)log(1.0 + 15.0 * uniform01(&s));
-        for (int j = 0; j < HV * gk; j++) m->dt_bias[i * HV * gk + j] = -4.0f + (float)uniform01(&s);
+        for (int h = 0; h < HV; h++)
+            m->A_log[i * HV + h] = (float)log(1.0 + 15.0 * uniform01(&s));
+        for (int j = 0; j < HV * gk; j++)
+            m->dt_bias[i * HV * gk + j] = -4.0f + (float)uniform01(&s);
     }
     if (rssm_context_device(ctx) == RSSM_DEVICE_CUDA) {
 #ifdef RSSM_SIM_CUDA
@@ -115,8 +118,10 @@ void sim_model_free(sim_model *m)
 #ifdef RSSM_SIM_CUDA
     sim_gpu_free(m);
 #endif
-    for (int i = 0; m->w_in && i < m->cfg.n_layers; i++) free(m->w_in[i]);
-    for (int i = 0; m->w_out && i < m->cfg.n_layers; i++) free(m->w_out[i]);
+    for (int i = 0; m->w_in && i < m->cfg.n_layers; i++)
+        free(m->w_in[i]);
+    for (int i = 0; m->w_out && i < m->cfg.n_layers; i++)
+        free(m->w_out[i]);
     free(m->w_in), free(m->w_out), free(m->embed), free(m->A_log), free(m->dt_bias);
     memset(m, 0, sizeof *m);
 }
@@ -126,7 +131,8 @@ int sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int 
     (void)ctx;
     ON_GPU(m, sim_gpu_embed(m, tokens, n, x));
     const int D = m->cfg.d_model;
-    for (int i = 0; i < n; i++) memcpy(x + (size_t)i * D, m->embed + (size_t)tokens[i] * D, sizeof(float) * D);
+    for (int i = 0; i < n; i++)
+        memcpy(x + (size_t)i * D, m->embed + (size_t)tokens[i] * D, sizeof(float) * D);
     return 0;
 }
 
@@ -148,14 +154,17 @@ static void matmul_task(void *arg, int64_t begin, int64_t end, int thread)
         const int c0 = (int)blk * COLS, c1 = c0 + COLS < j->p ? c0 + COLS : j->p;
         for (int i = 0; i < j->n; i++) {
             float acc[COLS];
-            for (int c = c0; c < c1; c++) acc[c - c0] = j->accumulate ? j->out[(size_t)i * j->p + c] : 0.0f;
+            for (int c = c0; c < c1; c++)
+                acc[c - c0] = j->accumulate ? j->out[(size_t)i * j->p + c] : 0.0f;
             const float *x = j->in + (size_t)i * j->din;
             for (int d = 0; d < j->din; d++) {
                 const float xd = x[d];
                 const float *wr = j->w + (size_t)d * j->p;
-                for (int c = c0; c < c1; c++) acc[c - c0] += xd * wr[c];
+                for (int c = c0; c < c1; c++)
+                    acc[c - c0] += xd * wr[c];
             }
-            for (int c = c0; c < c1; c++) j->out[(size_t)i * j->p + c] = acc[c - c0];
+            for (int c = c0; c < c1; c++)
+                j->out[(size_t)i * j->p + c] = acc[c - c0];
         }
     }
 }
@@ -170,9 +179,11 @@ static void matmul(rssm_context *ctx, const float *in, const float *w, float *ou
 static void rmsnorm(const float *x, float *y, int d)
 {
     double ss = 0;
-    for (int i = 0; i < d; i++) ss += (double)x[i] * x[i];
+    for (int i = 0; i < d; i++)
+        ss += (double)x[i] * x[i];
     const float r = (float)(1.0 / sqrt(ss / d + 1e-6));
-    for (int i = 0; i < d; i++) y[i] = x[i] * r;
+    for (int i = 0; i < d; i++)
+        y[i] = x[i] * r;
 }
 
 int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj)
@@ -181,7 +192,8 @@ int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float
     const int D = m->cfg.d_model;
     float *h = malloc(sizeof(float) * (size_t)n * D);
     if (!h) return -1;
-    for (int i = 0; i < n; i++) rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
+    for (int i = 0; i < n; i++)
+        rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
     matmul(ctx, h, m->w_in[layer], proj, n, D, m->proj, 0);
     free(h);
     return 0;
@@ -214,7 +226,8 @@ static void argmax_task(void *arg, int64_t begin, int64_t end, int thread)
         for (int v = 0; v < V; v++) {
             const float *e = j->m->embed + (size_t)v * D;
             float s = 0;
-            for (int d = 0; d < D; d++) s += h[d] * e[d];
+            for (int d = 0; d < D; d++)
+                s += h[d] * e[d];
             if (s > best_logit) best_logit = s, best = v;
         }
         j->next[i] = best;

@@ -27,14 +27,14 @@ typedef struct sim_model_config {
 
 typedef struct sim_model {
     sim_model_config cfg;
-    int proj;                          /* padded width of the fused projection row */
+    int proj; /* padded width of the fused projection row */
     int off_q, off_k, off_v, off_a, off_b;
-    float *embed;                      /* [vocab][d_model], tied with the unembedding */
-    float **w_in;                      /* per layer [d_model][proj] */
-    float **w_out;                     /* per layer [HV*V][d_model] */
-    float *A_log;                      /* per layer [HV] */
-    float *dt_bias;                    /* per layer [HV*gk] */
-    void *gpu;                         /* device copies and cuBLAS (CUDA contexts), else NULL */
+    float *embed;   /* [vocab][d_model], tied with the unembedding */
+    float **w_in;   /* per layer [d_model][proj] */
+    float **w_out;  /* per layer [HV*V][d_model] */
+    float *A_log;   /* per layer [HV] */
+    float *dt_bias; /* per layer [HV*gk] */
+    void *gpu;      /* device copies and cuBLAS (CUDA contexts), else NULL */
 } sim_model;
 
 /* Builds the weights (and their device copies on a CUDA context, with scratch for up to

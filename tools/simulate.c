@@ -74,16 +74,16 @@ static uint64_t rng_next(uint64_t *s)
 static int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
 
 typedef struct request {
-    int arrival;           /* step at which it may be admitted */
-    int parent;            /* -1, or the request whose conversation it continues */
-    int32_t *user;         /* its own new tokens */
+    int arrival;   /* step at which it may be admitted */
+    int parent;    /* -1, or the request whose conversation it continues */
+    int32_t *user; /* its own new tokens */
     int user_len, max_new;
     /* filled while running */
-    int32_t *hist;         /* prompt then generated tokens */
+    int32_t *hist; /* prompt then generated tokens */
     int hist_len, hist_cap, prompt_len, generated, done, slot, row;
-    int seq_len;           /* tokens processed (in the state) */
-    int cursor;            /* host mirror of the slot's cursor, for the byte model */
-    int matched;           /* prefix tokens reused from the cache */
+    int seq_len; /* tokens processed (in the state) */
+    int cursor;  /* host mirror of the slot's cursor, for the byte model */
+    int matched; /* prefix tokens reused from the cache */
 } request;
 
 static int hist_push(request *r, int32_t tok)
@@ -104,7 +104,8 @@ static request *make_workload(const sim_config *c, int32_t **system)
     request *rq = calloc(c->requests, sizeof *rq);
     *system = malloc(sizeof(int32_t) * c->system_len);
     if (!rq || !*system) return NULL;
-    for (int i = 0; i < c->system_len; i++) (*system)[i] = rng_int(&s, 0, c->model.vocab - 1);
+    for (int i = 0; i < c->system_len; i++)
+        (*system)[i] = rng_int(&s, 0, c->model.vocab - 1);
     for (int i = 0; i < c->requests; i++) {
         request *r = &rq[i];
         r->arrival = i * c->arrival_gap;
@@ -113,7 +114,8 @@ static request *make_workload(const sim_config *c, int32_t **system)
         r->max_new = rng_int(&s, c->gen_min, c->gen_max);
         r->user = malloc(sizeof(int32_t) * r->user_len);
         if (!r->user) return NULL;
-        for (int j = 0; j < r->user_len; j++) r->user[j] = rng_int(&s, 0, c->model.vocab - 1);
+        for (int j = 0; j < r->user_len; j++)
+            r->user[j] = rng_int(&s, 0, c->model.vocab - 1);
         r->slot = r->row = -1;
     }
     return rq;
@@ -121,7 +123,8 @@ static request *make_workload(const sim_config *c, int32_t **system)
 
 static void free_workload(request *rq, int n)
 {
-    for (int i = 0; rq && i < n; i++) free(rq[i].user), free(rq[i].hist);
+    for (int i = 0; rq && i < n; i++)
+        free(rq[i].user), free(rq[i].hist);
     free(rq);
 }
 
@@ -151,7 +154,8 @@ static void draft(const int32_t *hist, int n, int count, int32_t *out)
     if (n >= 3)
         for (int i = n - 3; i >= 1 && found < 0; i--)
             if (hist[i] == hist[n - 1] && hist[i - 1] == hist[n - 2]) found = i + 1;
-    for (int j = 0; j < count; j++) out[j] = (found >= 0 && found + j < n) ? hist[found + j] : hist[n - 1];
+    for (int j = 0; j < count; j++)
+        out[j] = (found >= 0 && found + j < n) ? hist[found + j] : hist[n - 1];
 }
 
 /* ---- one run ------------------------------------------------------------------------------- */
@@ -164,7 +168,7 @@ typedef struct sim_result {
     double state_bytes; /* byte model, decode and verify steps */
     double decode_tokens;
     size_t memory;
-    request *rq;        /* the run's requests (token streams) */
+    request *rq; /* the run's requests (token streams) */
 } sim_result;
 
 typedef struct engine {
@@ -185,13 +189,13 @@ typedef struct engine {
     int max_rows; /* max_batch * T */
 } engine;
 
-#define CHECK(call)                                                                                    \
-    do {                                                                                               \
-        rssm_status st_ = (call);                                                                      \
-        if (st_ != RSSM_OK) {                                                                          \
-            fprintf(stderr, "simulate: %s failed: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error()); \
-            return -1;                                                                                 \
-        }                                                                                              \
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        rssm_status st_ = (call);                                                                                      \
+        if (st_ != RSSM_OK) {                                                                                          \
+            fprintf(stderr, "simulate: %s failed: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error());         \
+            return -1;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 static double now_s(void)
@@ -201,7 +205,10 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int upload(engine *e, void *dst, const void *src, size_t n) { return rssm_dev_upload(e->ctx, dst, src, n) == RSSM_OK ? 0 : -1; }
+static int upload(engine *e, void *dst, const void *src, size_t n)
+{
+    return rssm_dev_upload(e->ctx, dst, src, n) == RSSM_OK ? 0 : -1;
+}
 
 /* Row of token t of batch row `row` in the step's activations: [B][T] for the kernels' verify,
  * [T][B] for the packed baseline (its T calls then see contiguous rows). */
@@ -261,8 +268,10 @@ static int mixer_decode(engine *e, int layer, int n, const rssm_state *st)
     CHECK(rssm_plan_io(e->plan, &io));
     io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
     io.o = e->d_mix;
-    if (e->replay) CHECK(rssm_decode_replay(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
-    else CHECK(rssm_decode_packed(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    if (e->replay)
+        CHECK(rssm_decode_replay(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    else
+        CHECK(rssm_decode_packed(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
@@ -380,7 +389,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     if (!e->tokens || !e->next) return -1;
     int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
     if (!scratch_slot) return -1;
-    for (int i = 0; i < scratch; i++) CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
+    for (int i = 0; i < scratch; i++)
+        CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
 
     request **rows = calloc(B, sizeof *rows);
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
@@ -411,12 +421,14 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         /* one decode (T = 1) or verify (T > 1) step over all rows */
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
-            for (int t = 0; t < T; t++) e->tokens[tok_index(e, row, t)] = 0;
+            for (int t = 0; t < T; t++)
+                e->tokens[tok_index(e, row, t)] = 0;
             if (!r) continue;
             e->tokens[tok_index(e, row, 0)] = r->hist[r->seq_len];
             if (T > 1) {
                 draft(r->hist, r->seq_len + 1, T - 1, drafts);
-                for (int t = 1; t < T; t++) e->tokens[tok_index(e, row, t)] = drafts[t - 1];
+                for (int t = 1; t < T; t++)
+                    e->tokens[tok_index(e, row, t)] = drafts[t - 1];
             }
         }
         CHECK(rssm_plan_set(e->plan, B, slot, seq));
@@ -428,13 +440,15 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (!tab) return -1;
             for (int row = 0; row < B; row++) {
                 tab[row] = slot[row];
-                for (int t = 0; t < T; t++) tab[(size_t)(t + 1) * B + row] = rows[row] ? scratch_slot[row * T + t] : -1;
+                for (int t = 0; t < T; t++)
+                    tab[(size_t)(t + 1) * B + row] = rows[row] ? scratch_slot[row * T + t] : -1;
             }
             if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
             free(tab);
             if (forward(e, B * T, mixer_verify_packed)) return -1;
         } else {
-            if (replay) CHECK(rssm_plan_begin(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
+            if (replay)
+                CHECK(rssm_plan_begin(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
         if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
@@ -444,7 +458,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             acc[row] = 0;
             if (!r) continue;
             int a = 1;
-            while (a < T && e->tokens[tok_index(e, row, a)] == e->next[tok_index(e, row, a - 1)]) a++;
+            while (a < T && e->tokens[tok_index(e, row, a)] == e->next[tok_index(e, row, a - 1)])
+                a++;
             const int left = r->max_new - r->generated;
             if (a > left) a = left > 0 ? left : 1;
             acc[row] = a;
@@ -554,7 +569,8 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
     const rssm_layer *l = &m->cfg.layer;
     printf("\nreplayssm simulate: model %s (%s H=%d HV=%d K=%d V=%d, %d layers, d_model %d, vocab %d), device %s\n",
            c->preset, l->gate == RSSM_GATE_GDN ? "GDN" : "KDA", l->num_k_heads, l->num_v_heads, l->head_k_dim,
-           l->head_v_dim, m->cfg.n_layers, m->cfg.d_model, m->cfg.vocab, c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu");
+           l->head_v_dim, m->cfg.n_layers, m->cfg.d_model, m->cfg.vocab,
+           c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu");
     printf("workload: %d requests, batch %d, system prompt %d tokens, follow-ups %.0f%%, ring L=%d (%s), "
            "track interval %d, %s\n\n",
            c->requests, c->max_batch, c->system_len, c->followup * 100, l->ring_len,
@@ -575,8 +591,10 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
         printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
     printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
     printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
-    if (same) printf("\ntoken streams: identical (%d requests)\n", c->requests);
-    else printf("\ntoken streams: DIFFERENT (first at request %d)\n", diff);
+    if (same)
+        printf("\ntoken streams: identical (%d requests)\n", c->requests);
+    else
+        printf("\ntoken streams: DIFFERENT (first at request %d)\n", diff);
 }
 
 static void print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same)
@@ -634,31 +652,45 @@ int rssm_cli_simulate(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             c.json = 1;
         } else if (ARG("--device")) {
-            if (!strcmp(v, "cpu")) c.device = RSSM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda")) c.device = RSSM_DEVICE_CUDA;
-            else return fprintf(stderr, "simulate: unknown device '%s'\n", v), 2;
+            if (!strcmp(v, "cpu"))
+                c.device = RSSM_DEVICE_CPU;
+            else if (!strcmp(v, "cuda"))
+                c.device = RSSM_DEVICE_CUDA;
+            else
+                return fprintf(stderr, "simulate: unknown device '%s'\n", v), 2;
         } else if (ARG("--model")) {
             if (set_preset(&c, v)) return fprintf(stderr, "simulate: unknown model '%s'\n", v), 2;
-        } else if (ARG("--layers")) layers = atoi(v);
-        else if (ARG("--requests")) c.requests = atoi(v);
-        else if (ARG("--batch")) c.max_batch = atoi(v);
-        else if (ARG("--ring-len")) ring_len = atoi(v);
-        else if (ARG("--ring")) ring = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
-        else if (ARG("--spec")) c.spec = atoi(v);
-        else if (ARG("--track-interval")) c.track_interval = atoi(v);
+        } else if (ARG("--layers"))
+            layers = atoi(v);
+        else if (ARG("--requests"))
+            c.requests = atoi(v);
+        else if (ARG("--batch"))
+            c.max_batch = atoi(v);
+        else if (ARG("--ring-len"))
+            ring_len = atoi(v);
+        else if (ARG("--ring"))
+            ring = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+        else if (ARG("--spec"))
+            c.spec = atoi(v);
+        else if (ARG("--track-interval"))
+            c.track_interval = atoi(v);
         else if (ARG("--gen")) {
             if (sscanf(v, "%d,%d", &c.gen_min, &c.gen_max) != 2) c.gen_min = c.gen_max = atoi(v);
-        } else if (ARG("--seed")) c.model.seed = strtoull(v, NULL, 10);
-        else if (ARG("--arrival-gap")) c.arrival_gap = atoi(v);
-        else if (ARG("--threads")) c.threads = atoi(v);
-        else return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
+        } else if (ARG("--seed"))
+            c.model.seed = strtoull(v, NULL, 10);
+        else if (ARG("--arrival-gap"))
+            c.arrival_gap = atoi(v);
+        else if (ARG("--threads"))
+            c.threads = atoi(v);
+        else
+            return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
 #undef ARG
     }
     if (layers > 0) c.model.n_layers = layers;
     c.model.layer.ring_len = ring_len;
     c.model.layer.ring_dtype = ring;
-    if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 ||
-        c.gen_min < 1 || c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
+    if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 || c.gen_min < 1 ||
+        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
     c.progress = !c.json && isatty(2);
 
@@ -674,8 +706,10 @@ int rssm_cli_simulate(int argc, char **argv)
     if (run_once(&c, ctx, &model, 0, &pk) == 0 && run_once(&c, ctx, &model, 1, &rp) == 0) {
         int diff;
         const int same = same_streams(&pk, &rp, c.requests, &diff);
-        if (c.json) print_json(&c, &pk, &rp, same);
-        else print_table(&c, &model, &pk, &rp, same, diff);
+        if (c.json)
+            print_json(&c, &pk, &rp, same);
+        else
+            print_table(&c, &model, &pk, &rp, same, diff);
         rc = same ? 0 : 1;
         free_workload(rp.rq, c.requests);
     }

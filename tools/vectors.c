@@ -37,7 +37,8 @@ static int parse_shape(const char *s, rv_tensor *t)
 
 static void free_case(rv_case *c)
 {
-    for (int i = 0; i < c->ntensors; i++) free(c->t[i].data);
+    for (int i = 0; i < c->ntensors; i++)
+        free(c->t[i].data);
     c->ntensors = 0;
 }
 
@@ -52,51 +53,89 @@ int rv_load(const char *path, rv_file *out, char *err, size_t errlen)
     while (fscanf(f, "%255s", w) == 1) {
         if (w[0] == '#') { /* comment: skip the rest of the line */
             int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n') {}
+            while ((ch = fgetc(f)) != EOF && ch != '\n') {
+            }
             continue;
         }
         if (!strcmp(w, "case")) {
             if (out->ncases == cap) {
                 cap = cap ? 2 * cap : 8;
                 rv_case *nc = realloc(out->cases, sizeof *nc * cap);
-                if (!nc) { rc = fail(err, errlen, "out of memory"); break; }
+                if (!nc) {
+                    rc = fail(err, errlen, "out of memory");
+                    break;
+                }
                 out->cases = nc;
             }
             cur = &out->cases[out->ncases++];
             memset(cur, 0, sizeof *cur);
-            if (fscanf(f, "%63s", cur->name) != 1) { rc = fail(err, errlen, "case without a name"); break; }
+            if (fscanf(f, "%63s", cur->name) != 1) {
+                rc = fail(err, errlen, "case without a name");
+                break;
+            }
             continue;
         }
-        if (!cur) { rc = fail(err, errlen, "'%s' before the first case", w); break; }
-        if (!strcmp(w, "end")) { cur = NULL; continue; }
+        if (!cur) {
+            rc = fail(err, errlen, "'%s' before the first case", w);
+            break;
+        }
+        if (!strcmp(w, "end")) {
+            cur = NULL;
+            continue;
+        }
         if (!strcmp(w, "gate")) {
             char g[16];
-            if (fscanf(f, "%15s", g) != 1) { rc = fail(err, errlen, "%s: gate", cur->name); break; }
-            if (!strcmp(g, "gdn")) cur->gate = RSSM_GATE_GDN;
-            else if (!strcmp(g, "kda")) cur->gate = RSSM_GATE_KDA;
-            else { rc = fail(err, errlen, "%s: unknown gate %s", cur->name, g); break; }
+            if (fscanf(f, "%15s", g) != 1) {
+                rc = fail(err, errlen, "%s: gate", cur->name);
+                break;
+            }
+            if (!strcmp(g, "gdn"))
+                cur->gate = RSSM_GATE_GDN;
+            else if (!strcmp(g, "kda"))
+                cur->gate = RSSM_GATE_KDA;
+            else {
+                rc = fail(err, errlen, "%s: unknown gate %s", cur->name, g);
+                break;
+            }
             continue;
         }
         if (!strcmp(w, "lower_bound")) {
             char v[64];
-            if (fscanf(f, "%63s", v) != 1) { rc = fail(err, errlen, "%s: lower_bound", cur->name); break; }
+            if (fscanf(f, "%63s", v) != 1) {
+                rc = fail(err, errlen, "%s: lower_bound", cur->name);
+                break;
+            }
             cur->has_lower_bound = strcmp(v, "none") != 0;
             cur->lower_bound = cur->has_lower_bound ? strtod(v, NULL) : 0.0;
             continue;
         }
         if (!strcmp(w, "scale")) {
-            if (fscanf(f, "%lf", &cur->scale) != 1) { rc = fail(err, errlen, "%s: scale", cur->name); break; }
+            if (fscanf(f, "%lf", &cur->scale) != 1) {
+                rc = fail(err, errlen, "%s: scale", cur->name);
+                break;
+            }
             continue;
         }
-        int *ip = !strcmp(w, "B") ? &cur->B : !strcmp(w, "T") ? &cur->T : !strcmp(w, "H") ? &cur->H
-                : !strcmp(w, "HV") ? &cur->HV : !strcmp(w, "K") ? &cur->K : !strcmp(w, "V") ? &cur->V
-                : !strcmp(w, "l2norm") ? &cur->l2norm : NULL;
+        int *ip = !strcmp(w, "B")        ? &cur->B
+                  : !strcmp(w, "T")      ? &cur->T
+                  : !strcmp(w, "H")      ? &cur->H
+                  : !strcmp(w, "HV")     ? &cur->HV
+                  : !strcmp(w, "K")      ? &cur->K
+                  : !strcmp(w, "V")      ? &cur->V
+                  : !strcmp(w, "l2norm") ? &cur->l2norm
+                                         : NULL;
         if (ip) {
-            if (fscanf(f, "%d", ip) != 1) { rc = fail(err, errlen, "%s: value of %s", cur->name, w); break; }
+            if (fscanf(f, "%d", ip) != 1) {
+                rc = fail(err, errlen, "%s: value of %s", cur->name, w);
+                break;
+            }
             continue;
         }
         if (!strcmp(w, "tensor")) {
-            if (cur->ntensors == RV_MAX_TENSORS) { rc = fail(err, errlen, "%s: too many tensors", cur->name); break; }
+            if (cur->ntensors == RV_MAX_TENSORS) {
+                rc = fail(err, errlen, "%s: too many tensors", cur->name);
+                break;
+            }
             rv_tensor *t = &cur->t[cur->ntensors];
             memset(t, 0, sizeof *t);
             char shape[128];
@@ -105,7 +144,10 @@ int rv_load(const char *path, rv_file *out, char *err, size_t errlen)
                 break;
             }
             t->data = malloc(sizeof(double) * (size_t)(t->n ? t->n : 1));
-            if (!t->data) { rc = fail(err, errlen, "out of memory"); break; }
+            if (!t->data) {
+                rc = fail(err, errlen, "out of memory");
+                break;
+            }
             cur->ntensors++;
             for (int64_t i = 0; i < t->n; i++)
                 if (fscanf(f, "%lf", &t->data[i]) != 1) {
@@ -128,7 +170,8 @@ int rv_load(const char *path, rv_file *out, char *err, size_t errlen)
 
 void rv_free(rv_file *f)
 {
-    for (int i = 0; i < f->ncases; i++) free_case(&f->cases[i]);
+    for (int i = 0; i < f->ncases; i++)
+        free_case(&f->cases[i]);
     free(f->cases);
     memset(f, 0, sizeof *f);
 }

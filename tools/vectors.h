@@ -16,8 +16,8 @@ typedef struct rv_tensor {
     char name[32];
     int ndim;
     int64_t dims[8];
-    int64_t n;     /* elements */
-    double *data;  /* row-major, last dim fastest */
+    int64_t n;    /* elements */
+    double *data; /* row-major, last dim fastest */
 } rv_tensor;
 
 typedef struct rv_case {

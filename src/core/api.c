@@ -75,7 +75,9 @@ rssm_status rssm_context_create(rssm_device device, int index, rssm_context **ou
     ctx->index = index;
     rssm_status st = RSSM_OK;
     switch (device) {
-    case RSSM_DEVICE_REFERENCE: ctx->backend = &rssm_reference_backend; break;
+    case RSSM_DEVICE_REFERENCE:
+        ctx->backend = &rssm_reference_backend;
+        break;
     case RSSM_DEVICE_CPU:
         ctx->backend = &rssm_cpu_backend;
         st = rssm_cpu_init(ctx, index);
@@ -116,9 +118,12 @@ rssm_status rssm_context_check_device_errors(rssm_context *ctx)
 size_t rssm_dtype_size(rssm_dtype dtype)
 {
     switch (dtype) {
-    case RSSM_DTYPE_F32: return 4;
-    case RSSM_DTYPE_BF16: return 2;
-    case RSSM_DTYPE_F64: return 8;
+    case RSSM_DTYPE_F32:
+        return 4;
+    case RSSM_DTYPE_BF16:
+        return 2;
+    case RSSM_DTYPE_F64:
+        return 8;
     }
     return 0;
 }
@@ -140,10 +145,9 @@ rssm_status rssm_layer_validate(const rssm_layer *l)
 {
     if (!l) return rssm_fail(RSSM_ERROR_NULL_POINTER, "layer is NULL");
     if (l->num_k_heads < 1 || l->num_v_heads < 1 || l->num_v_heads % l->num_k_heads != 0)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: H=%d HV=%d (need H >= 1 and HV a multiple of H)",
-                         l->num_k_heads, l->num_v_heads);
-    if (l->num_v_heads > 4096)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: HV=%d is more than 4096", l->num_v_heads);
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: H=%d HV=%d (need H >= 1 and HV a multiple of H)", l->num_k_heads,
+                         l->num_v_heads);
+    if (l->num_v_heads > 4096) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: HV=%d is more than 4096", l->num_v_heads);
     if (l->head_k_dim < 1 || l->head_k_dim > RSSM_MAX_HEAD_DIM || l->head_v_dim < 1 ||
         l->head_v_dim > RSSM_MAX_HEAD_DIM)
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "head dims K=%d V=%d (need 1..%d)", l->head_k_dim, l->head_v_dim,
@@ -212,15 +216,15 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
 
 /* ---- argument checks --------------------------------------------------------------------- */
 
-#define NEED(ptr, what)                                                                                \
-    do {                                                                                               \
-        if (!(ptr)) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: %s is NULL", fn, what);             \
+#define NEED(ptr, what)                                                                                                \
+    do {                                                                                                               \
+        if (!(ptr)) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: %s is NULL", fn, what);                             \
     } while (0)
 
-#define ALIGNED(ptr, what)                                                                             \
-    do {                                                                                               \
-        if ((ptr) && ((uintptr_t)(ptr) & 15u))                                                        \
-            return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s is not 16-byte aligned", fn, what);        \
+#define ALIGNED(ptr, what)                                                                                             \
+    do {                                                                                                               \
+        if ((ptr) && ((uintptr_t)(ptr)&15u))                                                                           \
+            return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s is not 16-byte aligned", fn, what);                        \
     } while (0)
 
 static int host_device(const rssm_context *ctx) { return ctx->device != RSSM_DEVICE_CUDA; }
@@ -319,8 +323,8 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
     if (io->tokens < 1 || io->tokens > 65536)
         return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: tokens %d outside [1, 65536]", fn, io->tokens);
     if (op == RSSM_OP_DECODE_REPLAY && io->tokens != 1)
-        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: replay decode takes one token per row (T=%d); use rssm_verify",
-                         fn, io->tokens);
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: replay decode takes one token per row (T=%d); use rssm_verify", fn,
+                         io->tokens);
     if (op == RSSM_OP_VERIFY && io->tokens > l->ring_len)
         return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: T=%d tokens do not fit a ring of L=%d", fn, io->tokens,
                          l->ring_len);
@@ -358,7 +362,8 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
     if ((st = resolve_stride(fn, "k_stride", &io->k_stride, hk, e)) != RSSM_OK) return st;
     if ((st = resolve_stride(fn, "v_stride", &io->v_stride, hvv, e)) != RSSM_OK) return st;
     if ((st = resolve_stride(fn, "a_stride", &io->a_stride, na, e)) != RSSM_OK) return st;
-    if (io->b_stride == 0) io->b_stride = l->num_v_heads;
+    if (io->b_stride == 0)
+        io->b_stride = l->num_v_heads;
     else if (io->b_stride < l->num_v_heads)
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: b_stride %lld is smaller than HV", fn, (long long)io->b_stride);
     if (op != RSSM_OP_DECODE_PACKED && io->write_slot)
@@ -385,7 +390,7 @@ static rssm_status check_kda_window(const char *fn, const rssm_params *p)
                         W += io->g[rssm_g_off(l, bt, hv, K) + c];
                     } else {
                         const int64_t ai = bt * io->a_stride + (int64_t)hv * K + c;
-                        const float a = l->io_dtype == RSSM_DTYPE_BF16  ? rssm_bf16_to_f32(((const uint16_t *)io->a)[ai])
+                        const float a = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->a)[ai])
                                         : l->io_dtype == RSSM_DTYPE_F64 ? (float)((const double *)io->a)[ai]
                                                                         : ((const float *)io->a)[ai];
                         W += rssm_gate_f32(a, io->A_log[hv], io->dt_bias[hv * K + c], l->has_lower_bound,
@@ -425,8 +430,7 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
     if (host_device(ctx)) {
         /* copy-on-write packed decode may fork one slot into several rows: reads may repeat */
         const int fork = op == RSSM_OP_DECODE_PACKED && p.io.write_slot;
-        if ((st = check_slots_unique(fn, "slot", p.io.slot, p.io.batch, state->num_slots, !fork)) != RSSM_OK)
-            return st;
+        if ((st = check_slots_unique(fn, "slot", p.io.slot, p.io.batch, state->num_slots, !fork)) != RSSM_OK) return st;
         if (p.io.write_slot) {
             if ((st = check_slots(fn, "write_slot", p.io.write_slot, p.io.batch, state->num_slots)) != RSSM_OK)
                 return st;
@@ -435,8 +439,8 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
                     return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: row %d pads only one of slot/write_slot", fn, b);
                 for (int32_t j = 0; j < p.io.batch; j++)
                     if (j != b && p.io.write_slot[b] >= 0 && p.io.write_slot[b] == p.io.slot[j])
-                        return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: slot %d is written by row %d and read by row %d",
-                                         fn, p.io.write_slot[b], b, j);
+                        return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: slot %d is written by row %d and read by row %d", fn,
+                                         p.io.write_slot[b], b, j);
             }
         }
         if (op != RSSM_OP_DECODE_PACKED && (st = check_cursors(fn, &p.layer, state, p.io.slot, p.io.batch)) != RSSM_OK)
@@ -445,7 +449,8 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
             return st;
     }
     if (p.io.batch == 0) return RSSM_OK;
-    if (!ctx->backend->step) return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end has no step", fn, ctx->backend->name);
+    if (!ctx->backend->step)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end has no step", fn, ctx->backend->name);
     return ctx->backend->step(ctx, &p, stream);
 }
 
@@ -475,9 +480,8 @@ rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_
 
 /* ---- materialise ------------------------------------------------------------------------- */
 
-rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src,
-                             const rssm_state *dst, int32_t batch, const int32_t *src_slot,
-                             const int32_t *dst_slot, void *stream)
+rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src, const rssm_state *dst,
+                             int32_t batch, const int32_t *src_slot, const int32_t *dst_slot, void *stream)
 {
     const char *fn = "rssm_materialize";
     rssm_materialize_params p;
@@ -541,7 +545,8 @@ static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *c
     NEED(slot, "slot");
     ALIGNED(slot, "slot");
     ALIGNED(fold, "fold");
-    if (state->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, state->num_slots);
+    if (state->num_slots < 1)
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, state->num_slots);
     if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
     if (op == RSSM_CURSOR_COMMIT) {
         NEED(accepted, "accepted");
@@ -587,8 +592,7 @@ rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_
 }
 
 rssm_status rssm_commit(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
-                        int32_t tokens, const int32_t *slot, const uint8_t *fold, const int32_t *accepted,
-                        void *stream)
+                        int32_t tokens, const int32_t *slot, const uint8_t *fold, const int32_t *accepted, void *stream)
 {
     rssm_status st = rssm_layer_validate(layer);
     if (st != RSSM_OK) return st;

@@ -23,8 +23,8 @@ typedef struct rssm_backend {
 struct rssm_context {
     rssm_device device;
     const rssm_backend *backend;
-    int index;   /* CPU threads or CUDA ordinal */
-    void *impl;  /* back end's own data (thread pool, device error counter) */
+    int index;  /* CPU threads or CUDA ordinal */
+    void *impl; /* back end's own data (thread pool, device error counter) */
 };
 
 /* Records the message for rssm_last_error() on this thread and returns `status`. */
@@ -53,8 +53,8 @@ rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t byte
 rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind);
 rssm_status rssm_cuda_sync(rssm_context *ctx);
 void *rssm_cuda_stream(rssm_context *ctx);
-rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup,
-                           int reps, double *us_per_rep);
+rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,
+                           double *us_per_rep);
 rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps);
 
 #endif /* RSSM_BACKEND_H */

@@ -23,8 +23,10 @@ rssm_status rssm_dev_alloc(rssm_context *ctx, size_t bytes, void **out)
 void rssm_dev_free(rssm_context *ctx, void *ptr)
 {
     if (!ptr) return;
-    if (on_cuda(ctx)) rssm_cuda_free(ctx, ptr);
-    else free(ptr);
+    if (on_cuda(ctx))
+        rssm_cuda_free(ctx, ptr);
+    else
+        free(ptr);
 }
 
 rssm_status rssm_dev_memset(rssm_context *ctx, void *dst, int byte, size_t bytes)
@@ -95,9 +97,11 @@ static void bw_task(void *arg, int64_t begin, int64_t end, int thread)
     float *restrict a = j->a;
     const float *restrict b = j->b, *restrict c = j->c;
     if (j->triad)
-        for (int64_t i = begin; i < end; i++) a[i] = b[i] + 3.0f * c[i];
+        for (int64_t i = begin; i < end; i++)
+            a[i] = b[i] + 3.0f * c[i];
     else
-        for (int64_t i = begin; i < end; i++) a[i] = b[i];
+        for (int64_t i = begin; i < end; i++)
+            a[i] = b[i];
 }
 
 rssm_status rssm_dev_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps)
@@ -110,7 +114,8 @@ rssm_status rssm_dev_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbp
         free(j.a), free(j.b), free(j.c);
         return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_dev_bandwidth: 3 x %zu bytes of host memory", bytes);
     }
-    for (int64_t i = 0; i < n; i++) j.a[i] = 0.0f, j.b[i] = 1.0f, j.c[i] = 2.0f; /* first touch */
+    for (int64_t i = 0; i < n; i++)
+        j.a[i] = 0.0f, j.b[i] = 1.0f, j.c[i] = 2.0f; /* first touch */
     for (int triad = 0; triad <= 1; triad++) {
         j.triad = triad;
         double best = 1e30;

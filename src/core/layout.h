@@ -41,9 +41,15 @@ RSSM_HD int64_t rssm_base_off(const rssm_layer *l, int64_t s, int hv) { return s
 RSSM_HD int64_t rssm_bt(const rssm_step_io *io, int b, int t) { return (int64_t)b * io->tokens + t; }
 
 /* o [B, T, HV, V] */
-RSSM_HD int64_t rssm_o_off(const rssm_layer *l, int64_t bt, int hv) { return (bt * l->num_v_heads + hv) * (int64_t)l->head_v_dim; }
+RSSM_HD int64_t rssm_o_off(const rssm_layer *l, int64_t bt, int hv)
+{
+    return (bt * l->num_v_heads + hv) * (int64_t)l->head_v_dim;
+}
 
 /* precomputed g: GDN [B, T, HV]; KDA [B, T, HV, K]; beta [B, T, HV] */
-RSSM_HD int64_t rssm_g_off(const rssm_layer *l, int64_t bt, int hv, int gk) { return (bt * l->num_v_heads + hv) * (int64_t)gk; }
+RSSM_HD int64_t rssm_g_off(const rssm_layer *l, int64_t bt, int hv, int gk)
+{
+    return (bt * l->num_v_heads + hv) * (int64_t)gk;
+}
 
 #endif /* RSSM_LAYOUT_H */

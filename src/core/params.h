@@ -31,11 +31,11 @@ typedef enum rssm_op {
 /* Step family: packed decode, replay decode, verify, prefill. */
 typedef struct rssm_params {
     rssm_op op;
-    rssm_layer layer;  /* validated; scale and kda_fold_threshold resolved (never 0) */
+    rssm_layer layer; /* validated; scale and kda_fold_threshold resolved (never 0) */
     rssm_state state;
-    rssm_step_io io;   /* strides resolved (never 0) */
-    int32_t group;     /* HV / H */
-    int32_t gk;        /* entries of one G: 1 (GDN) or K (KDA) */
+    rssm_step_io io; /* strides resolved (never 0) */
+    int32_t group;   /* HV / H */
+    int32_t gk;      /* entries of one G: 1 (GDN) or K (KDA) */
 } rssm_params;
 
 /* Materialise: fold src rings into dst checkpoints. */
@@ -56,10 +56,10 @@ typedef struct rssm_cursor_params {
     int32_t ring_len; /* L */
     int32_t batch, tokens;
     int32_t num_slots;
-    int32_t *cursor;          /* [slots] */
-    const int32_t *slot;      /* [B] */
-    const uint8_t *fold;      /* [B] or NULL */
-    const int32_t *accepted;  /* [B], commit only */
+    int32_t *cursor;         /* [slots] */
+    const int32_t *slot;     /* [B] */
+    const uint8_t *fold;     /* [B] or NULL */
+    const int32_t *accepted; /* [B], commit only */
 } rssm_cursor_params;
 
 /* ---- fold rules (see replayssm.h) -------------------------------------------------- */

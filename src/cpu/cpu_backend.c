@@ -40,10 +40,15 @@ static rssm_status cpu_step(rssm_context *ctx, const rssm_params *p, void *strea
     dispatch d = {{p, NULL, rssm_cpu_vec_of(ctx), arenas_of(ctx)}, NULL, p->layer.num_k_heads};
     switch (p->op) {
     case RSSM_OP_DECODE_PACKED:
-    case RSSM_OP_PREFILL: d.item = rssm_cpu_item_packed; break;
+    case RSSM_OP_PREFILL:
+        d.item = rssm_cpu_item_packed;
+        break;
     case RSSM_OP_DECODE_REPLAY:
-    case RSSM_OP_VERIFY: d.item = rssm_cpu_item_replay; break;
-    default: return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "cpu: unknown op %d", (int)p->op);
+    case RSSM_OP_VERIFY:
+        d.item = rssm_cpu_item_replay;
+        break;
+    default:
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "cpu: unknown op %d", (int)p->op);
     }
     rssm_cpu_parallel_for(ctx, (int64_t)p->io.batch * p->layer.num_k_heads, run_items, &d);
     return RSSM_OK;

@@ -24,11 +24,9 @@ typedef struct cpu_vec {
     /* *dx = sum_c s[c] x[c], *dy = sum_c s[c] y[c] in one pass over s */
     void (*dot2)(const float *s, const float *x, const float *y, int n, float *dx, float *dy);
     /* out[c] = fma(u, k[c], s[c] * alpha[c]); returns sum_c out[c] q[c]. out may alias s. */
-    float (*update_dot)(const float *s, const float *alpha, float u, const float *k, const float *q, float *out,
-                        int n);
+    float (*update_dot)(const float *s, const float *alpha, float u, const float *k, const float *q, float *out, int n);
     /* out[c] = s[c] alpha[c] (+) sum_{i<h} w[i] kw[i*ld + c], FMAs in order of i. out may alias s. */
-    void (*fold)(const float *s, const float *alpha, int h, const float *w, const float *kw, int ld, float *out,
-                 int n);
+    void (*fold)(const float *s, const float *alpha, int h, const float *w, const float *kw, int ld, float *out, int n);
     /* y[c] = fma(a, x[c], y[c]) */
     void (*axpy)(float a, const float *x, float *y, int n);
     /* ---- four rows at once: each row gets exactly the bits of the one-row kernel above;
@@ -66,9 +64,9 @@ float *rssm_cpu_take(cpu_arena *a, size_t n);
 typedef struct cpu_pool cpu_pool;
 typedef struct cpu_impl {
     int threads;
-    cpu_pool *pool;       /* NULL for one thread */
-    const cpu_vec *vec;   /* selected kernels */
-    cpu_arena *arenas;    /* [threads] */
+    cpu_pool *pool;     /* NULL for one thread */
+    const cpu_vec *vec; /* selected kernels */
+    cpu_arena *arenas;  /* [threads] */
 } cpu_impl;
 
 /* The table and arena of the current context (vec is the scalar table when ctx has no impl). */
@@ -82,8 +80,8 @@ typedef struct cpu_job {
     cpu_arena *arenas;
 } cpu_job;
 
-void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a);  /* packed decode, prefill */
-void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a);  /* replay decode, verify */
+void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a); /* packed decode, prefill */
+void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a); /* replay decode, verify */
 void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a);
 
 #endif /* RSSM_CPU_INTERNAL_H */

@@ -33,21 +33,26 @@ static void *at(const void *base, rssm_dtype dt, int64_t off) { return (char *)b
 /* dst[0..n) <- src (f32 or bf16) */
 static void load_f32(const cpu_vec *vec, const void *base, rssm_dtype dt, int64_t off, float *dst, int n)
 {
-    if (dt == RSSM_DTYPE_BF16) vec->bf16_load(at(base, dt, off), dst, n);
-    else memcpy(dst, at(base, dt, off), sizeof(float) * (size_t)n);
+    if (dt == RSSM_DTYPE_BF16)
+        vec->bf16_load(at(base, dt, off), dst, n);
+    else
+        memcpy(dst, at(base, dt, off), sizeof(float) * (size_t)n);
 }
 
 /* dst (f32 or bf16) <- src[0..n), rounding to the dtype */
 static void store_f32(const cpu_vec *vec, void *base, rssm_dtype dt, int64_t off, const float *src, int n)
 {
-    if (dt == RSSM_DTYPE_BF16) vec->bf16_store(src, at(base, dt, off), n);
-    else memcpy(at(base, dt, off), src, sizeof(float) * (size_t)n);
+    if (dt == RSSM_DTYPE_BF16)
+        vec->bf16_store(src, at(base, dt, off), n);
+    else
+        memcpy(at(base, dt, off), src, sizeof(float) * (size_t)n);
 }
 
 static float min_of(const float *x, int n)
 {
     float m = x[0];
-    for (int i = 1; i < n; i++) m = x[i] < m ? x[i] : m;
+    for (int i = 1; i < n; i++)
+        m = x[i] < m ? x[i] : m;
     return m;
 }
 
@@ -72,7 +77,8 @@ static inline int group_rows(int V, int g, int rows[RSSM_CPU_STREAMS])
 {
     const int Vn = V / RSSM_CPU_STREAMS;
     if (g < Vn) {
-        for (int i = 0; i < RSSM_CPU_STREAMS; i++) rows[i] = g + i * Vn;
+        for (int i = 0; i < RSSM_CPU_STREAMS; i++)
+            rows[i] = g + i * Vn;
         return RSSM_CPU_STREAMS;
     }
     rows[0] = RSSM_CPU_STREAMS * Vn + (g - Vn);
@@ -86,7 +92,8 @@ static inline void dot_rows(const cpu_vec *vec, int nr, const float *const s[RSS
         for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
             vec->dot_x4(s + q, x, K, d + q);
     else
-        for (int i = 0; i < nr; i++) d[i] = vec->dot(s[i], x, K);
+        for (int i = 0; i < nr; i++)
+            d[i] = vec->dot(s[i], x, K);
 }
 
 static inline void dot2_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *x,
@@ -96,7 +103,8 @@ static inline void dot2_rows(const cpu_vec *vec, int nr, const float *const s[RS
         for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
             vec->dot2_x4(s + q, x, y, K, dx + q, dy + q);
     else
-        for (int i = 0; i < nr; i++) vec->dot2(s[i], x, y, K, dx + i, dy + i);
+        for (int i = 0; i < nr; i++)
+            vec->dot2(s[i], x, y, K, dx + i, dy + i);
 }
 
 static inline void update_dot_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS],
@@ -107,7 +115,8 @@ static inline void update_dot_rows(const cpu_vec *vec, int nr, const float *cons
         for (int j = 0; j < RSSM_CPU_STREAMS; j += 4)
             vec->update_dot_x4(s + j, alpha, u + j, k, q, out + j, K, o + j);
     else
-        for (int i = 0; i < nr; i++) o[i] = vec->update_dot(s[i], alpha, u[i], k, q, out[i], K);
+        for (int i = 0; i < nr; i++)
+            o[i] = vec->update_dot(s[i], alpha, u[i], k, q, out[i], K);
 }
 
 static inline void fold_rows(const cpu_vec *vec, int nr, const float *const s[RSSM_CPU_STREAMS], const float *alpha,
@@ -118,7 +127,8 @@ static inline void fold_rows(const cpu_vec *vec, int nr, const float *const s[RS
         for (int q = 0; q < RSSM_CPU_STREAMS; q += 4)
             vec->fold_x4(s + q, alpha, h, w + q, kw, ld, out + q, K);
     else
-        for (int i = 0; i < nr; i++) vec->fold(s[i], alpha, h, w[i], kw, ld, out[i], K);
+        for (int i = 0; i < nr; i++)
+            vec->fold(s[i], alpha, h, w[i], kw, ld, out[i], K);
 }
 
 /* ---- one token's inputs --------------------------------------------------------------------- */
@@ -165,8 +175,8 @@ static void prep_head(const rssm_params *p, const cpu_vec *vec, int64_t bt, int 
                                   : neA * rssm_softplus_f32(a + dtb[c]);
     }
     const int64_t b0 = bt * io->b_stride + hv;
-    const float bb = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->b)[b0])
-                                                    : ((const float *)io->b)[b0];
+    const float bb =
+        l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->b)[b0]) : ((const float *)io->b)[b0];
     *beta = rssm_sigmoid_f32(bb);
 }
 
@@ -197,7 +207,8 @@ static inline void packed_rows(const cpu_vec *vec, int nr, const float *const s[
 {
     float d[RSSM_CPU_STREAMS], u[RSSM_CPU_STREAMS];
     dot_rows(vec, nr, s, ak, K, d);
-    for (int i = 0; i < nr; i++) u[i] = beta * (vr[i] - d[i]);
+    for (int i = 0; i < nr; i++)
+        u[i] = beta * (vr[i] - d[i]);
     update_dot_rows(vec, nr, s, alpha, u, k, q, out, K, o);
 }
 
@@ -213,11 +224,11 @@ static inline float packed_row(const cpu_vec *vec, const float *srow, const floa
 /* ---- ring access ---------------------------------------------------------------------------- */
 
 typedef struct ring {
-    int h;       /* live entries */
-    float *U;    /* [h][V] u_i as stored */
-    float *UT;   /* [V][h] the same, transposed (per-row weights of a fold) */
-    float *Kr;   /* [h][K] keys as stored (GDN normalised k; KDA pre-decayed k~) */
-    float *G;    /* [h][gk] cumulative log-gates */
+    int h;     /* live entries */
+    float *U;  /* [h][V] u_i as stored */
+    float *UT; /* [V][h] the same, transposed (per-row weights of a fold) */
+    float *Kr; /* [h][K] keys as stored (GDN normalised k; KDA pre-decayed k~) */
+    float *G;  /* [h][gk] cumulative log-gates */
 } ring;
 
 static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv)
@@ -236,7 +247,8 @@ static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv
 static void prefetch_lines(const void *p, int64_t bytes)
 {
     const char *c = (const char *)p;
-    for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 2);
+    for (int64_t i = 0; i < bytes; i += 64)
+        __builtin_prefetch(c + i, 0, 2);
 }
 
 /* the head after (b, hv) in work-item order ((b, kh) items, their heads in order) */
@@ -271,7 +283,7 @@ static void prefetch_next_head(const rssm_params *p, int b, int hv, int ring)
 
 /* Committed keys of entries 0..h-1 of (slot s, value head hv) (GDN: its key head's). */
 static void load_keys(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, int h,
-                       float *Kr)
+                      float *Kr)
 {
     const int K = l->head_k_dim;
     if (h > 0) load_f32(vec, sp->ring_k, l->ring_dtype, rssm_ring_k_off(l, s, hv, group, 0), Kr, h * K);
@@ -296,35 +308,40 @@ static void ring_transpose(ring *rg, int V)
 {
     const int h = rg->h;
     for (int i = 0; i < h; i++)
-        for (int r = 0; r < V; r++) rg->UT[r * h + i] = rg->U[i * V + r];
+        for (int r = 0; r < V; r++)
+            rg->UT[r * h + i] = rg->U[i * V + r];
 }
 
 /* Cumulative gate after the live entries: G_{h-1}, or 0 */
 static void ring_G(const ring *rg, int gk, float *G)
 {
-    for (int c = 0; c < gk; c++) G[c] = rg->h > 0 ? rg->G[(rg->h - 1) * gk + c] : 0.0f;
+    for (int c = 0; c < gk; c++)
+        G[c] = rg->h > 0 ? rg->G[(rg->h - 1) * gk + c] : 0.0f;
 }
 
 /* Fold weights of entries i < n at cumulative gate Gn:  alpha[c] = e^{Gn},
  *   KW[i][c] = k_i[c] e^{Gn - G_i}  (GDN)   or   k~_i[c] e^{Gn[c]}  (KDA) */
 static void fold_weights(const ring *rg, int n, int K, int gk, const float *Gn, float *alpha, float *KW)
 {
-    for (int c = 0; c < K; c++) alpha[c] = expf(Gn[gk == 1 ? 0 : c]);
+    for (int c = 0; c < K; c++)
+        alpha[c] = expf(Gn[gk == 1 ? 0 : c]);
     for (int i = 0; i < n; i++) {
         const float *ki = rg->Kr + (size_t)i * K;
         float *kw = KW + (size_t)i * K;
         if (gk == 1) {
             const float e = expf(Gn[0] - rg->G[i]);
-            for (int c = 0; c < K; c++) kw[c] = ki[c] * e;
+            for (int c = 0; c < K; c++)
+                kw[c] = ki[c] * e;
         } else {
-            for (int c = 0; c < K; c++) kw[c] = ki[c] * alpha[c];
+            for (int c = 0; c < K; c++)
+                kw[c] = ki[c] * alpha[c];
         }
     }
 }
 
 /* S [V][K] f32 <- checkpoint of (s, hv) with its live ring folded in (not rounded) */
-static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int gk,
-                      ring *rg, cpu_arena *a, float *S)
+static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int gk, ring *rg,
+                      cpu_arena *a, float *S)
 {
     const int V = l->head_v_dim, K = l->head_k_dim;
     float *alpha = rssm_cpu_take(a, K), *KW = rssm_cpu_take(a, (size_t)rg->h * K + 1), G[RSSM_MAX_HEAD_DIM];
@@ -387,7 +404,8 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
         prep_qk(p, vec, bt, kh, q, k);
         for (int hv = kh * p->group; hv < (kh + 1) * p->group; hv++) {
             prep_head(p, vec, bt, hv, v, g, &beta);
-            for (int c = 0; c < K; c++) alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
+            for (int c = 0; c < K; c++)
+                alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
             const int64_t src = rssm_ckpt_off(l, s, hv), dst = rssm_ckpt_off(l, w, hv);
             prefetch_next_head(p, b, hv, 0);
             for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
@@ -439,7 +457,8 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             const int64_t bt = rssm_bt(&p->io, b, t);
             prep_qk(p, vec, bt, kh, q, k);
             prep_head(p, vec, bt, hv, v, g, &beta);
-            for (int c = 0; c < K; c++) alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
+            for (int c = 0; c < K; c++)
+                alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
             for (int r = 0; r < V; r++) {
                 float *srow = S + (size_t)r * K;
                 o[r] = packed_row(vec, srow, alpha, ak, k, q, beta, v[r], srow, K);
@@ -482,7 +501,8 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
     float *Kr = rssm_cpu_take(a, (size_t)L * K);
     if (l->gate == RSSM_GATE_GDN) load_keys(vec, l, sp, s, kh * p->group, p->group, c, Kr);
     float *ones = rssm_cpu_take(a, K);
-    for (int cc = 0; cc < K; cc++) ones[cc] = 1.0f;
+    for (int cc = 0; cc < K; cc++)
+        ones[cc] = 1.0f;
     /* GDN: k_i . k_t and k_i . q_t of the committed entries are the key head's, shared by the
      * group's value heads (which all read the same hw = c or 0 entries); made by the first
      * head that needs them */
@@ -512,20 +532,22 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             float W[RSSM_MAX_HEAD_DIM];
             for (int i = 0; i < gk; i++) {
                 W[i] = Gh[i];
-                for (int t = 0; t < T; t++) W[i] += g[(size_t)t * gk + i];
+                for (int t = 0; t < T; t++)
+                    W[i] += g[(size_t)t * gk + i];
             }
             early = min_of(W, gk) < -thr;
         }
         const int start = uniform || early;
-        const int c0 = uniform ? 0 : c;     /* the cursor the window starts from */
-        const int hw = start ? 0 : h;       /* committed entries the window reads */
+        const int c0 = uniform ? 0 : c; /* the cursor the window starts from */
+        const int hw = start ? 0 : h;   /* committed entries the window reads */
         float *alphaS = NULL, *KWs = NULL;
         if (start && h > 0) {
             alphaS = rssm_cpu_take(a, K), KWs = rssm_cpu_take(a, (size_t)h * K);
             fold_weights(&rg, h, K, gk, Gh, alphaS, KWs);
         }
         float G0[RSSM_MAX_HEAD_DIM];
-        for (int i = 0; i < gk; i++) G0[i] = start ? 0.0f : Gh[i];
+        for (int i = 0; i < gk; i++)
+            G0[i] = start ? 0.0f : Gh[i];
 
         /* per token: G_t, x_k = e^{G_t} k_t, x_q = e^{G_t} q_t, the stored key (KDA k e^{-G_t}) */
         float *Gt = rssm_cpu_take(a, (size_t)T * gk), *xk = rssm_cpu_take(a, (size_t)T * K);
@@ -533,12 +555,14 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
         for (int t = 0; t < T; t++) {
             float *G = Gt + (size_t)t * gk;
             const float *Gp = t ? Gt + (size_t)(t - 1) * gk : G0;
-            for (int i = 0; i < gk; i++) G[i] = Gp[i] + g[(size_t)t * gk + i];
+            for (int i = 0; i < gk; i++)
+                G[i] = Gp[i] + g[(size_t)t * gk + i];
             const float *kt = kn + (size_t)t * K, *qt = qn + (size_t)t * K;
             float *xkt = xk + (size_t)t * K, *xqt = xq + (size_t)t * K, *ks = kst + (size_t)t * K;
             if (gk == 1) {
                 const float e = expf(G[0]);
-                for (int cc = 0; cc < K; cc++) xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = kt[cc];
+                for (int cc = 0; cc < K; cc++)
+                    xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = kt[cc];
             } else {
                 for (int cc = 0; cc < K; cc++) {
                     const float e = expf(G[cc]);
@@ -630,7 +654,8 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             if (start && h > 0) {
                 /* S0' = S0 e^{G_h} + sum_i u_i kw_i, stored; continue from the stored values */
-                for (int i = 0; i < nr; i++) wS[i] = rg.UT + (size_t)rows[i] * h;
+                for (int i = 0; i < nr; i++)
+                    wS[i] = rg.UT + (size_t)rows[i] * h;
                 fold_rows(vec, nr, src, alphaS, h, wS, KWs, K, b1, K);
                 for (int i = 0; i < nr; i++) {
                     store_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
@@ -650,8 +675,10 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
                 } else {
                     float u[RSSM_CPU_STREAMS];
                     dot_rows(vec, nr, src, xk, K, dx);
-                    for (int i = 0; i < nr; i++) u[i] = beta[0] * (vr[i] - (dx[i] + rk[rows[i]]));
-                    for (int i = 0; i < nr; i++) wN[i] = rg.UT + (size_t)rows[i] * hw;
+                    for (int i = 0; i < nr; i++)
+                        u[i] = beta[0] * (vr[i] - (dx[i] + rk[rows[i]]));
+                    for (int i = 0; i < nr; i++)
+                        wN[i] = rg.UT + (size_t)rows[i] * hw;
                     fold_rows(vec, nr, src, alphaN, hw, wN, KWn, K, b2, K);
                     update_dot_rows(vec, nr, (const float *const *)b2, ones, u, kn, qn, out, K, o4);
                 }
@@ -663,7 +690,8 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             for (int t = 0; t < T; t++) {
                 dot2_rows(vec, nr, src, xk + (size_t)t * K, xq + (size_t)t * K, K, dx, dy);
-                for (int i = 0; i < nr; i++) DK[(size_t)t * V + rows[i]] = dx[i], O[(size_t)t * V + rows[i]] = dy[i];
+                for (int i = 0; i < nr; i++)
+                    DK[(size_t)t * V + rows[i]] = dx[i], O[(size_t)t * V + rows[i]] = dy[i];
             }
         }
         if (!end) {
@@ -675,13 +703,15 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
             for (int t = 0; t < T; t++) {
                 float *d = DK + (size_t)t * V, *o = O + (size_t)t * V, *u = Uo + (size_t)t * V;
                 const float *rkt = rk + (size_t)t * V, *rqt = rq + (size_t)t * V, *vt = vv + (size_t)t * V;
-                for (int r = 0; r < V; r++) d[r] += rkt[r], o[r] += rqt[r];
+                for (int r = 0; r < V; r++)
+                    d[r] += rkt[r], o[r] += rqt[r];
                 for (int tp = 0; tp < t; tp++) {
                     vec->axpy(wkk[t * T + tp], Ust + (size_t)tp * V, d, V); /* d += ust_tp wkk */
                     vec->axpy(wqk[t * T + tp], Ust + (size_t)tp * V, o, V);
                 }
                 const float bt = beta[t];
-                for (int r = 0; r < V; r++) u[r] = bt * (vt[r] - d[r]);
+                for (int r = 0; r < V; r++)
+                    u[r] = bt * (vt[r] - d[r]);
                 if (t + 1 < T) {
                     if (rdt == RSSM_DTYPE_BF16) {
                         vec->bf16_store(u, u16, V);
@@ -693,7 +723,8 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
                 vec->axpy(kq[t], u, o, V); /* o = fma(u, k.q, o) */
             }
         }
-        for (int t = 0; t < T; t++) store_o(p, vec, rssm_bt(&p->io, b, t), hv, O + (size_t)t * V);
+        for (int t = 0; t < T; t++)
+            store_o(p, vec, rssm_bt(&p->io, b, t), hv, O + (size_t)t * V);
 
         if (start) base_store(l, sp, s, hv, c0);
         if (end) {
@@ -704,8 +735,10 @@ void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
         const int write_k = l->gate == RSSM_GATE_KDA || hv % p->group == 0;
         for (int t = 0; t < T; t++) {
             store_f32(vec, sp->ring_u, rdt, rssm_ring_u_off(l, s, hv, hw + t), Uo + (size_t)t * V, V);
-            if (write_k) store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, hw + t), kst + (size_t)t * K, K);
-            memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, hw + t, gk), Gt + (size_t)t * gk, sizeof(float) * (size_t)gk);
+            if (write_k)
+                store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, hw + t), kst + (size_t)t * K, K);
+            memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, hw + t, gk), Gt + (size_t)t * gk,
+                   sizeof(float) * (size_t)gk);
         }
     }
 }

@@ -16,7 +16,7 @@
 
 struct cpu_pool {
     int threads;
-    pthread_t *tid;     /* [threads], 0 unused (the caller) */
+    pthread_t *tid; /* [threads], 0 unused (the caller) */
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     uint64_t generation; /* bumped for every job */
@@ -51,7 +51,8 @@ static void *worker_main(void *varg)
     in_task = 1;
     pthread_mutex_lock(&pl->mu);
     for (;;) {
-        while (!pl->quit && pl->generation == seen) pthread_cond_wait(&pl->wake, &pl->mu);
+        while (!pl->quit && pl->generation == seen)
+            pthread_cond_wait(&pl->wake, &pl->mu);
         if (pl->quit) break;
         seen = pl->generation;
         pthread_mutex_unlock(&pl->mu);
@@ -139,7 +140,8 @@ static void impl_free(cpu_impl *im)
     if (!im) return;
     pool_free(im->pool);
     if (im->arenas)
-        for (int t = 0; t < im->threads; t++) free(im->arenas[t].base);
+        for (int t = 0; t < im->threads; t++)
+            free(im->arenas[t].base);
     free(im->arenas);
     free(im);
 }
@@ -202,7 +204,8 @@ void rssm_cpu_parallel_for(rssm_context *ctx, int64_t n, rssm_task_fn fn, void *
     run_chunk(pl, 0);
     in_task = 0;
     pthread_mutex_lock(&pl->mu);
-    while (pl->pending > 0) pthread_cond_wait(&pl->done, &pl->mu);
+    while (pl->pending > 0)
+        pthread_cond_wait(&pl->done, &pl->mu);
     pthread_mutex_unlock(&pl->mu);
     pthread_mutex_unlock(&pl->call_mu);
 }

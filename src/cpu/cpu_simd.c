@@ -18,14 +18,16 @@
 static float dot_scalar(const float *a, const float *b, int n)
 {
     float s = 0.0f;
-    for (int c = 0; c < n; c++) s = fmaf(a[c], b[c], s); /* s += a b */
+    for (int c = 0; c < n; c++)
+        s = fmaf(a[c], b[c], s); /* s += a b */
     return s;
 }
 
 static void dot2_scalar(const float *s, const float *x, const float *y, int n, float *dx, float *dy)
 {
     float a = 0.0f, b = 0.0f;
-    for (int c = 0; c < n; c++) a = fmaf(s[c], x[c], a), b = fmaf(s[c], y[c], b);
+    for (int c = 0; c < n; c++)
+        a = fmaf(s[c], x[c], a), b = fmaf(s[c], y[c], b);
     *dx = a, *dy = b;
 }
 
@@ -36,7 +38,7 @@ static float update_dot_scalar(const float *s, const float *alpha, float u, cons
     for (int c = 0; c < n; c++) {
         const float r = fmaf(u, k[c], s[c] * alpha[c]); /* S alpha + u k */
         out[c] = r;
-        o = fmaf(r, q[c], o);                            /* o += S q */
+        o = fmaf(r, q[c], o); /* o += S q */
     }
     return o;
 }
@@ -46,47 +48,55 @@ static void fold_scalar(const float *s, const float *alpha, int h, const float *
 {
     for (int c = 0; c < n; c++) {
         float r = s[c] * alpha[c];
-        for (int i = 0; i < h; i++) r = fmaf(w[i], kw[(size_t)i * ld + c], r);
+        for (int i = 0; i < h; i++)
+            r = fmaf(w[i], kw[(size_t)i * ld + c], r);
         out[c] = r;
     }
 }
 
 static void axpy_scalar(float a, const float *x, float *y, int n)
 {
-    for (int c = 0; c < n; c++) y[c] = fmaf(a, x[c], y[c]);
+    for (int c = 0; c < n; c++)
+        y[c] = fmaf(a, x[c], y[c]);
 }
 
 static void bf16_load_scalar(const uint16_t *src, float *dst, int n)
 {
-    for (int c = 0; c < n; c++) dst[c] = rssm_bf16_to_f32(src[c]);
+    for (int c = 0; c < n; c++)
+        dst[c] = rssm_bf16_to_f32(src[c]);
 }
 
 static void bf16_store_scalar(const float *src, uint16_t *dst, int n)
 {
-    for (int c = 0; c < n; c++) dst[c] = rssm_f32_to_bf16(src[c]);
+    for (int c = 0; c < n; c++)
+        dst[c] = rssm_f32_to_bf16(src[c]);
 }
 
 /* four rows: the one-row kernels, row after row (the fallback does not chase bandwidth) */
 static void dot_x4_scalar(const float *const s[4], const float *x, int n, float d[4])
 {
-    for (int i = 0; i < 4; i++) d[i] = dot_scalar(s[i], x, n);
+    for (int i = 0; i < 4; i++)
+        d[i] = dot_scalar(s[i], x, n);
 }
 
 static void dot2_x4_scalar(const float *const s[4], const float *x, const float *y, int n, float dx[4], float dy[4])
 {
-    for (int i = 0; i < 4; i++) dot2_scalar(s[i], x, y, n, dx + i, dy + i);
+    for (int i = 0; i < 4; i++)
+        dot2_scalar(s[i], x, y, n, dx + i, dy + i);
 }
 
 static void update_dot_x4_scalar(const float *const s[4], const float *alpha, const float u[4], const float *k,
                                  const float *q, float *const out[4], int n, float o[4])
 {
-    for (int i = 0; i < 4; i++) o[i] = update_dot_scalar(s[i], alpha, u[i], k, q, out[i], n);
+    for (int i = 0; i < 4; i++)
+        o[i] = update_dot_scalar(s[i], alpha, u[i], k, q, out[i], n);
 }
 
 static void fold_x4_scalar(const float *const s[4], const float *alpha, int h, const float *const w[4], const float *kw,
                            int ld, float *const out[4], int n)
 {
-    for (int i = 0; i < 4; i++) fold_scalar(s[i], alpha, h, w[i], kw, ld, out[i], n);
+    for (int i = 0; i < 4; i++)
+        fold_scalar(s[i], alpha, h, w[i], kw, ld, out[i], n);
 }
 
 const cpu_vec rssm_cpu_vec_scalar = {
@@ -103,8 +113,8 @@ const cpu_vec rssm_cpu_vec_scalar = {
 AVX2 static inline float hsum8(__m256 v)
 {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);                       /* 4 lanes */
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));    /* 2 lanes */
+    lo = _mm_add_ps(lo, hi);                    /* 4 lanes */
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo)); /* 2 lanes */
     lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
     return _mm_cvtss_f32(lo);
 }
@@ -117,7 +127,8 @@ AVX2 static inline float dot_tail(__m256 s0, __m256 s1, const float *a, const fl
 {
     if (c + 8 <= n) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0), c += 8;
     float s = hsum8(_mm256_add_ps(s0, s1));
-    for (; c < n; c++) s = fmaf(a[c], b[c], s);
+    for (; c < n; c++)
+        s = fmaf(a[c], b[c], s);
     return s;
 }
 
@@ -166,7 +177,8 @@ AVX2 static inline void dot2_tail(__m256 a0, __m256 a1, __m256 b0, __m256 b1, co
         c += 8;
     }
     float ra = hsum8(_mm256_add_ps(a0, a1)), rb = hsum8(_mm256_add_ps(b0, b1));
-    for (; c < n; c++) ra = fmaf(s[c], x[c], ra), rb = fmaf(s[c], y[c], rb);
+    for (; c < n; c++)
+        ra = fmaf(s[c], x[c], ra), rb = fmaf(s[c], y[c], rb);
     *dx = ra, *dy = rb;
 }
 
@@ -237,7 +249,8 @@ AVX2 static void update_dot_x4_avx2(const float *const s[4], const float *alpha,
                                     const float *q, float *const out[4], int n, float o[4])
 {
     __m256 o0[4], o1[4];
-    for (int i = 0; i < 4; i++) o0[i] = o1[i] = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++)
+        o0[i] = o1[i] = _mm256_setzero_ps();
     int c = 0;
     for (; c + 16 <= n; c += 16) {
         const __m256 k0 = _mm256_loadu_ps(k + c), k1 = _mm256_loadu_ps(k + c + 8);
@@ -252,7 +265,8 @@ AVX2 static void update_dot_x4_avx2(const float *const s[4], const float *alpha,
             o1[i] = _mm256_fmadd_ps(r1, _mm256_loadu_ps(q + c + 8), o1[i]);
         }
     }
-    for (int i = 0; i < 4; i++) o[i] = update_dot_tail(o0[i], o1[i], s[i], alpha, u[i], k, q, out[i], c, n);
+    for (int i = 0; i < 4; i++)
+        o[i] = update_dot_tail(o0[i], o1[i], s[i], alpha, u[i], k, q, out[i], c, n);
 }
 
 /* The fold is element-wise (each column its own FMA chain over i in order), so any column
@@ -268,7 +282,8 @@ AVX2 static inline void fold_cols_tail(const float *s, const float *alpha, int h
     }
     for (; c < n; c++) {
         float r = s[c] * alpha[c];
-        for (int i = 0; i < h; i++) r = fmaf(w[i], kw[(size_t)i * ld + c], r);
+        for (int i = 0; i < h; i++)
+            r = fmaf(w[i], kw[(size_t)i * ld + c], r);
         out[c] = r;
     }
 }
@@ -325,15 +340,18 @@ AVX2 static void fold_x4_avx2(const float *const s[4], const float *alpha, int h
             _mm256_storeu_ps(out[j] + c + 8, r1[j]);
         }
     }
-    for (int j = 0; j < 4; j++) fold_cols_tail(s[j], alpha, h, w[j], kw, ld, out[j], c, n);
+    for (int j = 0; j < 4; j++)
+        fold_cols_tail(s[j], alpha, h, w[j], kw, ld, out[j], c, n);
 }
 
 AVX2 static void axpy_avx2(float a, const float *x, float *y, int n)
 {
     const __m256 va = _mm256_set1_ps(a);
     int c = 0;
-    for (; c + 8 <= n; c += 8) _mm256_storeu_ps(y + c, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + c), _mm256_loadu_ps(y + c)));
-    for (; c < n; c++) y[c] = fmaf(a, x[c], y[c]);
+    for (; c + 8 <= n; c += 8)
+        _mm256_storeu_ps(y + c, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + c), _mm256_loadu_ps(y + c)));
+    for (; c < n; c++)
+        y[c] = fmaf(a, x[c], y[c]);
 }
 
 AVX2 static void bf16_load_avx2(const uint16_t *src, float *dst, int n)
@@ -344,7 +362,8 @@ AVX2 static void bf16_load_avx2(const uint16_t *src, float *dst, int n)
         const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + c)));
         _mm256_storeu_ps(dst + c, _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)));
     }
-    for (; c < n; c++) dst[c] = rssm_bf16_to_f32(src[c]);
+    for (; c < n; c++)
+        dst[c] = rssm_bf16_to_f32(src[c]);
 }
 
 AVX2 static void bf16_store_avx2(const float *src, uint16_t *dst, int n)
@@ -364,7 +383,8 @@ AVX2 static void bf16_store_avx2(const float *src, uint16_t *dst, int n)
         const __m128i p = _mm_packus_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256(x, 1));
         _mm_storeu_si128((__m128i *)(dst + c), p);
     }
-    for (; c < n; c++) dst[c] = rssm_f32_to_bf16(src[c]);
+    for (; c < n; c++)
+        dst[c] = rssm_f32_to_bf16(src[c]);
 }
 
 static const cpu_vec vec_avx2 = {

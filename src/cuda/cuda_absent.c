@@ -27,8 +27,8 @@ rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t byte
 rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind) { return ABSENT; }
 rssm_status rssm_cuda_sync(rssm_context *ctx) { return ABSENT; }
 void *rssm_cuda_stream(rssm_context *ctx) { return NULL; }
-rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup,
-                           int reps, double *us_per_rep)
+rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,
+                           double *us_per_rep)
 {
     return ABSENT;
 }

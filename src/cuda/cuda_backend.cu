@@ -23,7 +23,7 @@ typedef struct cuda_impl {
     cudaStream_t stream; /* the context's own stream, for tools */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
-    int fast;            /* fast K = V = 128 kernels: 1 cuda_fast.cu (default), 2 cuda_fast2.cu, 0 none */
+    int fast; /* fast K = V = 128 kernels: 1 cuda_fast.cu (default), 2 cuda_fast2.cu, 0 none */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -33,10 +33,10 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
     return rssm_fail(RSSM_ERROR_DEVICE, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-#define CU(call, what)                                                                                 \
-    do {                                                                                               \
-        cudaError_t e_ = (call);                                                                       \
-        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                             \
+#define CU(call, what)                                                                                                 \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                                             \
     } while (0)
 
 /* ---- configurations: the one switch from runtime head size to templates ------------------ */
@@ -49,21 +49,30 @@ static int config_of(const rssm_layer *l)
 {
     const int bf = l->state_dtype == RSSM_DTYPE_BF16;
     switch (l->head_k_dim) {
-    case 128: return bf ? CFG_K128_BF16 : CFG_K128_F32;
-    case 64: return bf ? CFG_K64_BF16 : CFG_K64_F32;
-    default: return bf ? CFG_GEN_BF16 : CFG_GEN_F32;
+    case 128:
+        return bf ? CFG_K128_BF16 : CFG_K128_F32;
+    case 64:
+        return bf ? CFG_K64_BF16 : CFG_K64_F32;
+    default:
+        return bf ? CFG_GEN_BF16 : CFG_GEN_F32;
     }
 }
 
 static int vs_of(int config)
 {
     switch (config) {
-    case CFG_K128_F32: return cfg_k128_f32::VS;
-    case CFG_K128_BF16: return cfg_k128_bf16::VS;
-    case CFG_K64_F32: return cfg_k64_f32::VS;
-    case CFG_K64_BF16: return cfg_k64_bf16::VS;
-    case CFG_GEN_F32: return cfg_gen_f32::VS;
-    default: return cfg_gen_bf16::VS;
+    case CFG_K128_F32:
+        return cfg_k128_f32::VS;
+    case CFG_K128_BF16:
+        return cfg_k128_bf16::VS;
+    case CFG_K64_F32:
+        return cfg_k64_f32::VS;
+    case CFG_K64_BF16:
+        return cfg_k64_bf16::VS;
+    case CFG_GEN_F32:
+        return cfg_gen_f32::VS;
+    default:
+        return cfg_gen_bf16::VS;
     }
 }
 
@@ -78,12 +87,18 @@ static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 static void *kernel_for(int config, bool kda, int tc)
 {
     switch (config) {
-    case CFG_K128_F32: return rssm_cuda_kernel_k128(0, kda, tc);
-    case CFG_K128_BF16: return rssm_cuda_kernel_k128(1, kda, tc);
-    case CFG_K64_F32: return rssm_cuda_kernel_k64(0, kda, tc);
-    case CFG_K64_BF16: return rssm_cuda_kernel_k64(1, kda, tc);
-    case CFG_GEN_F32: return rssm_cuda_kernel_gen(0, kda, tc);
-    default: return rssm_cuda_kernel_gen(1, kda, tc);
+    case CFG_K128_F32:
+        return rssm_cuda_kernel_k128(0, kda, tc);
+    case CFG_K128_BF16:
+        return rssm_cuda_kernel_k128(1, kda, tc);
+    case CFG_K64_F32:
+        return rssm_cuda_kernel_k64(0, kda, tc);
+    case CFG_K64_BF16:
+        return rssm_cuda_kernel_k64(1, kda, tc);
+    case CFG_GEN_F32:
+        return rssm_cuda_kernel_gen(0, kda, tc);
+    default:
+        return rssm_cuda_kernel_gen(1, kda, tc);
     }
 }
 
@@ -106,10 +121,14 @@ static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, 
     A.NS = (l->head_v_dim + VS - 1) / VS;
     /* CTAs that share ring data form a cluster (<= 8, the portable size) */
     A.defer_k = 0;
-    if (A.mode == MODE_PACKED) A.cs = 1;
-    else if (kda) A.cs = A.NS;
-    else if (A.group * A.NS <= 8) A.cs = A.group * A.NS;
-    else A.cs = A.NS, A.defer_k = A.mode == MODE_REPLAY || A.mode == MODE_VERIFY;
+    if (A.mode == MODE_PACKED)
+        A.cs = 1;
+    else if (kda)
+        A.cs = A.NS;
+    else if (A.group * A.NS <= 8)
+        A.cs = A.group * A.NS;
+    else
+        A.cs = A.NS, A.defer_k = A.mode == MODE_REPLAY || A.mode == MODE_VERIFY;
     if (A.cs > 8) return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: %d slices of a head do not fit a cluster", fn, A.NS);
     const size_t smem = smem_bytes(l, config, tc);
     if (smem > RSSM_SMEM_MAX)
@@ -154,10 +173,18 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     int tc = 1;
     const char *fn = "rssm_decode_packed";
     switch (p->op) {
-    case RSSM_OP_DECODE_PACKED: A.mode = MODE_PACKED; break;
-    case RSSM_OP_DECODE_REPLAY: A.mode = MODE_REPLAY, fn = "rssm_decode_replay"; break;
-    case RSSM_OP_VERIFY: A.mode = MODE_VERIFY, tc = 4, fn = "rssm_verify"; break;
-    case RSSM_OP_PREFILL: A.mode = MODE_PREFILL, fn = "rssm_prefill"; break;
+    case RSSM_OP_DECODE_PACKED:
+        A.mode = MODE_PACKED;
+        break;
+    case RSSM_OP_DECODE_REPLAY:
+        A.mode = MODE_REPLAY, fn = "rssm_decode_replay";
+        break;
+    case RSSM_OP_VERIFY:
+        A.mode = MODE_VERIFY, tc = 4, fn = "rssm_verify";
+        break;
+    case RSSM_OP_PREFILL:
+        A.mode = MODE_PREFILL, fn = "rssm_prefill";
+        break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
@@ -207,14 +234,18 @@ __global__ void cursor_kernel(rssm_cursor_params p, int *err)
     const int forced = p.fold ? p.fold[b] != 0 : 0;
     int32_t c = p.cursor[s];
     switch (p.op) {
-    case RSSM_CURSOR_ADVANCE: c = rssm_cursor_after_decode(c, p.ring_len, forced); break;
+    case RSSM_CURSOR_ADVANCE:
+        c = rssm_cursor_after_decode(c, p.ring_len, forced);
+        break;
     case RSSM_CURSOR_COMMIT: {
         int a = p.accepted[b];
         if (a < 0 || a > p.tokens) atomicAdd(err, 1), a = a < 0 ? 0 : p.tokens;
         c = rssm_cursor_after_commit(c, p.tokens, p.ring_len, forced, a);
         break;
     }
-    case RSSM_CURSOR_RESET: c = 0; break;
+    case RSSM_CURSOR_RESET:
+        c = 0;
+        break;
     }
     p.cursor[s] = c;
 }
@@ -362,8 +393,9 @@ extern "C" rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, 
 extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind)
 {
     cuda_impl *im = impl_of(ctx);
-    const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost
-                                                                            : cudaMemcpyDeviceToDevice;
+    const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
+                             : kind == 1 ? cudaMemcpyDeviceToHost
+                                         : cudaMemcpyDeviceToDevice;
     CU(cudaSetDevice(im->device), "rssm_dev memcpy");
     CU(cudaMemcpyAsync(dst, src, bytes, k, im->stream), "rssm_dev memcpy");
     CU(cudaStreamSynchronize(im->stream), "rssm_dev memcpy");
@@ -407,8 +439,7 @@ extern "C" rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, voi
             return cuda_fail(e, "rssm_dev_time: instantiate");
         }
     }
-#define RUN_ONCE()                                                                                     \
-    (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
+#define RUN_ONCE() (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
     if ((e = cudaEventCreate(&e0)) != cudaSuccess || (e = cudaEventCreate(&e1)) != cudaSuccess) {
         rs = cuda_fail(e, "rssm_dev_time: events");
         goto done;
@@ -485,8 +516,10 @@ extern "C" rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, doub
         float best = 1e30f;
         for (int rep = 0; rep < 8; rep++) {
             cudaEventRecord(e0, st);
-            if (triad) bw_triad_kernel<<<grid, 256, 0, st>>>((float4 *)a, (const float4 *)b, (const float4 *)c, n);
-            else bw_copy_kernel<<<grid, 256, 0, st>>>((uint4 *)a, (const uint4 *)b, n);
+            if (triad)
+                bw_triad_kernel<<<grid, 256, 0, st>>>((float4 *)a, (const float4 *)b, (const float4 *)c, n);
+            else
+                bw_copy_kernel<<<grid, 256, 0, st>>>((uint4 *)a, (const uint4 *)b, n);
             cudaEventRecord(e1, st);
             cudaEventSynchronize(e1);
             float ms = 0;

@@ -50,7 +50,8 @@ template <int N, int KEEP, int M> struct RS {
             RS<H, KEEP, M / 2>::run(v, lane);
         } else {
 #pragma unroll
-            for (int i = 0; i < N; i++) v[i] = v[i] + __shfl_xor_sync(FULLM, v[i], M);
+            for (int i = 0; i < N; i++)
+                v[i] = v[i] + __shfl_xor_sync(FULLM, v[i], M);
             RS<N, KEEP, M / 2>::run(v, lane);
         }
     }
@@ -93,13 +94,15 @@ __device__ __forceinline__ void st4(void *p, int bf, int64_t off, const float *x
 __device__ __forceinline__ void ld8(const void *p, int bf, int64_t off, float *x)
 {
     if (!bf) {
-        const float4 a = *((const float4 *)((const float *)p + off)), c = *((const float4 *)((const float *)p + off) + 1);
+        const float4 a = *((const float4 *)((const float *)p + off)),
+                     c = *((const float4 *)((const float *)p + off) + 1);
         x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = c.x, x[5] = c.y, x[6] = c.z, x[7] = c.w;
     } else {
         const uint4 v = *((const uint4 *)((const uint16_t *)p + off));
         const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int e = 0; e < 4; e++) x[2 * e] = __uint_as_float(w[e] << 16), x[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
+        for (int e = 0; e < 4; e++)
+            x[2 * e] = __uint_as_float(w[e] << 16), x[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
     }
 }
 
@@ -111,8 +114,7 @@ struct fast_smem {
     float beta[8], kq[8], gmin[8];
 };
 
-template <bool KDA, bool SBF, int MODE, int TC>
-__global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
+template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
 {
     __shared__ fast_smem sm;
     constexpr int RJ = 8 / TC; /* rows per group */
@@ -153,13 +155,16 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
     if (!SBF) {
         float4 raw[8];
 #pragma unroll
-        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * FK));
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * FK));
 #pragma unroll
-        for (int r = 0; r < 8; r++) S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+        for (int r = 0; r < 8; r++)
+            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
     } else {
         uint2 raw[8];
 #pragma unroll
-        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * FK));
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * FK));
 #pragma unroll
         for (int r = 0; r < 8; r++) {
             S[r][0] = __uint_as_float(raw[r].x << 16), S[r][1] = __uint_as_float(raw[r].x & 0xffff0000u);
@@ -169,12 +174,14 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
     /* v of (token lane/8, row 8w + lane%8), for the row phase */
     float vreg = 0.0f;
     if (lane < 8 * T)
-        vreg = ld_dt(A.io.v, l.io_dtype, ((int64_t)b * T + (lane >> 3)) * A.io.v_stride + (int64_t)hv * FK + w * 8 + (lane & 7));
+        vreg = ld_dt(A.io.v, l.io_dtype,
+                     ((int64_t)b * T + (lane >> 3)) * A.io.v_stride + (int64_t)hv * FK + w * 8 + (lane & 7));
     /* ring u of entry `lane` for the warp's rows (committed entries, read before any write) */
     const int64_t ru0 = MODE == MODE_PACKED ? 0 : rssm_ring_u_off(&l, s, hv, 0) + w * 8;
     float ru[8];
 #pragma unroll
-    for (int r = 0; r < 8; r++) ru[r] = 0.0f;
+    for (int r = 0; r < 8; r++)
+        ru[r] = 0.0f;
     if (MODE != MODE_PACKED && lane < h) ld8(A.st.ring_u, rbf, ru0 + (int64_t)lane * FK, ru);
 
     const int gk = KDA ? FK : 1;
@@ -190,7 +197,8 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
                 g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
             } else {
 #pragma unroll
-                for (int e = 0; e < 4; e++) g[e] = gate_of(A, bt, hv, FK, c4 + e);
+                for (int e = 0; e < 4; e++)
+                    g[e] = gate_of(A, bt, hv, FK, c4 + e);
             }
         } else {
             const float x = gate_of(A, bt, hv, 1, 0);
@@ -207,11 +215,13 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) {
             float W[4], g[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) W[e] = ringg[(h - 1) * FK + c4 + e];
+            for (int e = 0; e < 4; e++)
+                W[e] = ringg[(h - 1) * FK + c4 + e];
             for (int t = 0; t < T; t++) {
                 gate4(t, g);
 #pragma unroll
-                for (int e = 0; e < 4; e++) W[e] = W[e] + g[e];
+                for (int e = 0; e < 4; e++)
+                    W[e] = W[e] + g[e];
             }
             const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
             early = m < -l.kda_fold_threshold;
@@ -225,12 +235,14 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
     auto fold_ring = [&](const float *Gn) {
         float eg[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) eg[e] = expf(Gn[e]);
+        for (int e = 0; e < 4; e++)
+            eg[e] = expf(Gn[e]);
         if (!KDA) {
 #pragma unroll
             for (int r = 0; r < 8; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) S[r][e] = S[r][e] * eg[0];
+                for (int e = 0; e < 4; e++)
+                    S[r][e] = S[r][e] * eg[0];
         }
         for (int i = 0; i < h; i++) {
             float u8[8], k4[4];
@@ -239,18 +251,21 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
             if (!KDA) {
                 const float f = expf(Gn[0] - ringg[i]);
 #pragma unroll
-                for (int e = 0; e < 4; e++) k4[e] = k4[e] * f;
+                for (int e = 0; e < 4; e++)
+                    k4[e] = k4[e] * f;
             }
 #pragma unroll
             for (int r = 0; r < 8; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) S[r][e] = __fmaf_rn(u8[r], k4[e], S[r][e]);
+                for (int e = 0; e < 4; e++)
+                    S[r][e] = __fmaf_rn(u8[r], k4[e], S[r][e]);
         }
         if (KDA) {
 #pragma unroll
             for (int r = 0; r < 8; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) S[r][e] = S[r][e] * eg[e];
+                for (int e = 0; e < 4; e++)
+                    S[r][e] = S[r][e] * eg[e];
         }
     };
 
@@ -258,14 +273,16 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         if (h > 0) {
             float Gc[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) Gc[e] = KDA ? ringg[(h - 1) * FK + c4 + e] : ringg[h - 1];
+            for (int e = 0; e < 4; e++)
+                Gc[e] = KDA ? ringg[(h - 1) * FK + c4 + e] : ringg[h - 1];
             fold_ring(Gc);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 st4(A.st.checkpoint, SBF, ck0 + r * FK, S[r]);
                 if (SBF)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) S[r][e] = round_dt(RSSM_DTYPE_BF16, S[r][e]);
+                    for (int e = 0; e < 4; e++)
+                        S[r][e] = round_dt(RSSM_DTYPE_BF16, S[r][e]);
             }
         }
         h = 0;
@@ -281,17 +298,20 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         ld4g(A.io.q, iobf, bt * A.io.q_stride + (int64_t)kh * FK + c4, qr);
         float G[4], g[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) G[e] = h > 0 ? (KDA ? ringg[(h - 1) * FK + c4 + e] : ringg[h - 1]) : 0.0f;
+        for (int e = 0; e < 4; e++)
+            G[e] = h > 0 ? (KDA ? ringg[(h - 1) * FK + c4 + e] : ringg[h - 1]) : 0.0f;
         for (int tt = 0; tt <= t; tt++) {
             gate4(tt, g);
 #pragma unroll
-            for (int e = 0; e < 4; e++) G[e] = G[e] + g[e];
+            for (int e = 0; e < 4; e++)
+                G[e] = G[e] + g[e];
         }
         float sk = 1.0f, sq = 1.0f;
         if (l.qk_l2norm) {
             float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
 #pragma unroll
-            for (int e = 1; e < 4; e++) nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+            for (int e = 1; e < 4; e++)
+                nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
             nk = warp_sum(nk), nq = warp_sum(nq);
             sk = 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS);
             sq = 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS);
@@ -320,11 +340,14 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         }
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier */
-    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1) cluster_sync_all();
-    else __syncthreads();
+    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1)
+        cluster_sync_all();
+    else
+        __syncthreads();
 
     int end = 0;
-    if (MODE == MODE_PACKED) end = 1;
+    if (MODE == MODE_PACKED)
+        end = 1;
     else if (MODE == MODE_REPLAY) {
         end = (c0 + 1 == L || forced) ? 1 : 0;
         if (!end && KDA && sm.gmin[0] < -l.kda_fold_threshold) end = 2;
@@ -335,16 +358,20 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         const int P = T * h + T * (T - 1) / 2;
         for (int pi = w; pi < P; pi += FNW) {
             int t = 0, p = pi;
-            while (p >= h + t) p -= h + t, t++;
+            while (p >= h + t)
+                p -= h + t, t++;
             float k4[4];
-            if (p < h) ld4(A.st.ring_k, rbf, rk0 + (int64_t)p * FK + c4, k4);
+            if (p < h)
+                ld4(A.st.ring_k, rbf, rk0 + (int64_t)p * FK + c4, k4);
             else
 #pragma unroll
-                for (int e = 0; e < 4; e++) k4[e] = sm.ks[p - h][c4 + e];
+                for (int e = 0; e < 4; e++)
+                    k4[e] = sm.ks[p - h][c4 + e];
             const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
             float dk = 0.0f, dq = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 4; e++) dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
+            for (int e = 0; e < 4; e++)
+                dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
             dk = warp_sum(dk), dq = warp_sum(dq);
             if (lane == 0) {
                 float f = 1.0f;
@@ -358,8 +385,10 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
             const bool wk_ = KDA || hv % group == 0;
             if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * FK + c4, &sm.ks[t][c4]);
             float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h + t, gk);
-            if (KDA) *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
-            else if (lane == 0) rg[0] = sm.G[t][0];
+            if (KDA)
+                *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
+            else if (lane == 0)
+                rg[0] = sm.G[t][0];
         }
         __syncthreads();
     }
@@ -374,7 +403,8 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         for (int r = 0; r < 8; r++) {
             float a = 0.0f, q = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 4; e++) a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a), q = __fmaf_rn(S[r][e], sm.xq[0][c4 + e], q);
+            for (int e = 0; e < 4; e++)
+                a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a), q = __fmaf_rn(S[r][e], sm.xq[0][c4 + e], q);
             v[2 * r] = a, v[2 * r + 1] = q;
         }
         for (int i0 = 0; i0 < h; i0 += 32) {
@@ -382,16 +412,19 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
             float uu[8];
             if (i0 == 0) {
 #pragma unroll
-                for (int r = 0; r < 8; r++) uu[r] = ru[r];
+                for (int r = 0; r < 8; r++)
+                    uu[r] = ru[r];
             } else {
 #pragma unroll
-                for (int r = 0; r < 8; r++) uu[r] = 0.0f;
+                for (int r = 0; r < 8; r++)
+                    uu[r] = 0.0f;
                 if (i < h) ld8(A.st.ring_u, rbf, ru0 + (int64_t)i * FK, uu);
             }
             if (i < h) {
                 const float a = sm.wk[0][i], q = sm.wq[0][i];
 #pragma unroll
-                for (int r = 0; r < 8; r++) v[2 * r] = __fmaf_rn(uu[r], a, v[2 * r]), v[2 * r + 1] = __fmaf_rn(uu[r], q, v[2 * r + 1]);
+                for (int r = 0; r < 8; r++)
+                    v[2 * r] = __fmaf_rn(uu[r], a, v[2 * r]), v[2 * r + 1] = __fmaf_rn(uu[r], q, v[2 * r + 1]);
             }
         }
         RS<16, 1, 16>::run(v, lane);
@@ -405,11 +438,13 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         }
         float Gn[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) Gn[e] = sm.G[0][KDA ? c4 + e : 0];
+        for (int e = 0; e < 4; e++)
+            Gn[e] = sm.G[0][KDA ? c4 + e : 0];
         fold_ring(Gn);
         float o[8], kn[4], qn[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) kn[e] = sm.kn[0][c4 + e], qn[e] = sm.qn[0][c4 + e];
+        for (int e = 0; e < 4; e++)
+            kn[e] = sm.kn[0][c4 + e], qn[e] = sm.qn[0][c4 + e];
 #pragma unroll
         for (int r = 0; r < 8; r++) {
             float oo = 0.0f;
@@ -422,19 +457,24 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
         }
         RS<8, 1, 16>::run(o, lane);
         if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, b, hv) + row0 + (lane >> 2), o[0]);
-        const int64_t cw = (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * FK + c4;
+        const int64_t cw =
+            (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * FK + c4;
         if (!SBF) {
 #pragma unroll
-            for (int r = 0; r < 8; r++) __stcs((float4 *)((float *)A.st.checkpoint + cw + r * FK), make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+            for (int r = 0; r < 8; r++)
+                __stcs((float4 *)((float *)A.st.checkpoint + cw + r * FK),
+                       make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
         } else {
 #pragma unroll
-            for (int r = 0; r < 8; r++) st4(A.st.checkpoint, 1, cw + r * FK, S[r]);
+            for (int r = 0; r < 8; r++)
+                st4(A.st.checkpoint, 1, cw + r * FK, S[r]);
         }
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else {
         float beta[TC], kq[TC];
 #pragma unroll
-        for (int t = 0; t < TC; t++) beta[t] = t < T ? sm.beta[t] : 0.0f, kq[t] = t < T ? sm.kq[t] : 0.0f;
+        for (int t = 0; t < TC; t++)
+            beta[t] = t < T ? sm.beta[t] : 0.0f, kq[t] = t < T ? sm.kq[t] : 0.0f;
 #pragma unroll
         for (int g0 = 0; g0 < 8; g0 += RJ) {
             float v[16]; /* (rr * TC + t) * 2 + type */
@@ -446,7 +486,8 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
                     if (t < T) {
 #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a), q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
+                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
+                            q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
                     }
                     v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
                 }
@@ -455,10 +496,12 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
                 float uu[8];
                 if (i0 == 0) {
 #pragma unroll
-                    for (int r = 0; r < 8; r++) uu[r] = ru[r];
+                    for (int r = 0; r < 8; r++)
+                        uu[r] = ru[r];
                 } else {
 #pragma unroll
-                    for (int r = 0; r < 8; r++) uu[r] = 0.0f;
+                    for (int r = 0; r < 8; r++)
+                        uu[r] = 0.0f;
                     if (i < h) ld8(A.st.ring_u, rbf, ru0 + (int64_t)i * FK, uu);
                 }
                 if (i < h) {
@@ -487,11 +530,13 @@ __global__ void __launch_bounds__(FNT, 2) fast_kernel(const kargs A)
                     if (t >= T) continue;
                     float dd = dk;
 #pragma unroll
-                    for (int s2 = 0; s2 < t; s2++) dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
+                    for (int s2 = 0; s2 < t; s2++)
+                        dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
                     const float u = beta[t] * (vr - dd);
                     float o = dq;
 #pragma unroll
-                    for (int s2 = 0; s2 < t; s2++) o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
+                    for (int s2 = 0; s2 < t; s2++)
+                        o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
                     o = __fmaf_rn(u, kq[t], o);
                     uw[t] = round_dt(l.ring_dtype, u);
                     if (lane == t * 8 + g0 + rr) myo = o, myu = uw[t];
@@ -514,9 +559,12 @@ template <bool KDA, bool SBF> static void *fast_of(int mode, int tc)
     if (mode == MODE_PACKED) return (void *)fast_kernel<KDA, SBF, MODE_PACKED, 1>;
     if (mode == MODE_REPLAY) return (void *)fast_kernel<KDA, SBF, MODE_REPLAY, 1>;
     switch (tc) {
-    case 1: return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 1>;
-    case 2: return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 2>;
-    default: return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 4>;
+    case 1:
+        return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 1>;
+    case 2:
+        return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 2>;
+    default:
+        return (void *)fast_kernel<KDA, SBF, MODE_VERIFY, 4>;
     }
 }
 

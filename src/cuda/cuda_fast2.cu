@@ -35,7 +35,8 @@
  */
 #include "cuda_kernels.cuh"
 
-namespace rssm_fast2 {
+namespace rssm_fast2
+{
 
 #define F2NT 512
 #define F2NW 16
@@ -61,7 +62,8 @@ template <int N, int KEEP, int M> struct RS {
             RS<H, KEEP, M / 2>::run(v, lane);
         } else {
 #pragma unroll
-            for (int i = 0; i < N; i++) v[i] = v[i] + __shfl_xor_sync(F2FULL, v[i], M);
+            for (int i = 0; i < N; i++)
+                v[i] = v[i] + __shfl_xor_sync(F2FULL, v[i], M);
             RS<N, KEEP, M / 2>::run(v, lane);
         }
     }
@@ -114,7 +116,8 @@ __device__ __forceinline__ void st4_bf16_round(void *p, int64_t off, float *x)
 __device__ __forceinline__ void ld8s(const unsigned char *p, int bf, int off, float *x)
 {
     if (!bf) {
-        const float4 a = *((const float4 *)((const float *)p + off)), c = *((const float4 *)((const float *)p + off) + 1);
+        const float4 a = *((const float4 *)((const float *)p + off)),
+                     c = *((const float4 *)((const float *)p + off) + 1);
         x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = c.x, x[5] = c.y, x[6] = c.z, x[7] = c.w;
     } else {
         const uint4 v = *((const uint4 *)((const uint16_t *)p + off));
@@ -158,8 +161,7 @@ static size_t smem_of(int L, int ring_bf16, int kda_spec)
 }
 #define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
-template <bool KDA, bool SBF, int MODE, int TC>
-__global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
+template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
     fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
@@ -190,10 +192,12 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
      * elements; 8-byte aligned for bf16 as the strides are multiples of 4) */
     float ga[4], braw = 0.0f;
 #pragma unroll
-    for (int e = 0; e < 4; e++) ga[e] = 0.0f;
+    for (int e = 0; e < 4; e++)
+        ga[e] = 0.0f;
     if (tw) {
         const int64_t bt = (int64_t)b * T + w;
-        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * F2K + c4, qo = bt * A.io.q_stride + (int64_t)kh * F2K + c4;
+        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * F2K + c4,
+                      qo = bt * A.io.q_stride + (int64_t)kh * F2K + c4;
         if (iobf) {
             cp8((uint16_t *)&sm.xk[w][0] + c4, (const uint16_t *)A.io.k + ko);
             cp8((uint16_t *)&sm.xq[w][0] + c4, (const uint16_t *)A.io.q + qo);
@@ -215,7 +219,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             cp4(&sm.gt[w][c4], A.io.A_log + hv);
             if (KDA) {
 #pragma unroll
-                for (int e = 0; e < 4; e++) ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
+                for (int e = 0; e < 4; e++)
+                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
                 cp16(&sm.G[w][c4], A.io.dt_bias + hv * F2K + c4);
             } else {
                 ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
@@ -230,7 +235,9 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 #pragma unroll
     for (int j = 0; j < (TC > 4 ? 2 : 1); j++) {
         const int t = (lane >> 3) + 4 * j;
-        if (t < T) vreg[j] = ld_dt(A.io.v, l.io_dtype, ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7));
+        if (t < T)
+            vreg[j] =
+                ld_dt(A.io.v, l.io_dtype, ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7));
     }
 
     /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
@@ -252,22 +259,28 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
     float S[8][4];
     if (s < 0) { /* padding: no state read (the row returns below) */
 #pragma unroll
-        for (int r = 0; r < 8; r++) S[r][0] = S[r][1] = S[r][2] = S[r][3] = 0.0f;
+        for (int r = 0; r < 8; r++)
+            S[r][0] = S[r][1] = S[r][2] = S[r][3] = 0.0f;
     } else if (!SBF) {
         float4 raw[8];
 #pragma unroll
-        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * F2K));
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * F2K));
 #pragma unroll
-        for (int r = 0; r < 8; r++) S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+        for (int r = 0; r < 8; r++)
+            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
     } else {
         uint2 raw[8];
 #pragma unroll
-        for (int r = 0; r < 8; r++) raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * F2K));
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * F2K));
 #pragma unroll
-        for (int r = 0; r < 8; r++) unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
+        for (int r = 0; r < 8; r++)
+            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
     }
     const int gk = KDA ? F2K : 1;
-    const float *ringg = MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
+    const float *ringg =
+        MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
     const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, sr, hv, group, 0);
     /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
      * n - 1 into sG, or all n into sGall when speculative) */
@@ -275,10 +288,12 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
         const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
         const int nch = n * F2K * rsz / 16;
-        for (int i = tid; i < nch; i += F2NT) cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
+        for (int i = tid; i < nch; i += F2NT)
+            cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
         if (KDA) {
             if (spec) {
-                for (int i = tid; i < n * (F2K / 4); i += F2NT) cp16(sGall + 4 * i, ringg + 4 * i);
+                for (int i = tid; i < n * (F2K / 4); i += F2NT)
+                    cp16(sGall + 4 * i, ringg + 4 * i);
             } else if (tid < 32) {
                 cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
             }
@@ -310,20 +325,24 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         cp_wait_but1(); /* this lane's own k, q staging has landed */
         float kr[4], qr[4];
         if (iobf) {
-            const uint2 kv = *((const uint2 *)((const uint16_t *)&sm.xk[t][0] + c4)), qv = *((const uint2 *)((const uint16_t *)&sm.xq[t][0] + c4));
+            const uint2 kv = *((const uint2 *)((const uint16_t *)&sm.xk[t][0] + c4)),
+                        qv = *((const uint2 *)((const uint16_t *)&sm.xq[t][0] + c4));
             unpack_bf2(kv.x, kr), unpack_bf2(kv.y, kr + 2), unpack_bf2(qv.x, qr), unpack_bf2(qv.y, qr + 2);
         } else {
             const float4 kv = *((const float4 *)&sm.xk[t][c4]), qv = *((const float4 *)&sm.xq[t][c4]);
-            kr[0] = kv.x, kr[1] = kv.y, kr[2] = kv.z, kr[3] = kv.w, qr[0] = qv.x, qr[1] = qv.y, qr[2] = qv.z, qr[3] = qv.w;
+            kr[0] = kv.x, kr[1] = kv.y, kr[2] = kv.z, kr[3] = kv.w, qr[0] = qv.x, qr[1] = qv.y, qr[2] = qv.z,
+            qr[3] = qv.w;
         }
         float g[4];
         if (A.io.g) {
 #pragma unroll
-            for (int e = 0; e < 4; e++) g[e] = KDA ? ga[e] : ga[0];
+            for (int e = 0; e < 4; e++)
+                g[e] = KDA ? ga[e] : ga[0];
         } else if (KDA) {
             const float alog = sm.gt[t][c4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
+            for (int e = 0; e < 4; e++)
+                g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
         } else {
             const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
             g[0] = g[1] = g[2] = g[3] = x;
@@ -333,7 +352,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         if (l.qk_l2norm) {
             float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
 #pragma unroll
-            for (int e = 1; e < 4; e++) nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+            for (int e = 1; e < 4; e++)
+                nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
             nk = warp_sum(nk), nq = warp_sum(nq);
             sk = 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS);
             sq = 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS);
@@ -361,10 +381,12 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) {
             float W[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++) W[e] = Gl[c4 + e];
+            for (int e = 0; e < 4; e++)
+                W[e] = Gl[c4 + e];
             for (int t = 0; t < T; t++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) W[e] = W[e] + sm.gt[t][c4 + e];
+                for (int e = 0; e < 4; e++)
+                    W[e] = W[e] + sm.gt[t][c4 + e];
             const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
             early = m < -l.kda_fold_threshold;
         }
@@ -381,7 +403,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 #pragma unroll
             for (int r = 0; r < 8; r++)
 #pragma unroll
-                for (int e = 0; e < 4; e++) S[r][e] = S[r][e] * eg;
+                for (int e = 0; e < 4; e++)
+                    S[r][e] = S[r][e] * eg;
         }
 #pragma unroll 1
         for (int i = 0; i < h; i++) {
@@ -390,7 +413,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             if (!KDA) {
                 const float f = expf(Gs[0] - sG[i]);
 #pragma unroll
-                for (int e = 0; e < 4; e++) k4[e] = k4[e] * f;
+                for (int e = 0; e < 4; e++)
+                    k4[e] = k4[e] * f;
             }
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
@@ -399,7 +423,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 #pragma unroll
                 for (int r = 0; r < 4; r++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+                    for (int e = 0; e < 4; e++)
+                        S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
             }
         }
         if (KDA) {
@@ -407,7 +432,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             for (int e = 0; e < 4; e++) {
                 const float eg = expf(Gs[c4 + e]);
 #pragma unroll
-                for (int r = 0; r < 8; r++) S[r][e] = S[r][e] * eg;
+                for (int r = 0; r < 8; r++)
+                    S[r][e] = S[r][e] * eg;
             }
         }
     };
@@ -417,8 +443,10 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             fold_ring(KDA ? Gl : sG + (h - 1));
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-                if (SBF) st4_bf16_round(A.st.checkpoint, ck0 + r * F2K, S[r]); /* continue from the stored values */
-                else st4(A.st.checkpoint, 0, ck0 + r * F2K, S[r]);
+                if (SBF)
+                    st4_bf16_round(A.st.checkpoint, ck0 + r * F2K, S[r]); /* continue from the stored values */
+                else
+                    st4(A.st.checkpoint, 0, ck0 + r * F2K, S[r]);
             }
         }
         h = 0;
@@ -430,10 +458,12 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         const int t = w;
         float G[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
+        for (int e = 0; e < 4; e++)
+            G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
         for (int tt = 0; tt <= t; tt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) G[e] = G[e] + sm.gt[tt][c4 + e];
+            for (int e = 0; e < 4; e++)
+                G[e] = G[e] + sm.gt[tt][c4 + e];
         float gm = 3.0e38f;
         const float eg0 = KDA ? 0.0f : expf(G[0]);
 #pragma unroll
@@ -450,11 +480,14 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         if (lane == 0) sm.gmin[t] = gm;
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier */
-    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1) cluster_sync_all();
-    else __syncthreads();
+    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1)
+        cluster_sync_all();
+    else
+        __syncthreads();
 
     int end = 0;
-    if (MODE == MODE_PACKED) end = 1;
+    if (MODE == MODE_PACKED)
+        end = 1;
     else if (MODE == MODE_REPLAY) {
         end = (c0 + 1 == L || forced) ? 1 : 0;
         if (!end && KDA && sm.gmin[0] < -l.kda_fold_threshold) end = 2;
@@ -465,16 +498,20 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         const int P = T * h + T * (T - 1) / 2;
         for (int pi = w; pi < P; pi += F2NW) {
             int t = 0, p = pi;
-            while (p >= h + t) p -= h + t, t++;
+            while (p >= h + t)
+                p -= h + t, t++;
             float k4[4];
-            if (p < h) ld4(sK, rbf, p * F2K + c4, k4);
+            if (p < h)
+                ld4(sK, rbf, p * F2K + c4, k4);
             else
 #pragma unroll
-                for (int e = 0; e < 4; e++) k4[e] = sm.ks[p - h][c4 + e];
+                for (int e = 0; e < 4; e++)
+                    k4[e] = sm.ks[p - h][c4 + e];
             const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
             float dk = 0.0f, dq = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 4; e++) dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
+            for (int e = 0; e < 4; e++)
+                dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
             dk = warp_sum(dk), dq = warp_sum(dq);
             if (lane == 0) {
                 float f = 1.0f;
@@ -488,8 +525,10 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             const bool wk_ = KDA || hv % group == 0;
             if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * F2K + c4, &sm.ks[t][c4]);
             float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h + t, gk);
-            if (KDA) *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
-            else if (lane == 0) rg[0] = sm.G[t][0];
+            if (KDA)
+                *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
+            else if (lane == 0)
+                rg[0] = sm.G[t][0];
         }
         __syncthreads();
     }
@@ -505,7 +544,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         for (int r = 0; r < 8; r++) {
             float a = 0.0f;
 #pragma unroll
-            for (int e = 0; e < 4; e++) a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a);
+            for (int e = 0; e < 4; e++)
+                a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a);
             v[r] = a;
         }
 #pragma unroll 1
@@ -514,7 +554,8 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
             ld8s(sU, rbf, i * F2K + row0, uu);
             const float a = sm.wk[0][i];
 #pragma unroll
-            for (int r = 0; r < 8; r++) v[r] = __fmaf_rn(uu[r], a, v[r]);
+            for (int r = 0; r < 8; r++)
+                v[r] = __fmaf_rn(uu[r], a, v[r]);
         }
         RS<8, 1, 16>::run(v, lane);
         const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg[0], lane >> 2) - v[0]); /* u of row lane / 4 */
@@ -533,13 +574,17 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
         }
         RS<8, 1, 16>::run(o, lane);
         if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, b, hv) + row0 + (lane >> 2), o[0]);
-        const int64_t cw = (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * F2K + c4;
+        const int64_t cw =
+            (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * F2K + c4;
         if (!SBF) {
 #pragma unroll
-            for (int r = 0; r < 8; r++) __stcs((float4 *)((float *)A.st.checkpoint + cw + r * F2K), make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+            for (int r = 0; r < 8; r++)
+                __stcs((float4 *)((float *)A.st.checkpoint + cw + r * F2K),
+                       make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
         } else {
 #pragma unroll
-            for (int r = 0; r < 8; r++) st4(A.st.checkpoint, 1, cw + r * F2K, S[r]);
+            for (int r = 0; r < 8; r++)
+                st4(A.st.checkpoint, 1, cw + r * F2K, S[r]);
         }
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if (MODE != MODE_PACKED) {
@@ -555,12 +600,13 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
                     if (t < T) {
 #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a), q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
+                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
+                            q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
                     }
                     v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
                 }
-    #pragma unroll 1
-        for (int i = lane; i < h; i += 32) {
+#pragma unroll 1
+            for (int i = lane; i < h; i += 32) {
                 float uu[8];
                 ld8s(sU, rbf, i * F2K + row0, uu);
 #pragma unroll
@@ -588,11 +634,13 @@ __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
                     const float beta = sm.beta[t];
                     float dd = dk;
 #pragma unroll
-                    for (int s2 = 0; s2 < t; s2++) dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
+                    for (int s2 = 0; s2 < t; s2++)
+                        dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
                     const float u = beta * (vr - dd);
                     float o = dq;
 #pragma unroll
-                    for (int s2 = 0; s2 < t; s2++) o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
+                    for (int s2 = 0; s2 < t; s2++)
+                        o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
                     o = __fmaf_rn(u, sm.kq[t], o);
                     uw[t] = round_dt(l.ring_dtype, u);
                     if (lane == (t & 3) * 8 + g0 + rr) myo[t >> 2] = o, myu[t >> 2] = uw[t];
@@ -616,10 +664,14 @@ template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
     if (mode == MODE_PACKED) return (void *)fast2_kernel<KDA, SBF, MODE_PACKED, 1>;
     if (mode == MODE_REPLAY) return (void *)fast2_kernel<KDA, SBF, MODE_REPLAY, 1>;
     switch (tc) {
-    case 1: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 1>;
-    case 2: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 2>;
-    case 4: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 4>;
-    default: return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 8>;
+    case 1:
+        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 1>;
+    case 2:
+        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 2>;
+    case 4:
+        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 4>;
+    default:
+        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 8>;
     }
 }
 
@@ -651,14 +703,16 @@ int rssm_cuda_fast2_ok(const kargs *A)
 cudaError_t rssm_cuda_fast2_init(void)
 {
     using namespace rssm_fast2;
-    const int most = (int)(smem_of(RSSM_MAX_RING_LEN, 0, 0) > smem_of(F2SPEC_LMAX, 0, 1) ? smem_of(RSSM_MAX_RING_LEN, 0, 0)
-                                                                                          : smem_of(F2SPEC_LMAX, 0, 1));
+    const int most =
+        (int)(smem_of(RSSM_MAX_RING_LEN, 0, 0) > smem_of(F2SPEC_LMAX, 0, 1) ? smem_of(RSSM_MAX_RING_LEN, 0, 0)
+                                                                            : smem_of(F2SPEC_LMAX, 0, 1));
     for (int kda = 0; kda <= 1; kda++)
         for (int sbf = 0; sbf <= 1; sbf++)
             for (int m = 0; m < 6; m++) {
                 const int mode = m == 0 ? MODE_PACKED : m == 1 ? MODE_REPLAY : MODE_VERIFY;
                 const int tc = m < 2 ? 1 : 1 << (m - 2);
-                cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, mode, tc), cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+                cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, mode, tc),
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, most);
                 if (e != cudaSuccess) return e;
             }
     return cudaSuccess;

@@ -35,32 +35,31 @@ extern "C" {
 #include "core/params.h"
 }
 
-#define RSSM_NT 256   /* threads per CTA */
-#define RSSM_NW 8     /* warps per CTA */
-#define RSSM_RPT 4    /* state rows per thread */
+#define RSSM_NT 256 /* threads per CTA */
+#define RSSM_NW 8   /* warps per CTA */
+#define RSSM_RPT 4  /* state rows per thread */
 
 enum { MODE_PACKED = 0, MODE_REPLAY = 1, MODE_VERIFY = 2, MODE_PREFILL = 3, MODE_MAT = 4 };
 
 /* Everything a launch needs, passed by value. */
 typedef struct kargs {
-    rssm_layer l;          /* resolved */
+    rssm_layer l; /* resolved */
     int mode;
-    int group, NS, cs;     /* HV/H, slices per head, cluster size */
-    int defer_k;           /* GDN: ring_k written by gdn_write_k_kernel */
-    rssm_state st;         /* the state read (and written, except by materialise) */
-    rssm_state dst;        /* materialise destination (== st otherwise) */
-    rssm_step_io io;       /* strides resolved; tokens = 0 for materialise */
+    int group, NS, cs;                  /* HV/H, slices per head, cluster size */
+    int defer_k;                        /* GDN: ring_k written by gdn_write_k_kernel */
+    rssm_state st;                      /* the state read (and written, except by materialise) */
+    rssm_state dst;                     /* materialise destination (== st otherwise) */
+    rssm_step_io io;                    /* strides resolved; tokens = 0 for materialise */
     const int32_t *src_slot, *dst_slot; /* materialise */
-    int *err;              /* device error counter */
-    int spec;              /* cuda_fast2.cu only: read the whole ring before the cursor is known */
+    int *err;                           /* device error counter */
+    int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
 } kargs;
 
 /* ---- element access ----------------------------------------------------------------- */
 
 __device__ __forceinline__ float ld_dt(const void *p, int dt, int64_t i)
 {
-    return dt == RSSM_DTYPE_F32 ? __ldg((const float *)p + i)
-                                : rssm_bf16_to_f32(__ldg((const unsigned short *)p + i));
+    return dt == RSSM_DTYPE_F32 ? __ldg((const float *)p + i) : rssm_bf16_to_f32(__ldg((const unsigned short *)p + i));
 }
 /* for memory this grid itself writes (no read-only cache path) */
 __device__ __forceinline__ float ld_dt_rw(const void *p, int dt, int64_t i)
@@ -69,8 +68,10 @@ __device__ __forceinline__ float ld_dt_rw(const void *p, int dt, int64_t i)
 }
 __device__ __forceinline__ void st_dt(void *p, int dt, int64_t i, float x)
 {
-    if (dt == RSSM_DTYPE_F32) ((float *)p)[i] = x;
-    else ((uint16_t *)p)[i] = rssm_f32_to_bf16(x);
+    if (dt == RSSM_DTYPE_F32)
+        ((float *)p)[i] = x;
+    else
+        ((uint16_t *)p)[i] = rssm_f32_to_bf16(x);
 }
 __device__ __forceinline__ float round_dt(int dt, float x)
 {
@@ -129,8 +130,10 @@ template <class CF> __device__ __forceinline__ void store_row(void *row, int li,
         for (int e = 0; e < CF::C; e++) {
             const int c = chan<CF>(li, e);
             if (c < K) {
-                if (CF::BF16) ((uint16_t *)row)[c] = rssm_f32_to_bf16(x[e]);
-                else ((float *)row)[c] = x[e];
+                if (CF::BF16)
+                    ((uint16_t *)row)[c] = rssm_f32_to_bf16(x[e]);
+                else
+                    ((float *)row)[c] = x[e];
             }
         }
     }
@@ -141,7 +144,8 @@ template <class CF> __device__ __forceinline__ void store_row(void *row, int li,
 template <int LANES> __device__ __forceinline__ float group_sum(float v)
 {
 #pragma unroll
-    for (int m = LANES / 2; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+    for (int m = LANES / 2; m >= 1; m >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, m);
     return v;
 }
 
@@ -149,13 +153,15 @@ __device__ __forceinline__ float warp_sum(float v) { return group_sum<32>(v); }
 __device__ __forceinline__ float warp_min(float v)
 {
 #pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, m));
+    for (int m = 16; m >= 1; m >>= 1)
+        v = fminf(v, __shfl_xor_sync(0xffffffffu, v, m));
     return v;
 }
 
 /* Deterministic block reduction of N <= 16 values per thread into out[0..N) (shared).
  * min_mask bit i: value i is reduced with min instead of sum. Contains two __syncthreads. */
-template <int N> __device__ __forceinline__ void block_reduce(const float (&v)[N], unsigned min_mask, float *red, float *out)
+template <int N>
+__device__ __forceinline__ void block_reduce(const float (&v)[N], unsigned min_mask, float *red, float *out)
 {
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
@@ -167,7 +173,8 @@ template <int N> __device__ __forceinline__ void block_reduce(const float (&v)[N
     if (threadIdx.x < N) {
         const int i = threadIdx.x;
         float r = red[i];
-        for (int ww = 1; ww < RSSM_NW; ww++) r = (min_mask >> i) & 1 ? fminf(r, red[ww * 16 + i]) : r + red[ww * 16 + i];
+        for (int ww = 1; ww < RSSM_NW; ww++)
+            r = (min_mask >> i) & 1 ? fminf(r, red[ww * 16 + i]) : r + red[ww * 16 + i];
         out[i] = r;
     }
     __syncthreads();
@@ -200,20 +207,20 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
 {
     smem_layout s;
     int o = 0;
-    s.ek = o, o += L * K;       /* entry keys as stored, f32 [L][K] (KDA pre-decayed) */
-    s.eG = o, o += L;           /* GDN entry G [L] */
-    s.ringu = o, o += L * VS;   /* entry u of this slice's rows, as stored [L][VS] */
-    s.xk = o, o += TC * K;      /* e^{G_t} k_t */
-    s.xq = o, o += TC * K;      /* e^{G_t} q_t */
-    s.kn = o, o += TC * K;      /* normalised k_t; during the norm pass: normalised q_t */
-    s.Gt = o, o += TC * gk;     /* G_t */
-    s.wk = o, o += TC * L;      /* ring weights for k_t, q_t per entry position */
+    s.ek = o, o += L * K;     /* entry keys as stored, f32 [L][K] (KDA pre-decayed) */
+    s.eG = o, o += L;         /* GDN entry G [L] */
+    s.ringu = o, o += L * VS; /* entry u of this slice's rows, as stored [L][VS] */
+    s.xk = o, o += TC * K;    /* e^{G_t} k_t */
+    s.xq = o, o += TC * K;    /* e^{G_t} q_t */
+    s.kn = o, o += TC * K;    /* normalised k_t; during the norm pass: normalised q_t */
+    s.Gt = o, o += TC * gk;   /* G_t */
+    s.wk = o, o += TC * L;    /* ring weights for k_t, q_t per entry position */
     s.wq = o, o += TC * L;
-    s.dec = o, o += TC * L;     /* GDN e^{G_t - G_p} */
-    s.rk = o, o += TC * VS;     /* sum_p u_p w_p for entries before the chunk */
+    s.dec = o, o += TC * L; /* GDN e^{G_t - G_p} */
+    s.rk = o, o += TC * VS; /* sum_p u_p w_p for entries before the chunk */
     s.rq = o, o += TC * VS;
-    s.vv = o, o += TC * VS;     /* v_t of this slice */
-    s.Gcur = o, o += gk;        /* G after the entries so far */
+    s.vv = o, o += TC * VS; /* v_t of this slice */
+    s.Gcur = o, o += gk;    /* G after the entries so far */
     s.beta = o, o += TC;
     s.kq = o, o += TC;
     s.nrm = o, o += 2 * TC + 2; /* 1/norm of k_t, q_t; min G; window min */
@@ -232,8 +239,7 @@ __device__ __forceinline__ void cluster_sync_all()
 
 /* ---- the step kernel ------------------------------------------------------------------------ */
 
-template <class CF, bool KDA, int TC>
-__global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
+template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
 {
     extern __shared__ float sm[];
     constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
@@ -294,10 +300,12 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
 #pragma unroll
     for (int r = 0; r < RPT; r++) {
         const int j = j0 + (w * RG + rg) * RPT + r;
-        if (j < V) load_row<CF>((const char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+        if (j < V)
+            load_row<CF>((const char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
         else
 #pragma unroll
-            for (int e = 0; e < C; e++) sreg[r][e] = 0.0f;
+            for (int e = 0; e < C; e++)
+                sreg[r][e] = 0.0f;
     }
 
     const int forced = (A.io.fold && (mode == MODE_REPLAY || mode == MODE_VERIFY)) ? A.io.fold[b] != 0 : 0;
@@ -310,7 +318,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
     /* ---- phase 1: committed entries into shared memory (before anyone writes) ---- */
     if (mode != MODE_PACKED && h > 0) {
         const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, 0);
-        for (int i = tid; i < h * K; i += RSSM_NT) ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
+        for (int i = tid; i < h * K; i += RSSM_NT)
+            ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
         const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
         for (int i = tid; i < h * VS; i += RSSM_NT) {
             const int p = i / VS, j = j0 + i % VS;
@@ -318,10 +327,13 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
         }
         const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
         if (!KDA)
-            for (int p = tid; p < h; p += RSSM_NT) eG[p] = rg0[p];
-        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = rg0[(h - 1) * gk + i];
+            for (int p = tid; p < h; p += RSSM_NT)
+                eG[p] = rg0[p];
+        for (int i = tid; i < gk; i += RSSM_NT)
+            Gcur[i] = rg0[(h - 1) * gk + i];
     } else {
-        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = 0.0f;
+        for (int i = tid; i < gk; i += RSSM_NT)
+            Gcur[i] = 0.0f;
     }
     /* KDA verify: early start fold when min_k (G_c + window sum of g) < -G_MAX */
     int early = 0;
@@ -329,7 +341,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
         float m = 3.0e38f;
         if (tid < K) {
             float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, h - 1, gk) + tid);
-            for (int t = 0; t < T; t++) W += gate_of(A, (int64_t)b * T + t, hv, gk, tid);
+            for (int t = 0; t < T; t++)
+                W += gate_of(A, (int64_t)b * T + t, hv, gk, tid);
             m = W;
         }
         float mv[1] = {m};
@@ -345,7 +358,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
     const bool form = (mode == MODE_MAT || mode == MODE_PREFILL || uniform || early);
     if (form && h > 0) {
         if (!KDA)
-            for (int p = tid; p < h; p += RSSM_NT) dec[p] = expf(Gcur[0] - eG[p]);
+            for (int p = tid; p < h; p += RSSM_NT)
+                dec[p] = expf(Gcur[0] - eG[p]);
         __syncthreads();
         const float eg0 = KDA ? 0.0f : expf(Gcur[0]);
 #pragma unroll
@@ -375,7 +389,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
                 const int j = j0 + (w * RG + rg) * RPT + r;
                 if (j < V) store_row<CF>((char *)o.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
 #pragma unroll
-                for (int e = 0; e < C; e++) sreg[r][e] = CF::BF16 ? round_dt(RSSM_DTYPE_BF16, sreg[r][e]) : sreg[r][e];
+                for (int e = 0; e < C; e++)
+                    sreg[r][e] = CF::BF16 ? round_dt(RSSM_DTYPE_BF16, sreg[r][e]) : sreg[r][e];
             }
         }
         if (mode == MODE_MAT) {
@@ -386,7 +401,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
     }
     if (form) {
         h = 0;
-        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = 0.0f;
+        for (int i = tid; i < gk; i += RSSM_NT)
+            Gcur[i] = 0.0f;
     }
     if (mode == MODE_PACKED || mode == MODE_PREFILL) h = 0;
     __syncthreads();
@@ -420,13 +436,16 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
             const int t = i / VS, j = j0 + i % VS;
             vv[i] = j < V ? ld_dt(A.io.v, iodt, (bt0 + t) * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
         }
-        if (l.qk_l2norm) block_reduce<2 * TC>(part, 0u, red, nrm);
-        else __syncthreads();
+        if (l.qk_l2norm)
+            block_reduce<2 * TC>(part, 0u, red, nrm);
+        else
+            __syncthreads();
 
         /* P2: normalise, cumulative gates, gated vectors, entry keys as stored; k.q; min G */
         if (tid == 0 && !KDA) { /* GDN: scalar G_t, one thread */
             float G = Gcur[0];
-            for (int t = 0; t < nt; t++) G = G + Gt[t], Gt[t] = G;
+            for (int t = 0; t < nt; t++)
+                G = G + Gt[t], Gt[t] = G;
         }
         float part2[TC + 1];
         float Gc = KDA && tid < K ? Gcur[tid] : 0.0f;
@@ -439,8 +458,10 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
                 const float sq = l.qk_l2norm ? 1.0f / sqrtf(nrm[2 * t + 1] + (float)RSSM_L2NORM_EPS) : 1.0f;
                 const float kv = kraw[t] * sk, qv = qraw[t] * sq * scale;
                 float G;
-                if (KDA) Gc = Gc + Gt[t * gk + tid], G = Gc;
-                else G = Gt[t];
+                if (KDA)
+                    Gc = Gc + Gt[t * gk + tid], G = Gc;
+                else
+                    G = Gt[t];
                 const float eg = expf(G);
                 kn[t * K + tid] = kv;
                 qn[t * K + tid] = qv;
@@ -455,13 +476,15 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
         if (KDA && tid < K) {
             /* G_t per channel: recompute the running sum in the same order */
             float G = Gcur[tid];
-            for (int t = 0; t < nt; t++) G = G + Gt[t * gk + tid], Gt[t * gk + tid] = G;
+            for (int t = 0; t < nt; t++)
+                G = G + Gt[t * gk + tid], Gt[t * gk + tid] = G;
         }
         if (!KDA && tid < nt) eG[hp + tid] = Gt[tid];
         block_reduce<TC + 1>(part2, 1u << TC, red, skq); /* skq[0..TC) = k.q, skq[TC] = min G (KDA) */
         /* note: skq has TC entries and nrm follows it; min G lands in nrm[0] (norms are consumed) */
         int end = 0;
-        if (seq) end = 1;
+        if (seq)
+            end = 1;
         else if (mode == MODE_REPLAY) {
             end = (c0 + 1 == L || forced) ? 1 : 0;
             if (!end && KDA && skq[TC] < -l.kda_fold_threshold) end = 2;
@@ -504,7 +527,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
         if (tid < VS) {
             float ak[TC], aq[TC];
 #pragma unroll
-            for (int t = 0; t < TC; t++) ak[t] = aq[t] = 0.0f;
+            for (int t = 0; t < TC; t++)
+                ak[t] = aq[t] = 0.0f;
             for (int p = 0; p < hp; p++) {
                 const float u = ringu[p * VS + tid];
 #pragma unroll
@@ -546,7 +570,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
                 if (t >= nt) continue;
                 float dd = dk[t] + rk[t * VS + jl];
 #pragma unroll
-                for (int s2 = 0; s2 < t; s2++) dd = __fmaf_rn(uw[s2], wk[t * L + hp + s2], dd);
+                for (int s2 = 0; s2 < t; s2++)
+                    dd = __fmaf_rn(uw[s2], wk[t * L + hp + s2], dd);
                 const float u = sbeta[t] * (vv[t * VS + jl] - dd);
                 float o;
                 if (end) {
@@ -560,7 +585,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
                         float acc;
                         if (KDA) {
                             acc = sreg[r][e];
-                            for (int p = 0; p < hp; p++) acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1], acc);
+                            for (int p = 0; p < hp; p++)
+                                acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1], acc);
                             acc = acc * expf(Gt[t * gk + c1]);
                         } else {
                             acc = sreg[r][e] * eg0;
@@ -575,7 +601,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
                 } else {
                     o = dq[t] + rq[t * VS + jl];
 #pragma unroll
-                    for (int s2 = 0; s2 < t; s2++) o = __fmaf_rn(uw[s2], wq[t * L + hp + s2], o);
+                    for (int s2 = 0; s2 < t; s2++)
+                        o = __fmaf_rn(uw[s2], wq[t * L + hp + s2], o);
                     o = __fmaf_rn(u, skq[t], o);
                     uw[t] = round_dt(rdt, u);
                     if (li == 0 && valid) {
@@ -591,7 +618,8 @@ __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
         if (end && !seq) new_base = end == 2 ? c0 + 1 : 0;
         if (!seq) hp += nt; /* packed/prefill keep no ring: every token folds into the registers */
         __syncthreads();
-        for (int i = tid; i < gk; i += RSSM_NT) Gcur[i] = seq ? 0.0f : Gt[(nt - 1) * gk + i];
+        for (int i = tid; i < gk; i += RSSM_NT)
+            Gcur[i] = seq ? 0.0f : Gt[(nt - 1) * gk + i];
         __syncthreads();
     }
 
@@ -626,7 +654,8 @@ static __global__ void __launch_bounds__(RSSM_NT) gdn_write_k_kernel(const kargs
     if (!verify && (c0 + 1 == L || forced)) return; /* end fold: no entry */
     for (int t = 0; t < T; t++) {
         const int64_t bt = (int64_t)b * T + t;
-        float kv = threadIdx.x < K ? ld_dt(A.io.k, l.io_dtype, bt * A.io.k_stride + (int64_t)kh * K + threadIdx.x) : 0.0f;
+        float kv =
+            threadIdx.x < K ? ld_dt(A.io.k, l.io_dtype, bt * A.io.k_stride + (int64_t)kh * K + threadIdx.x) : 0.0f;
         float part[1] = {kv * kv};
         if (l.qk_l2norm) {
             block_reduce<1>(part, 0u, red, nrm);

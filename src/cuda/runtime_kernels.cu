@@ -34,9 +34,9 @@ static rssm_status launched(const char *what)
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold,
-                                              int32_t batch, int32_t n_slots, int32_t mode, int32_t tokens,
-                                              int32_t track, void *stream)
+extern "C" rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
+                                              int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
+                                              void *stream)
 {
     (void)tokens;
     const int threads = 128, blocks = (batch + threads - 1) / threads;

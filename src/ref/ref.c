@@ -22,23 +22,35 @@
 static double ld(const void *p, rssm_dtype dt, int64_t i)
 {
     switch (dt) {
-    case RSSM_DTYPE_F32: return ((const float *)p)[i];
-    case RSSM_DTYPE_BF16: return rssm_bf16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const double *)p)[i];
+    case RSSM_DTYPE_F32:
+        return ((const float *)p)[i];
+    case RSSM_DTYPE_BF16:
+        return rssm_bf16_to_f32(((const uint16_t *)p)[i]);
+    default:
+        return ((const double *)p)[i];
     }
 }
 
 static void st(void *p, rssm_dtype dt, int64_t i, double x)
 {
     switch (dt) {
-    case RSSM_DTYPE_F32: ((float *)p)[i] = (float)x; break;
-    case RSSM_DTYPE_BF16: ((uint16_t *)p)[i] = rssm_f32_to_bf16((float)x); break;
-    default: ((double *)p)[i] = x; break;
+    case RSSM_DTYPE_F32:
+        ((float *)p)[i] = (float)x;
+        break;
+    case RSSM_DTYPE_BF16:
+        ((uint16_t *)p)[i] = rssm_f32_to_bf16((float)x);
+        break;
+    default:
+        ((double *)p)[i] = x;
+        break;
     }
 }
 
 /* ring_g is f32, or f64 when the ring dtype is f64 (reference only). */
-static rssm_dtype g_dtype(const rssm_layer *l) { return l->ring_dtype == RSSM_DTYPE_F64 ? RSSM_DTYPE_F64 : RSSM_DTYPE_F32; }
+static rssm_dtype g_dtype(const rssm_layer *l)
+{
+    return l->ring_dtype == RSSM_DTYPE_F64 ? RSSM_DTYPE_F64 : RSSM_DTYPE_F32;
+}
 
 /* ---- one token's prepared inputs ---------------------------------------------------- */
 
@@ -71,32 +83,34 @@ static void load_token(const rssm_params *p, int b, int t, int hv, token *tk)
         tk->q[c] = tk->q[c] * sq * l->scale;
         tk->k[c] = tk->k[c] * sk;
     }
-    for (int j = 0; j < V; j++) tk->v[j] = ld(io->v, l->io_dtype, bt * io->v_stride + (int64_t)hv * V + j);
+    for (int j = 0; j < V; j++)
+        tk->v[j] = ld(io->v, l->io_dtype, bt * io->v_stride + (int64_t)hv * V + j);
     for (int c = 0; c < p->gk; c++) {
         if (io->g) {
             tk->g[c] = io->g[(bt * l->num_v_heads + hv) * p->gk + c];
         } else {
             double a = ld(io->a, l->io_dtype, bt * io->a_stride + (int64_t)hv * p->gk + c);
-            tk->g[c] = rssm_gate_f64(a, io->A_log[hv], io->dt_bias[hv * p->gk + c],
-                                     l->has_lower_bound, l->lower_bound);
+            tk->g[c] = rssm_gate_f64(a, io->A_log[hv], io->dt_bias[hv * p->gk + c], l->has_lower_bound, l->lower_bound);
         }
     }
-    tk->beta = io->g ? io->beta[bt * l->num_v_heads + hv]
-                     : rssm_sigmoid_f64(ld(io->b, l->io_dtype, bt * io->b_stride + hv));
+    tk->beta =
+        io->g ? io->beta[bt * l->num_v_heads + hv] : rssm_sigmoid_f64(ld(io->b, l->io_dtype, bt * io->b_stride + hv));
 }
 
 static void zero_output(const rssm_params *p, int b)
 {
     const rssm_layer *l = &p->layer;
     int64_t n = (int64_t)p->io.tokens * l->num_v_heads * l->head_v_dim;
-    for (int64_t i = 0; i < n; i++) st(p->io.o, l->io_dtype, (int64_t)b * n + i, 0.0);
+    for (int64_t i = 0; i < n; i++)
+        st(p->io.o, l->io_dtype, (int64_t)b * n + i, 0.0);
 }
 
 static void store_output(const rssm_params *p, int b, int t, int hv, const double *o)
 {
     const rssm_layer *l = &p->layer;
     int64_t base = (((int64_t)b * p->io.tokens + t) * l->num_v_heads + hv) * l->head_v_dim;
-    for (int j = 0; j < l->head_v_dim; j++) st(p->io.o, l->io_dtype, base + j, o[j]);
+    for (int j = 0; j < l->head_v_dim; j++)
+        st(p->io.o, l->io_dtype, base + j, o[j]);
 }
 
 /* x rounded to a storage dtype, as double. */
@@ -137,28 +151,31 @@ static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv
 
 /* Reads S0 and entries 0..h-1 of (slot s, value head hv). Keys come from `kring` when given
  * (a copy of the row's ring_k taken before any head of the row wrote to it), else from sp. */
-static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const double *kring, int s, int hv,
-                      int h, int group)
+static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const double *kring, int s, int hv, int h,
+                      int group)
 {
     const int V = hd->V, K = hd->K, gk = hd->gk;
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
-    for (int i = 0; i < V * K; i++) hd->S[i] = ld(sp->checkpoint, l->state_dtype, c0 + i);
+    for (int i = 0; i < V * K; i++)
+        hd->S[i] = ld(sp->checkpoint, l->state_dtype, c0 + i);
     hd->h = h;
     for (int i = 0; i < h; i++) {
         const int64_t ru = rssm_ring_u_off(l, s, hv, i), rk = rssm_ring_k_off(l, s, hv, group, i);
         const int64_t rg = rssm_ring_g_off(l, s, hv, i, gk);
         const int64_t rk0 = rssm_ring_k_off(l, s, 0, group, 0);
-        for (int j = 0; j < V; j++) hd->u[i * V + j] = ld(sp->ring_u, l->ring_dtype, ru + j);
+        for (int j = 0; j < V; j++)
+            hd->u[i * V + j] = ld(sp->ring_u, l->ring_dtype, ru + j);
         for (int c = 0; c < K; c++)
             hd->k[i * K + c] = kring ? kring[rk - rk0 + c] : ld(sp->ring_k, l->ring_dtype, rk + c);
-        for (int c = 0; c < gk; c++) hd->G[i * gk + c] = ld(sp->ring_g, g_dtype(l), rg + c);
+        for (int c = 0; c < gk; c++)
+            hd->G[i * gk + c] = ld(sp->ring_g, g_dtype(l), rg + c);
     }
 }
 
 /* Appends entry h = hd->h (u, k, G; k pre-decayed for KDA) to memory and to the head, as
  * stored (rounded). GDN's k is written by the first value head of its group only. */
-static void head_append(head *hd, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group,
-                        const double *u, const double *k, const double *G)
+static void head_append(head *hd, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, const double *u,
+                        const double *k, const double *G)
 {
     const int V = hd->V, K = hd->K, gk = hd->gk, i = hd->h;
     const int64_t ru = rssm_ring_u_off(l, s, hv, i), rk = rssm_ring_k_off(l, s, hv, group, i);
@@ -182,7 +199,8 @@ static void head_append(head *hd, const rssm_layer *l, const rssm_state *sp, int
 /* Cumulative log-gate after the live entries: G_{h-1}, or 0 for an empty ring. */
 static void head_G(const head *hd, double *G)
 {
-    for (int c = 0; c < hd->gk; c++) G[c] = hd->h > 0 ? hd->G[(hd->h - 1) * hd->gk + c] : 0.0;
+    for (int c = 0; c < hd->gk; c++)
+        G[c] = hd->h > 0 ? hd->G[(hd->h - 1) * hd->gk + c] : 0.0;
 }
 
 /* out <- the state at cumulative gate Gn after the live entries, plus optionally one more
@@ -197,10 +215,12 @@ static void head_fold(const head *hd, const double *Gn, const double *un, const 
             double s;
             if (hd->gk == 1) {
                 s = hd->S[j * K + c] * exp(Gn[0]);
-                for (int i = 0; i < hd->h; i++) s += hd->u[i * V + j] * hd->k[i * K + c] * exp(Gn[0] - hd->G[i]);
+                for (int i = 0; i < hd->h; i++)
+                    s += hd->u[i * V + j] * hd->k[i * K + c] * exp(Gn[0] - hd->G[i]);
             } else {
                 s = hd->S[j * K + c];
-                for (int i = 0; i < hd->h; i++) s += hd->u[i * V + j] * hd->k[i * K + c];
+                for (int i = 0; i < hd->h; i++)
+                    s += hd->u[i * V + j] * hd->k[i * K + c];
                 s *= exp(Gn[c]);
             }
             if (un) s += un[j] * kn[c];
@@ -230,16 +250,20 @@ static void head_apply(const head *hd, const double *Gn, const double *x, double
 {
     const int V = hd->V, K = hd->K;
     double xs[RSSM_MAX_HEAD_DIM], w[RSSM_MAX_RING_LEN];
-    for (int c = 0; c < K; c++) xs[c] = x[c] * exp(Gn[hd->gk == 1 ? 0 : c]);
+    for (int c = 0; c < K; c++)
+        xs[c] = x[c] * exp(Gn[hd->gk == 1 ? 0 : c]);
     for (int i = 0; i < hd->h; i++) {
         double d = 0;
-        for (int c = 0; c < K; c++) d += hd->k[i * K + c] * (hd->gk == 1 ? x[c] : xs[c]);
+        for (int c = 0; c < K; c++)
+            d += hd->k[i * K + c] * (hd->gk == 1 ? x[c] : xs[c]);
         w[i] = hd->gk == 1 ? d * exp(Gn[0] - hd->G[i]) : d;
     }
     for (int j = 0; j < V; j++) {
         double s = 0;
-        for (int c = 0; c < K; c++) s += hd->S[j * K + c] * xs[c];
-        for (int i = 0; i < hd->h; i++) s += hd->u[i * V + j] * w[i];
+        for (int c = 0; c < K; c++)
+            s += hd->S[j * K + c] * xs[c];
+        for (int i = 0; i < hd->h; i++)
+            s += hd->u[i * V + j] * w[i];
         out[j] = s;
     }
 }
@@ -247,7 +271,8 @@ static void head_apply(const head *hd, const double *Gn, const double *x, double
 static double min_of(const double *x, int n)
 {
     double m = x[0];
-    for (int i = 1; i < n; i++) m = x[i] < m ? x[i] : m;
+    for (int i = 1; i < n; i++)
+        m = x[i] < m ? x[i] : m;
     return m;
 }
 
@@ -262,10 +287,12 @@ static void recur(const rssm_params *p, int b, int hv, double *S)
     double o[RSSM_MAX_HEAD_DIM], alpha[RSSM_MAX_HEAD_DIM];
     for (int t = 0; t < p->io.tokens; t++) {
         load_token(p, b, t, hv, &tk);
-        for (int c = 0; c < K; c++) alpha[c] = exp(tk.g[p->gk == 1 ? 0 : c]);
+        for (int c = 0; c < K; c++)
+            alpha[c] = exp(tk.g[p->gk == 1 ? 0 : c]);
         for (int j = 0; j < V; j++) {
             double d = 0;
-            for (int c = 0; c < K; c++) d += S[j * K + c] * alpha[c] * tk.k[c];
+            for (int c = 0; c < K; c++)
+                d += S[j * K + c] * alpha[c] * tk.k[c];
             double u = tk.beta * (tk.v[j] - d);
             double s = 0;
             for (int c = 0; c < K; c++) {
@@ -328,10 +355,12 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
     int early = 0;
     if (!uniform && verify && gk > 1 && hd->h > 0) {
         double W[RSSM_MAX_HEAD_DIM];
-        for (int i = 0; i < gk; i++) W[i] = G[i];
+        for (int i = 0; i < gk; i++)
+            W[i] = G[i];
         for (int t = 0; t < T; t++) {
             load_token(p, b, t, hv, &tk);
-            for (int i = 0; i < gk; i++) W[i] += tk.g[i];
+            for (int i = 0; i < gk; i++)
+                W[i] += tk.g[i];
         }
         early = min_of(W, gk) < -l->kda_fold_threshold;
     }
@@ -347,10 +376,12 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
 
     for (int t = 0; t < T; t++) {
         load_token(p, b, t, hv, &tk);
-        for (int i = 0; i < gk; i++) G[i] += tk.g[i];
+        for (int i = 0; i < gk; i++)
+            G[i] += tk.g[i];
         /* u_t = beta (v - [S0 (e^G k) + sum_i u_i w_i(k)]) */
         head_apply(hd, G, tk.k, o);
-        for (int j = 0; j < V; j++) u[j] = tk.beta * (tk.v[j] - o[j]);
+        for (int j = 0; j < V; j++)
+            u[j] = tk.beta * (tk.v[j] - o[j]);
 
         int end = 0; /* decode only: 1 shared end fold, 2 KDA early fold */
         if (!verify) {
@@ -362,7 +393,8 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
             head_fold(hd, G, u, tk.k, scratch);
             for (int j = 0; j < V; j++) {
                 double d = 0;
-                for (int cc = 0; cc < K; cc++) d += scratch[j * K + cc] * tk.q[cc];
+                for (int cc = 0; cc < K; cc++)
+                    d += scratch[j * K + cc] * tk.q[cc];
                 o[j] = d;
             }
             store_output(p, b, t, hv, o);
@@ -373,12 +405,15 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
         /* o_t = S0 (e^G q) + sum_i u_i w_i(q) + u_t (k_t . q_t) */
         head_apply(hd, G, tk.q, o);
         double kq = 0;
-        for (int cc = 0; cc < K; cc++) kq += tk.k[cc] * tk.q[cc];
-        for (int j = 0; j < V; j++) o[j] += u[j] * kq;
+        for (int cc = 0; cc < K; cc++)
+            kq += tk.k[cc] * tk.q[cc];
+        for (int j = 0; j < V; j++)
+            o[j] += u[j] * kq;
         store_output(p, b, t, hv, o);
 
         /* append the entry (KDA key pre-decayed: k e^{-G}); later tokens use it as stored */
-        for (int cc = 0; cc < K; cc++) kst[cc] = gk > 1 ? tk.k[cc] * exp(-G[cc]) : tk.k[cc];
+        for (int cc = 0; cc < K; cc++)
+            kst[cc] = gk > 1 ? tk.k[cc] * exp(-G[cc]) : tk.k[cc];
         head_append(hd, l, sp, s, hv, p->group, u, kst, G);
         head_G(hd, G);
     }
@@ -396,8 +431,10 @@ static rssm_status ref_replay(const rssm_params *p, head *hd, double *scratch, d
             continue;
         }
         /* GDN keys are shared by a group and a start fold overwrites them: read them first */
-        for (int64_t i = 0; i < row_k; i++) kring[i] = ld(p->state.ring_k, l->ring_dtype, s * row_k + i);
-        for (int hv = 0; hv < l->num_v_heads; hv++) replay_head(p, b, hv, hd, kring, scratch);
+        for (int64_t i = 0; i < row_k; i++)
+            kring[i] = ld(p->state.ring_k, l->ring_dtype, s * row_k + i);
+        for (int hv = 0; hv < l->num_v_heads; hv++)
+            replay_head(p, b, hv, hd, kring, scratch);
     }
     return RSSM_OK;
 }
@@ -462,11 +499,15 @@ rssm_status rssm_host_cursor(rssm_context *ctx, const rssm_cursor_params *p, voi
         const int forced = p->fold ? p->fold[b] != 0 : 0;
         int32_t *c = &p->cursor[s];
         switch (p->op) {
-        case RSSM_CURSOR_ADVANCE: *c = rssm_cursor_after_decode(*c, p->ring_len, forced); break;
+        case RSSM_CURSOR_ADVANCE:
+            *c = rssm_cursor_after_decode(*c, p->ring_len, forced);
+            break;
         case RSSM_CURSOR_COMMIT:
             *c = rssm_cursor_after_commit(*c, p->tokens, p->ring_len, forced, p->accepted[b]);
             break;
-        case RSSM_CURSOR_RESET: *c = 0; break;
+        case RSSM_CURSOR_RESET:
+            *c = 0;
+            break;
         }
     }
     return RSSM_OK;
