@@ -23,7 +23,7 @@ typedef struct cuda_impl {
     cudaStream_t stream; /* the context's own stream, for tools */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
-    int fast; /* fast K = V = 128 kernels: 1 cuda_fast.cu (default), 2 cuda_fast2.cu, 0 none */
+    int fast; /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -104,10 +104,7 @@ static void *kernel_for(int config, bool kda, int tc)
 
 /* ---- launching --------------------------------------------------------------------------- */
 
-/* cuda_fast.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
-int rssm_cuda_fast_ok(const kargs *A);
-cudaError_t rssm_cuda_fast_launch(kargs A, int batch, cudaStream_t stream);
-/* cuda_fast2.cu: v2 of the same kernels (ring via cp.async in shared memory, verify T <= 8) */
+/* cuda_fast2.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
 int rssm_cuda_fast2_ok(const kargs *A);
 cudaError_t rssm_cuda_fast2_init(void);
 cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
@@ -188,15 +185,11 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
-    if (im->fast == 2 && rssm_cuda_fast2_ok(&A)) {
+    if (im->fast && rssm_cuda_fast2_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor */
         A.spec = (int64_t)p->io.batch * A.l.num_v_heads <= 2 * (int64_t)im->sm_count;
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
-        return RSSM_OK;
-    }
-    if (im->fast == 1 && rssm_cuda_fast_ok(&A)) {
-        CU(rssm_cuda_fast_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     return launch_step(A, p->io.batch, tc, (cudaStream_t)stream, fn);
@@ -328,19 +321,19 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_cuda_init: out of host memory");
     im->device = device;
     im->sm_count = prop.multiProcessorCount;
-    /* Tuning switch, read once per context: the v2 fast kernels (cuda_fast2.cu) by default,
-     * RSSM_CUDA_FAST=1 the v1 fast kernels (cuda_fast.cu), =0 the general kernel only. v2 was
-     * 1.2-1.3x faster than v1 on the H200 at B >= 64 (bench/results/gpu-bench.txt), with the
-     * same check, sanitizer and bit-exactness results. */
+    /* Tuning switch, read once per context: RSSM_CUDA_FAST=0 runs everything on the general
+     * kernel (for comparisons); otherwise the fast K = V = 128 kernels serve the shapes they
+     * cover. (Their first version, 1.2-1.3x slower at B >= 64 with the same check results, was
+     * removed after the comparison in bench/results/gpu-bench.txt.) */
     {
         const char *ev = getenv("RSSM_CUDA_FAST");
-        im->fast = (ev && ev[0] == '1' && ev[1] == 0) ? 1 : (ev && ev[0] == '0' && ev[1] == 0) ? 0 : 2;
+        im->fast = !(ev && ev[0] == '0' && ev[1] == 0);
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
-        (im->fast == 2 && (e = rssm_cuda_fast2_init()) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_fast2_init()) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");

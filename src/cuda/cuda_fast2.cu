@@ -1,10 +1,10 @@
 /*
- * cuda_fast2.cu — v2 of the specialised step kernels for K = V = 128 (packed decode T = 1,
- * replay decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA.
- * Selected at context creation with RSSM_CUDA_FAST=2 (cuda_backend.cu); v1 (cuda_fast.cu)
- * stays the default. Same arithmetic, in the same order, as v1: every output and stored value
- * is bit-identical to v1's, and replay at L = 1 equals v2's own packed decode bit for bit
- * (packed runs through the same end-fold routine with h = 0).
+ * cuda_fast2.cu — the specialised step kernels for K = V = 128 (packed decode T = 1, replay
+ * decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA,
+ * used by cuda_backend.cu wherever they apply (RSSM_CUDA_FAST=0 turns them off). Replay at
+ * L = 1 equals this file's own packed decode bit for bit (packed runs through the same
+ * end-fold routine with h = 0). This is the second version; "v1" below is the first, removed
+ * after the H200 comparison (bench/results/gpu-bench.txt), kept in comments for the why.
  *
  * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
  * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. What v2 changes is
