@@ -298,8 +298,10 @@ rssm_status rssm_reset_cursors(rssm_context *ctx, const rssm_state *state, int32
  *    with an empty ring), with lock/unlock and LRU eviction under a budget.
  * Pool, planner and cache objects are owned by one host thread (no internal locking).
  * Calls not marked "capturable" may synchronise the device; on failure they change nothing
- * (the one exception is a device error in the middle of a multi-layer copy, reported as
- * RSSM_ERROR_DEVICE, after which the destination slot's contents are unspecified).
+ * (two exceptions: a device error in the middle of a multi-layer copy, reported as
+ * RSSM_ERROR_DEVICE, after which the destination slot's contents are unspecified; and a prefix
+ * cache insert that evicted snapshots to make room and then failed (device error or host out
+ * of memory): the evicted snapshots stay evicted).
  */
 typedef struct rssm_pool rssm_pool;
 
