@@ -131,23 +131,9 @@ static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, 
     if (smem > RSSM_SMEM_MAX)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: %zu bytes of shared memory needed", fn, smem);
 
-    cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDim = dim3((unsigned)(l->num_v_heads * A.NS), (unsigned)batch, 1);
-    lc.blockDim = dim3(RSSM_NT, 1, 1);
-    lc.dynamicSmemBytes = smem;
-    lc.stream = stream;
-    cudaLaunchAttribute attr[1];
-    if (A.cs > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = (unsigned)A.cs;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
-    }
-    void *args[] = {&A};
-    CU(cudaLaunchKernelExC(&lc, kernel_for(config, kda, tc), args), fn);
+    CU(launch_clustered((const void *)kernel_for(config, kda, tc), A, (unsigned)(l->num_v_heads * A.NS),
+                        (unsigned)batch, RSSM_NT, smem, stream),
+       fn);
     if (A.defer_k) {
         gdn_write_k_kernel<<<dim3((unsigned)l->num_k_heads, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
         CU(cudaGetLastError(), fn);
@@ -333,8 +319,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
-        (im->fast && (e = rssm_cuda_fast2_init()) != cudaSuccess) ||
-        (e = cudaDeviceSynchronize()) != cudaSuccess) {
+        (im->fast && (e = rssm_cuda_fast2_init()) != cudaSuccess) || (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");
     }

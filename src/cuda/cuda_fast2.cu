@@ -729,21 +729,7 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
     if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
-    cudaLaunchConfig_t lc;
-    memset(&lc, 0, sizeof lc);
-    lc.gridDim = dim3((unsigned)A.l.num_v_heads, (unsigned)batch, 1);
-    lc.blockDim = dim3(F2NT, 1, 1);
-    lc.dynamicSmemBytes = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec);
-    lc.stream = stream;
-    cudaLaunchAttribute attr[1];
-    if (A.cs > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = (unsigned)A.cs;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
-    }
-    void *args[] = {&A};
-    return cudaLaunchKernelExC(&lc, kernel_for(kda, sbf, A.mode, tc), args);
+    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)A.l.num_v_heads,
+                            (unsigned)batch, F2NT,
+                            smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec), stream);
 }

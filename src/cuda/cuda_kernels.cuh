@@ -29,6 +29,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 extern "C" {
 #include "core/layout.h"
@@ -54,6 +55,31 @@ typedef struct kargs {
     int *err;                           /* device error counter */
     int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
 } kargs;
+
+/* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
+ * dynamic shared memory, grouped in thread-block clusters of A.cs CTAs along x when A.cs > 1
+ * (the CTAs that share ring data; see each kernel's race notes). */
+static inline cudaError_t launch_clustered(const void *kernel, kargs A, unsigned gx, unsigned gy, unsigned threads,
+                                           size_t smem, cudaStream_t stream)
+{
+    cudaLaunchConfig_t lc;
+    memset(&lc, 0, sizeof lc);
+    lc.gridDim = dim3(gx, gy, 1);
+    lc.blockDim = dim3(threads, 1, 1);
+    lc.dynamicSmemBytes = smem;
+    lc.stream = stream;
+    cudaLaunchAttribute attr[1];
+    if (A.cs > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = (unsigned)A.cs;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        lc.attrs = attr;
+        lc.numAttrs = 1;
+    }
+    void *args[] = {&A};
+    return cudaLaunchKernelExC(&lc, kernel, args);
+}
 
 /* ---- element access ----------------------------------------------------------------- */
 
