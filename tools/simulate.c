@@ -37,6 +37,7 @@ typedef struct sim_config {
     int snapshots;      /* snapshot slots of the prefix cache */
     double followup;    /* share of requests that continue an earlier conversation */
     int json, progress;
+    int profile; /* synchronise around each part of a decode step to time it (slower) */
 } sim_config;
 
 static int set_preset(sim_config *c, const char *name)
@@ -167,6 +168,11 @@ typedef struct sim_result {
     int hits, admitted;
     double state_bytes; /* byte model, decode and verify steps */
     double decode_tokens;
+    /* seconds of decode steps spent in: host preparation (tokens, drafts, plan upload),
+     * the forward (embedding, layers, logits, argmax and the read-back of the next tokens),
+     * bookkeeping after it (cursor move, snapshots, copies, retirement); with --profile the
+     * forward is split further into mixers and dense parts (each synchronised) */
+    double t_prep, t_forward, t_book, t_mixer, t_dense;
     size_t memory;
     request *rq; /* the run's requests (token streams) */
 } sim_result;
@@ -186,7 +192,8 @@ typedef struct engine {
     int32_t *d_slot;
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
-    int max_rows; /* max_batch * T */
+    int max_rows;    /* max_batch * T */
+    sim_result *res; /* decode steps: where --profile charges its times (NULL in prefill) */
 } engine;
 
 #define CHECK(call)                                                                                                    \
@@ -239,13 +246,28 @@ typedef int (*mixer_fn)(engine *e, int layer, int n, const rssm_state *st);
 static int forward(engine *e, int n, mixer_fn mixer)
 {
     const sim_model *m = e->model;
+    const int prof = e->cfg->profile && e->res;
+    double t = prof ? now_s() : 0;
+    /* --profile: synchronise after each part and charge it to the dense or mixer time */
+#define PROFILE_MARK(field)                                                                                            \
+    do {                                                                                                               \
+        if (prof) {                                                                                                    \
+            CHECK(rssm_dev_sync(e->ctx));                                                                              \
+            const double t1_ = now_s();                                                                                \
+            e->res->field += t1_ - t, t = t1_;                                                                         \
+        }                                                                                                              \
+    } while (0)
     for (int layer = 0; layer < m->cfg.n_layers; layer++) {
         rssm_state st;
         CHECK(rssm_pool_state(e->pool, layer, &st));
         if (sim_project_in(e->ctx, m, layer, e->d_x, n, e->d_proj)) return -1;
+        PROFILE_MARK(t_dense);
         if (mixer(e, layer, n, &st)) return -1;
+        PROFILE_MARK(t_mixer);
         if (sim_project_out(e->ctx, m, layer, e->d_mix, n, e->d_x)) return -1;
+        PROFILE_MARK(t_dense);
     }
+#undef PROFILE_MARK
     return 0;
 }
 
@@ -433,6 +455,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         }
         CHECK(rssm_plan_set(e->plan, B, slot, seq));
         CHECK(rssm_plan_fold_rows(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
+        const double tf = now_s();
+        res->t_prep += tf - td;
+        e->res = res;
         if (sim_embed(ctx, model, e->tokens, B * T, e->d_x)) return -1;
         if (!replay && T > 1) {
             /* slot tables: [0] request slots, [t+1] scratch slots of token t */
@@ -452,6 +477,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
         if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
+        e->res = NULL;
+        const double tb = now_s();
+        res->t_forward += tb - tf;
         /* acceptance: token t's prediction must equal draft t+1 for the next to count */
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
@@ -521,7 +549,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             }
         }
         res->decode_steps++;
-        res->decode_seconds += now_s() - td;
+        const double te = now_s();
+        res->t_book += te - tb;
+        res->decode_seconds += te - td;
         if (c->progress) {
             const int w = 30, done = finished * w / c->requests;
             fprintf(stderr, "\r  %-7s [%.*s%*s] %d/%d requests, %lld tokens", replay ? "replay" : "packed", done,
@@ -591,6 +621,19 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
         printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
     printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
     printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
+    const sim_result *r2[2] = {pk, rp};
+    double ms[2][6];
+    for (int i = 0; i < 2; i++) {
+        const double k = 1e3 / (r2[i]->decode_steps ? r2[i]->decode_steps : 1);
+        ms[i][0] = r2[i]->decode_seconds * k, ms[i][1] = r2[i]->t_prep * k, ms[i][2] = r2[i]->t_forward * k;
+        ms[i][3] = r2[i]->t_mixer * k, ms[i][4] = r2[i]->t_dense * k, ms[i][5] = r2[i]->t_book * k;
+    }
+    static const char *part[6] = {"ms / decode step",       "  host preparation",    "  forward (GPU or CPU)",
+                                  "    mixers (--profile)", "    dense (--profile)", "  bookkeeping after"};
+    for (int j = 0; j < 6; j++) {
+        if ((j == 3 || j == 4) && !c->profile) continue;
+        printf("%-28s %14.3f %14.3f %8.2fx\n", part[j], ms[0][j], ms[1][j], ms[0][j] > 0 ? ms[1][j] / ms[0][j] : 0.0);
+    }
     if (same)
         printf("\ntoken streams: identical (%d requests)\n", c->requests);
     else
@@ -606,9 +649,12 @@ static void print_json(const sim_config *c, const sim_result *pk, const sim_resu
     for (int i = 0; i < 2; i++)
         printf(", \"%s\": {\"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"state_bytes_per_token\": %.1f, "
                "\"memory_bytes\": %zu, \"prefix_hit_rate\": %.4f, \"prompt_reuse\": %.4f, \"acceptance\": %.4f, "
-               "\"tokens\": %lld, \"seconds\": %.3f}",
+               "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prep_seconds\": %.4f, "
+               "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
+               "%.4f}",
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
-               r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds);
+               r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
+               r[i]->decode_seconds, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
     printf("}\n");
 }
 
@@ -628,6 +674,7 @@ static void usage(void)
            "  --arrival-gap N          decode steps between arrivals (default 2; 0 = all at once)\n"
            "  --seed N                 weights and workload seed (default 1)\n"
            "  --threads N              CPU threads (default: all cores)\n"
+           "  --profile                time mixers and dense parts separately (synchronises; slower)\n"
            "  --json                   one JSON object instead of the table\n");
 }
 
@@ -651,6 +698,8 @@ int rssm_cli_simulate(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             c.json = 1;
+        } else if (!strcmp(a, "--profile")) {
+            c.profile = 1;
         } else if (ARG("--device")) {
             if (!strcmp(v, "cpu"))
                 c.device = RSSM_DEVICE_CPU;
