@@ -376,6 +376,19 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
  * RSSM_OK or a message saying what is inconsistent. Synchronises; for tests and debugging. */
 rssm_status rssm_pool_validate(const rssm_pool *pool);
 
+/* ---- tensor parallelism ---- */
+/* The layer held by rank `rank` (0 <= rank < tp) when the heads are split over tp ranks: key heads
+ * [k_head0, k_head0 + H/tp) and value heads [v_head0, v_head0 + HV/tp) of `full` (k_head0 =
+ * rank*H/tp, v_head0 = rank*HV/tp; either output pointer may be NULL). Both H and HV must divide
+ * by tp (RSSM_ERROR_BAD_SHAPE otherwise), so that shard value head j still reads shard key head
+ * j/group, as globally. Head dims, gate, ring, dtypes, scale and l2norm are unchanged.
+ * A rank's decode, replay, verify and materialise on the head slices of the inputs (q, k from
+ * k_head0; v, a, b, o and A_log, dt_bias from v_head0) and of the state give exactly (bitwise)
+ * those heads of the unsharded call: every head's recurrence is independent. Each rank keeps its
+ * own pool over its shard (the cursor array is per pool, moved identically on every rank). */
+rssm_status rssm_layer_shard(const rssm_layer *full, int32_t tp, int32_t rank, rssm_layer *out, int32_t *k_head0,
+                             int32_t *v_head0);
+
 /* ---- step planner ---- */
 typedef struct rssm_plan rssm_plan;
 typedef enum rssm_plan_mode {

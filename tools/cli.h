@@ -10,5 +10,6 @@ int rssm_cli_check(int argc, char **argv);      /* tools/check.c */
 int rssm_cli_bench(int argc, char **argv);      /* tools/bench.c */
 int rssm_cli_simulate(int argc, char **argv);   /* tools/simulate.c */
 int rssm_cli_bench_step(int argc, char **argv); /* tools/bench_step.c */
+int rssm_cli_handoff(int argc, char **argv);    /* tools/handoff.c */
 
 #endif /* RSSM_CLI_H */

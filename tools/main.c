@@ -17,6 +17,7 @@ static void usage(FILE *f)
             "  check      run the equivalence matrix against the float64 reference\n"
             "  bench      time packed vs replay decode on this machine\n"
             "  bench-step time a whole N-layer decode step through the runtime (one CUDA graph)\n"
+            "  handoff    prefill/decode hand-off of replay state (export/import, NCCL on cuda)\n"
             "  version    print the library version\n"
             "Run `replayssm <command> --help` for a command's options.\n",
             rssm_version_string());
@@ -33,6 +34,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "bench")) return rssm_cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "simulate")) return rssm_cli_simulate(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench-step")) return rssm_cli_bench_step(argc - 1, argv + 1);
+    if (!strcmp(cmd, "handoff")) return rssm_cli_handoff(argc - 1, argv + 1);
     if (!strcmp(cmd, "version")) {
         printf("replayssm %s (cuda: %s)\n", rssm_version_string(), rssm_cuda_available() ? "available" : "absent");
         return 0;

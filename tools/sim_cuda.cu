@@ -182,3 +182,15 @@ extern "C" int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, in
         return -1;
     return cudaStreamSynchronize(g->stream) == cudaSuccess ? 0 : -1;
 }
+
+/* dst[r][0 .. width) = src[r][0 .. width), device to device on the model's stream (the slice of
+ * the fused projection and the reorder of gathered mixer outputs in `simulate --tp`) */
+extern "C" int sim_gpu_copy2d(const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t rows)
+{
+    sim_gpu *g = (sim_gpu *)m->gpu;
+    if (rows == 0 || width == 0) return 0;
+    return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, g->stream) == cudaSuccess
+               ? 0
+               : -1;
+}

@@ -17,6 +17,8 @@ int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, float *x);
 int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj);
 int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x);
 int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next);
+int sim_gpu_copy2d(const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t rows);
 #define ON_GPU(m, call)                                                                                                \
     do {                                                                                                               \
         if ((m)->gpu) return call;                                                                                     \
@@ -239,6 +241,16 @@ int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n
     ON_GPU(m, sim_gpu_next_tokens(m, x, n, next));
     argmax_job j = {m, x, next};
     rssm_cpu_parallel_for(ctx, n, argmax_task, &j);
+    return 0;
+}
+
+int sim_copy2d(rssm_context *ctx, const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t rows)
+{
+    (void)ctx;
+    ON_GPU(m, sim_gpu_copy2d(m, dst, dpitch, src, spitch, width, rows));
+    for (size_t r = 0; r < rows; r++)
+        memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return 0;
 }
 

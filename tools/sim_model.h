@@ -55,6 +55,11 @@ int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const floa
 /* next[i] = argmax(rmsnorm(x[i]) @ embed^T)  (next on the host) */
 int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next);
 
+/* dst[r][0 .. width) = src[r][0 .. width) for r < rows, pitches and width in bytes, in the
+ * context's memory (a 2-D copy on the context's stream on CUDA). */
+int sim_copy2d(rssm_context *ctx, const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch,
+               size_t width, size_t rows);
+
 /* FLOPs of the dense parts per token (for reporting). */
 double sim_dense_flops_per_token(const sim_model *m);
 

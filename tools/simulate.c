@@ -23,6 +23,7 @@
 #include "core/device.h"
 #include "core/params.h"
 #include "sim_model.h"
+#include "sim_tp.h"
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -38,6 +39,7 @@ typedef struct sim_config {
     double followup;    /* share of requests that continue an earlier conversation */
     int json, progress;
     int profile; /* synchronise around each part of a decode step to time it (slower) */
+    int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
 } sim_config;
 
 static int set_preset(sim_config *c, const char *name)
@@ -173,8 +175,9 @@ typedef struct sim_result {
      * bookkeeping after it (cursor move, snapshots, copies, retirement); with --profile the
      * forward is split further into mixers and dense parts (each synchronised) */
     double t_prep, t_forward, t_book, t_mixer, t_dense;
-    size_t memory;
-    request *rq; /* the run's requests (token streams) */
+    size_t memory; /* state memory of one rank (pools and planner; the whole run without --tp) */
+    int tp;        /* 0: unsharded; N: heads split over N ranks */
+    request *rq;   /* the run's requests (token streams) */
 } sim_result;
 
 typedef struct engine {
@@ -182,12 +185,16 @@ typedef struct engine {
     rssm_context *ctx;
     const sim_model *model;
     int replay, T;
-    rssm_layer *layers;
-    rssm_pool *pool, *snap_pool;
-    rssm_plan *plan;
-    rssm_prefix_cache *cache;
+    /* the ranks whose heads this process runs (sim_tp.h): one (the whole layer, or this GPU's
+     * shard under NCCL) or all tp ranks of a CPU run, each with its pool, planner and cache;
+     * their bookkeeping is identical (slots, cursors, prefix-cache decisions depend only on
+     * tokens), which the host calls check */
+    sim_shard *sh;
+    int nsh;
+    sim_nccl *comm; /* NCCL all-gather of the mixer outputs (CUDA --tp), else NULL */
+    float *d_stage; /* [tp][rows][HV/tp*V] all-gather staging (NCCL) */
     /* device buffers: activations [rows][d_model], fused projections [rows][proj], mixer
-     * outputs [rows][HV*V], slot tables */
+     * outputs [rows][HV*V] (all heads), slot tables */
     float *d_x, *d_proj, *d_mix;
     int32_t *d_slot;
     /* host buffers: the step's input tokens and the greedy next tokens */
@@ -204,6 +211,15 @@ typedef struct engine {
             return -1;                                                                                                 \
         }                                                                                                              \
     } while (0)
+
+/* The ranks' host bookkeeping must agree: a slot or a prefix match that differs between ranks
+ * would be a runtime bug (they depend only on the order of calls and on tokens). */
+static int agree(const engine *e, const char *what, int32_t first, int32_t got)
+{
+    if (first == got) return 0;
+    fprintf(stderr, "simulate: ranks disagree on %s (%d vs %d)\n", what, first, got);
+    return -1;
+}
 
 static double now_s(void)
 {
@@ -224,24 +240,20 @@ static int tok_index(const engine *e, int row, int t)
     return (!e->replay && e->T > 1) ? t * e->cfg->max_batch + row : row * e->T + t;
 }
 
-/* Fills io's per-token tensors from the fused projection rows in device memory. */
-static void io_from_proj(const engine *e, int layer, const float *proj, int64_t row_stride, rssm_step_io *io)
+/* Fills io's per-token tensors from a shard's fused projection rows ([rows][h->proj], device). */
+static void io_from_proj(const engine *e, const sim_shard *h, int layer, const float *proj, rssm_step_io *io)
 {
-    const sim_model *m = e->model;
-    const rssm_layer *l = &m->cfg.layer;
-    const int gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
-    io->q = proj + m->off_q, io->k = proj + m->off_k, io->v = proj + m->off_v;
-    io->a = proj + m->off_a, io->b = proj + m->off_b;
-    io->q_stride = io->k_stride = io->v_stride = io->a_stride = io->b_stride = row_stride;
-    (void)gk;
-    io->A_log = sim_A_log(m, layer);
-    io->dt_bias = sim_dt_bias(m, layer);
+    io->q = proj + h->off_q, io->k = proj + h->off_k, io->v = proj + h->off_v;
+    io->a = proj + h->off_a, io->b = proj + h->off_b;
+    io->q_stride = io->k_stride = io->v_stride = io->a_stride = io->b_stride = h->proj;
+    io->A_log = sim_shard_A_log(h, e->model, layer);
+    io->dt_bias = sim_shard_dt_bias(h, e->model, layer);
     io->g = io->beta = NULL;
 }
 
 /* Runs the layers over rows already embedded in e->d_x ([n][d_model]) with `mixer` per layer;
  * the residual stream stays in e->d_x. */
-typedef int (*mixer_fn)(engine *e, int layer, int n, const rssm_state *st);
+typedef int (*mixer_fn)(engine *e, sim_shard *h, int layer, int n, const rssm_state *st);
 
 static int forward(engine *e, int n, mixer_fn mixer)
 {
@@ -258,11 +270,21 @@ static int forward(engine *e, int n, mixer_fn mixer)
         }                                                                                                              \
     } while (0)
     for (int layer = 0; layer < m->cfg.n_layers; layer++) {
-        rssm_state st;
-        CHECK(rssm_pool_state(e->pool, layer, &st));
         if (sim_project_in(e->ctx, m, layer, e->d_x, n, e->d_proj)) return -1;
         PROFILE_MARK(t_dense);
-        if (mixer(e, layer, n, &st)) return -1;
+        /* each rank: its heads of the projection, its mixer; then every rank's outputs */
+        for (int s = 0; s < e->nsh; s++) {
+            sim_shard *h = &e->sh[s];
+            rssm_state st;
+            CHECK(rssm_pool_state(h->pool, layer, &st));
+            if (sim_shard_slice(e->ctx, m, h, e->d_proj, n)) return -1;
+            if (mixer(e, h, layer, n, &st)) return -1;
+        }
+        if (e->comm) {
+            if (sim_tp_gather_nccl(e->ctx, m, &e->sh[0], e->comm, e->d_stage, n, e->d_mix)) return -1;
+        } else if (e->sh[0].sliced) {
+            if (sim_tp_gather_local(e->ctx, m, e->sh, n, e->d_mix)) return -1;
+        }
         PROFILE_MARK(t_mixer);
         if (sim_project_out(e->ctx, m, layer, e->d_mix, n, e->d_x)) return -1;
         PROFILE_MARK(t_dense);
@@ -272,56 +294,56 @@ static int forward(engine *e, int n, mixer_fn mixer)
 }
 
 /* prefill: one request (row 0), T = n tokens */
-static int mixer_prefill(engine *e, int layer, int n, const rssm_state *st)
+static int mixer_prefill(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
     rssm_step_io io = {0};
     io.batch = 1, io.tokens = n;
-    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
-    io.o = e->d_mix;
+    io_from_proj(e, h, layer, h->d_proj, &io);
+    io.o = h->d_mix;
     io.slot = e->d_slot;
-    CHECK(rssm_prefill(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    CHECK(rssm_prefill(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
 /* decode: the planner's rows, one token each */
-static int mixer_decode(engine *e, int layer, int n, const rssm_state *st)
+static int mixer_decode(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
     rssm_step_io io = {0};
-    CHECK(rssm_plan_io(e->plan, &io));
-    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
-    io.o = e->d_mix;
+    CHECK(rssm_plan_io(h->plan, &io));
+    io_from_proj(e, h, layer, h->d_proj, &io);
+    io.o = h->d_mix;
     if (e->replay)
-        CHECK(rssm_decode_replay(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_decode_replay(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     else
-        CHECK(rssm_decode_packed(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_decode_packed(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
 /* verify through the ring: the planner's rows, T tokens each */
-static int mixer_verify(engine *e, int layer, int n, const rssm_state *st)
+static int mixer_verify(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
     rssm_step_io io = {0};
-    CHECK(rssm_plan_io(e->plan, &io));
+    CHECK(rssm_plan_io(h->plan, &io));
     io.tokens = e->T;
-    io_from_proj(e, layer, e->d_proj, e->model->proj, &io);
-    io.o = e->d_mix;
-    CHECK(rssm_verify(e->ctx, &e->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    io_from_proj(e, h, layer, h->d_proj, &io);
+    io.o = h->d_mix;
+    CHECK(rssm_verify(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
     return 0;
 }
 
 /* packed verify: T packed steps per row, token t reading the state of token t-1 and writing
  * its own scratch slot (d_slot holds [T+1][batch] slot tables: request slots, then scratch);
  * rows are token-major ([T][B], tok_index) */
-static int mixer_verify_packed(engine *e, int layer, int n, const rssm_state *st)
+static int mixer_verify_packed(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
-    const rssm_layer *l = &e->layers[layer];
+    const rssm_layer *l = &h->layers[layer];
     const int B = e->cfg->max_batch, T = e->T;
     const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
     for (int t = 0; t < T; t++) {
         rssm_step_io io = {0};
         io.batch = B, io.tokens = 1;
-        io_from_proj(e, layer, e->d_proj + (size_t)t * B * e->model->proj, e->model->proj, &io);
-        io.o = e->d_mix + (size_t)t * B * mix_row;
+        io_from_proj(e, h, layer, h->d_proj + (size_t)t * B * h->proj, &io);
+        io.o = h->d_mix + (size_t)t * B * mix_row;
         io.slot = e->d_slot + (size_t)t * B;
         io.write_slot = e->d_slot + (size_t)(t + 1) * B;
         CHECK(rssm_decode_packed(e->ctx, l, st, &io, rssm_dev_stream(e->ctx)));
@@ -337,10 +359,20 @@ static int admit(engine *e, sim_result *res, request *r, int row)
 {
     const sim_config *c = e->cfg;
     const int D = e->model->cfg.d_model;
-    CHECK(rssm_pool_acquire(e->pool, &r->slot));
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+        int32_t slot;
+        CHECK(rssm_pool_acquire(h->pool, &slot));
+        if (h == e->sh) r->slot = slot;
+        if (agree(e, "a slot", r->slot, slot)) return -1;
+    }
     r->row = row;
     int32_t matched = 0;
-    CHECK(rssm_prefix_cache_match(e->cache, r->hist, r->prompt_len - 1, e->pool, r->slot, &matched, NULL));
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+        int32_t mh = 0;
+        CHECK(rssm_prefix_cache_match(h->cache, r->hist, r->prompt_len - 1, h->pool, r->slot, &mh, NULL));
+        if (h == e->sh) matched = mh;
+        if (agree(e, "a prefix match", matched, mh)) return -1;
+    }
     r->matched = matched;
     res->prompt_tokens += r->prompt_len;
     res->reused_tokens += matched;
@@ -356,12 +388,15 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         const int n = end - pos;
         if (sim_embed(e->ctx, e->model, r->hist + pos, n, e->d_x)) return -1;
         if (forward(e, n, mixer_prefill)) return -1;
-        rssm_state st0;
-        CHECK(rssm_pool_state(e->pool, 0, &st0));
-        CHECK(rssm_reset_cursors(e->ctx, &st0, 1, e->d_slot, rssm_dev_stream(e->ctx)));
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+            rssm_state st0;
+            CHECK(rssm_pool_state(h->pool, 0, &st0));
+            CHECK(rssm_reset_cursors(e->ctx, &st0, 1, e->d_slot, rssm_dev_stream(e->ctx)));
+        }
         r->cursor = 0;
         if (end % c->track_interval == 0 && end < r->prompt_len)
-            CHECK(rssm_prefix_cache_insert(e->cache, r->hist, end, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_prefix_cache_insert(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
         if (end == r->prompt_len) {
             int32_t next;
             if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(n - 1) * D, 1, &next)) return -1;
@@ -375,10 +410,14 @@ static int admit(engine *e, sim_result *res, request *r, int row)
     return 0;
 }
 
-static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *model, int replay, sim_result *res)
+/* One run of the workload. tp 0: the whole layer (packed or replay); tp >= 1: the heads split
+ * over tp ranks (sim_tp.h), all of them in this process when comm is NULL, else this GPU's
+ * rank with the mixer outputs all-gathered over NCCL. */
+static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *model, int replay, int tp, sim_nccl *comm,
+                    sim_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->replay = replay;
+    res->replay = replay, res->tp = tp;
     int32_t *system = NULL;
     request *rq = make_workload(c, &system);
     if (!rq) return -1;
@@ -389,22 +428,33 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
     e->max_rows = B * T > 256 ? B * T : 256; /* as sim_model_init's scratch */
-    /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
-    e->layers = malloc(sizeof(rssm_layer) * nl);
-    if (!e->layers) return -1;
-    for (int i = 0; i < nl; i++) {
-        e->layers[i] = *ml;
-        if (!replay) e->layers[i].ring_len = 1;
-    }
-    const int scratch = (!replay && T > 1) ? B * T : 0;
-    CHECK(rssm_pool_create(ctx, e->layers, nl, B + scratch, &e->pool));
-    CHECK(rssm_pool_create(ctx, e->layers, nl, c->snapshots, &e->snap_pool));
-    CHECK(rssm_prefix_cache_create(e->snap_pool, 0, 0, &e->cache));
-    CHECK(rssm_plan_create(e->pool, B, c->track_interval, &e->plan));
-    res->memory = rssm_pool_memory(e->pool) + rssm_pool_memory(e->snap_pool) + rssm_plan_memory(e->plan);
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
+    e->comm = comm;
+    e->nsh = tp > 0 && !comm ? tp : 1;
+    e->sh = calloc(e->nsh, sizeof *e->sh);
+    if (!e->sh) return -1;
+    if (comm) CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
+    const int scratch = (!replay && T > 1) ? B * T : 0;
+    for (int s = 0; s < e->nsh; s++) {
+        sim_shard *h = &e->sh[s];
+        if (sim_shard_init(h, ctx, model, tp, comm ? sim_nccl_rank(comm) : s, e->max_rows, e->d_proj, e->d_mix))
+            return -1;
+        /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
+        h->layers = malloc(sizeof(rssm_layer) * nl);
+        if (!h->layers) return -1;
+        for (int i = 0; i < nl; i++) {
+            h->layers[i] = h->layer;
+            if (!replay) h->layers[i].ring_len = 1;
+        }
+        CHECK(rssm_pool_create(ctx, h->layers, nl, B + scratch, &h->pool));
+        CHECK(rssm_pool_create(ctx, h->layers, nl, c->snapshots, &h->snap_pool));
+        CHECK(rssm_prefix_cache_create(h->snap_pool, 0, 0, &h->cache));
+        CHECK(rssm_plan_create(h->pool, B, c->track_interval, &h->plan));
+    }
+    res->memory =
+        rssm_pool_memory(e->sh[0].pool) + rssm_pool_memory(e->sh[0].snap_pool) + rssm_plan_memory(e->sh[0].plan);
     CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
     e->tokens = malloc(sizeof(int32_t) * e->max_rows);
     e->next = malloc(sizeof(int32_t) * e->max_rows);
@@ -412,7 +462,12 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
     if (!scratch_slot) return -1;
     for (int i = 0; i < scratch; i++)
-        CHECK(rssm_pool_acquire(e->pool, &scratch_slot[i]));
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+            int32_t sl;
+            CHECK(rssm_pool_acquire(h->pool, &sl));
+            if (h == e->sh) scratch_slot[i] = sl;
+            if (agree(e, "a scratch slot", scratch_slot[i], sl)) return -1;
+        }
 
     request **rows = calloc(B, sizeof *rows);
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
@@ -453,8 +508,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                     e->tokens[tok_index(e, row, t)] = drafts[t - 1];
             }
         }
-        CHECK(rssm_plan_set(e->plan, B, slot, seq));
-        CHECK(rssm_plan_fold_rows(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+            CHECK(rssm_plan_set(h->plan, B, slot, seq));
+        CHECK(rssm_plan_fold_rows(e->sh[0].plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
         const double tf = now_s();
         res->t_prep += tf - td;
         e->res = res;
@@ -473,7 +529,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (forward(e, B * T, mixer_verify_packed)) return -1;
         } else {
             if (replay)
-                CHECK(rssm_plan_begin(e->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
+                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                    CHECK(
+                        rssm_plan_begin(h->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
         if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
@@ -492,8 +550,12 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (a > left) a = left > 0 ? left : 1;
             acc[row] = a;
         }
-        if (replay && T > 1) CHECK(rssm_plan_set_accepted(e->plan, B, acc));
-        if (replay) CHECK(rssm_plan_end(e->plan, rssm_dev_stream(ctx)));
+        if (replay && T > 1)
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_plan_set_accepted(h->plan, B, acc));
+        if (replay)
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_plan_end(h->plan, rssm_dev_stream(ctx)));
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
             if (!r) continue;
@@ -518,20 +580,24 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             }
             if (!replay && T > 1) {
                 /* the accepted state becomes the request's; snapshot it on a track boundary */
-                CHECK(rssm_pool_copy_checkpoint(e->pool, scratch_slot[row * T + a - 1], e->pool, r->slot));
+                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                    CHECK(rssm_pool_copy_checkpoint(h->pool, scratch_slot[row * T + a - 1], h->pool, r->slot));
                 if ((r->seq_len + a) % c->track_interval == 0) {
                     for (int t = 0; t < a; t++)
                         if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
                     r->hist_len -= a; /* pushed again below */
-                    CHECK(rssm_prefix_cache_insert(e->cache, r->hist, r->seq_len + a, e->pool, r->slot,
-                                                   RSSM_SNAPSHOT_CHECKPOINT));
+                    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                        CHECK(rssm_prefix_cache_insert(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
+                                                       RSSM_SNAPSHOT_CHECKPOINT));
                 }
             }
             /* snapshot when this step made the checkpoint the state after a multiple of the interval */
             if (fold[row]) {
                 const int at = T > 1 ? r->seq_len : r->seq_len + 1;
                 if (at > 0 && (T == 1 || replay))
-                    CHECK(rssm_prefix_cache_insert(e->cache, r->hist, at, e->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
+                    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                        CHECK(rssm_prefix_cache_insert(h->cache, r->hist, at, h->pool, r->slot,
+                                                       RSSM_SNAPSHOT_CHECKPOINT));
             }
             for (int t = 0; t < a; t++)
                 if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
@@ -542,7 +608,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (T > 1) res->drafted += T - 1, res->accepted += a - 1;
             if (r->generated >= r->max_new) {
                 r->done = 1;
-                CHECK(rssm_pool_release(e->pool, r->slot));
+                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                    CHECK(rssm_pool_release(h->pool, r->slot));
                 r->slot = -1;
                 rows[row] = NULL;
                 finished++;
@@ -561,13 +628,19 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
     free(rows), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system), free(scratch_slot);
-    rssm_prefix_cache_free(e->cache);
-    rssm_plan_free(e->plan);
-    rssm_pool_free(e->snap_pool);
-    rssm_pool_free(e->pool);
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+        rssm_prefix_cache_free(h->cache);
+        rssm_plan_free(h->plan);
+        rssm_pool_free(h->snap_pool);
+        rssm_pool_free(h->pool);
+        free(h->layers);
+        sim_shard_free(h, ctx);
+    }
+    free(e->sh);
+    rssm_dev_free(ctx, e->d_stage);
     rssm_dev_free(ctx, e->d_x), rssm_dev_free(ctx, e->d_proj), rssm_dev_free(ctx, e->d_mix);
     rssm_dev_free(ctx, e->d_slot);
-    free(e->tokens), free(e->next), free(e->layers);
+    free(e->tokens), free(e->next);
     return 0;
 }
 
@@ -640,7 +713,56 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
         printf("\ntoken streams: DIFFERENT (first at request %d)\n", diff);
 }
 
-static void print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same)
+/* FNV-1a 64 over every request's token stream (length, then tokens): compared across ranks. */
+static uint64_t stream_hash(const sim_result *r, int n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++) {
+        const request *q = &r->rq[i];
+        const int32_t len = q->hist_len;
+        const unsigned char *p[2] = {(const unsigned char *)&len, (const unsigned char *)q->hist};
+        const size_t bytes[2] = {sizeof len, sizeof(int32_t) * (size_t)len};
+        for (int k = 0; k < 2; k++)
+            for (size_t j = 0; j < bytes[k]; j++)
+                h = (h ^ p[k][j]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* the --tp run against the unsharded replay run */
+typedef struct tp_report {
+    const sim_result *run;
+    int same;  /* token streams identical to the tp=1 (unsharded) replay run */
+    int diff;  /* first differing request, else -1 */
+    int agree; /* every rank generated the same streams (hash all-gathered; 1 in one process) */
+    int nccl;  /* ranks are processes with NCCL (else all in this process) */
+} tp_report;
+
+static const char *tp_transport(const tp_report *t)
+{
+    if (!t->nccl) return "all ranks in this process, one after another; outputs gathered by memcpy";
+    return t->run->tp == 1 ? "one process, a 1-rank NCCL communicator (the NCCL path on one GPU)"
+                           : "one process per GPU; mixer outputs all-gathered with NCCL";
+}
+
+static void print_tp(const sim_config *c, const sim_result *rp, const tp_report *t)
+{
+    const sim_result *r[2] = {rp, t->run};
+    printf("\ntensor parallel (replay): heads split over %d ranks: %s\n", t->run->tp, tp_transport(t));
+    printf("%-28s %14s %11s%-3d %9s\n", "", "tp=1", "tp=", t->run->tp, "ratio");
+    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (whole run)", tok_s(r[0]), tok_s(r[1]), tok_s(r[1]) / tok_s(r[0]));
+    const double d0 = r[0]->decode_tokens / r[0]->decode_seconds, d1 = r[1]->decode_tokens / r[1]->decode_seconds;
+    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (decode steps)", d0, d1, d1 / d0);
+    printf("%-28s %14.2f %14.2f %8.2fx\n", "state memory per GPU (MiB)", r[0]->memory / 1048576.0,
+           r[1]->memory / 1048576.0, (double)r[1]->memory / r[0]->memory);
+    if (t->same)
+        printf("token streams: identical to tp=1 (%d requests)%s\n", c->requests,
+               t->agree ? (t->nccl ? "; every rank generated the same streams" : "") : "; but the RANKS DIFFER");
+    else
+        printf("token streams: DIFFERENT from tp=1 (first at request %d)\n", t->diff);
+}
+
+static void print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same, const tp_report *t)
 {
     const sim_result *r[2] = {pk, rp};
     printf("{\"model\": \"%s\", \"device\": \"%s\", \"requests\": %d, \"batch\": %d, \"spec\": %d, \"identical\": %s",
@@ -655,6 +777,12 @@ static void print_json(const sim_config *c, const sim_result *pk, const sim_resu
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
                r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
                r[i]->decode_seconds, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
+    if (t)
+        printf(
+            ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
+            "\"memory_bytes_per_gpu\": %zu, \"identical_to_tp1\": %s, \"ranks_agree\": %s}",
+            t->run->tp, tp_transport(t), tok_s(t->run), t->run->decode_tokens / t->run->decode_seconds, t->run->memory,
+            t->same ? "true" : "false", t->agree ? "true" : "false");
     printf("}\n");
 }
 
@@ -675,7 +803,76 @@ static void usage(void)
            "  --seed N                 weights and workload seed (default 1)\n"
            "  --threads N              CPU threads (default: all cores)\n"
            "  --profile                time mixers and dense parts separately (synchronises; slower)\n"
+           "  --tp N                   also run replay with the heads split over N ranks (tensor parallel)\n"
+           "                           and check its token streams equal the unsharded run's; cpu: the N\n"
+           "                           ranks in this process; cuda: one process per GPU over NCCL (N=1:\n"
+           "                           the NCCL path with a 1-rank communicator)\n"
            "  --json                   one JSON object instead of the table\n");
+}
+
+/* Everything one process runs: packed and replay on the whole layer, then with --tp replay
+ * over the ranks. Under NCCL (cuda --tp) this is rank `rank` on GPU `rank`; every rank runs the
+ * same workload (the dense parts replicated) and rank 0 reports. Returns 0 when every compared
+ * pair of token streams is identical. */
+static int simulate_rank(int rank, int nranks, const unsigned char *id, void *arg)
+{
+    sim_config *c = arg;
+    sim_nccl *comm = NULL;
+    const int nccl = c->tp > 0 && c->device == RSSM_DEVICE_CUDA;
+    if (rank > 0) c->progress = 0;
+    if (nccl && sim_nccl_init(nranks, rank, id, &comm))
+        return fprintf(stderr, "simulate: rank %d: %s\n", rank, sim_nccl_error()), 1;
+    rssm_context *ctx = NULL;
+    rssm_status st = rssm_context_create(c->device, c->device == RSSM_DEVICE_CPU ? c->threads : rank, &ctx);
+    if (st != RSSM_OK) {
+        sim_nccl_free(comm);
+        return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
+    }
+    sim_model model;
+    const int max_rows = c->max_batch * c->spec > 256 ? c->max_batch * c->spec : 256;
+    int rc = 1;
+    if (sim_model_init(&model, &c->model, ctx, max_rows)) {
+        fprintf(stderr, "simulate: could not build the model on this device\n");
+        sim_model_free(&model);
+        rssm_context_free(ctx);
+        sim_nccl_free(comm);
+        return 1;
+    }
+    sim_result pk, rp, tr;
+    memset(&pk, 0, sizeof pk), memset(&rp, 0, sizeof rp), memset(&tr, 0, sizeof tr);
+    if (run_once(c, ctx, &model, 0, 0, NULL, &pk) == 0 && run_once(c, ctx, &model, 1, 0, NULL, &rp) == 0 &&
+        (c->tp == 0 || run_once(c, ctx, &model, 1, c->tp, comm, &tr) == 0)) {
+        int diff;
+        const int same = same_streams(&pk, &rp, c->requests, &diff);
+        tp_report t = {&tr, 1, -1, 1, nccl};
+        if (c->tp) t.same = same_streams(&rp, &tr, c->requests, &t.diff);
+        if (comm) {
+            /* every rank's stream hash, all-gathered: the ranks must have generated the same tokens */
+            uint64_t mine = stream_hash(&tr, c->requests), *all = calloc(nranks, sizeof *all);
+            void *d = NULL;
+            t.agree = all && rssm_dev_alloc(ctx, 8 * (size_t)(nranks + 1), &d) == RSSM_OK &&
+                      rssm_dev_upload(ctx, d, &mine, 8) == RSSM_OK &&
+                      sim_nccl_allgather(comm, d, (char *)d + 8, 8, rssm_dev_stream(ctx)) == 0 &&
+                      rssm_dev_download(ctx, all, (char *)d + 8, 8 * (size_t)nranks) == RSSM_OK;
+            for (int i = 0; t.agree && i < nranks; i++)
+                t.agree = all[i] == mine;
+            rssm_dev_free(ctx, d), free(all);
+        }
+        if (rank == 0) {
+            if (c->json) {
+                print_json(c, &pk, &rp, same, c->tp ? &t : NULL);
+            } else {
+                print_table(c, &model, &pk, &rp, same, diff);
+                if (c->tp) print_tp(c, &rp, &t);
+            }
+        }
+        rc = same && t.same && t.agree ? 0 : 1;
+    }
+    free_workload(pk.rq, c->requests), free_workload(rp.rq, c->requests), free_workload(tr.rq, c->requests);
+    sim_model_free(&model);
+    rssm_context_free(ctx);
+    sim_nccl_free(comm);
+    return rc;
 }
 
 int rssm_cli_simulate(int argc, char **argv)
@@ -731,7 +928,10 @@ int rssm_cli_simulate(int argc, char **argv)
             c.arrival_gap = atoi(v);
         else if (ARG("--threads"))
             c.threads = atoi(v);
-        else
+        else if (ARG("--tp")) {
+            c.tp = atoi(v);
+            if (c.tp < 1) return fprintf(stderr, "simulate: --tp %s: need a rank count >= 1\n", v), 2;
+        } else
             return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
 #undef ARG
     }
@@ -742,28 +942,17 @@ int rssm_cli_simulate(int argc, char **argv)
         c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
     c.progress = !c.json && isatty(2);
-
-    rssm_context *ctx = NULL;
-    rssm_status st = rssm_context_create(c.device, c.device == RSSM_DEVICE_CPU ? c.threads : 0, &ctx);
-    if (st != RSSM_OK) return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
-    sim_model model;
-    const int max_rows = c.max_batch * c.spec > 256 ? c.max_batch * c.spec : 256;
-    if (sim_model_init(&model, &c.model, ctx, max_rows))
-        return fprintf(stderr, "simulate: could not build the model on this device\n"), 1;
-    sim_result pk, rp;
-    int rc = 1;
-    if (run_once(&c, ctx, &model, 0, &pk) == 0 && run_once(&c, ctx, &model, 1, &rp) == 0) {
-        int diff;
-        const int same = same_streams(&pk, &rp, c.requests, &diff);
-        if (c.json)
-            print_json(&c, &pk, &rp, same);
-        else
-            print_table(&c, &model, &pk, &rp, same, diff);
-        rc = same ? 0 : 1;
-        free_workload(rp.rq, c.requests);
+    if (c.tp > 0) {
+        /* the heads must split (rssm_layer_shard says why not) before anything starts */
+        rssm_layer sl;
+        if (rssm_layer_shard(&c.model.layer, c.tp, 0, &sl, NULL, NULL) != RSSM_OK)
+            return fprintf(stderr, "simulate: --tp %d: %s\n", c.tp, rssm_last_error()), 2;
+        if (c.device == RSSM_DEVICE_CUDA) {
+            /* one process per GPU, forked before any CUDA call; rank 0 (this process) reports */
+            if (sim_nccl_launch(c.tp, simulate_rank, &c))
+                return fprintf(stderr, "simulate: --tp %d on cuda: %s\n", c.tp, sim_nccl_error()), 1;
+            return 0;
+        }
     }
-    free_workload(pk.rq, c.requests);
-    sim_model_free(&model);
-    rssm_context_free(ctx);
-    return rc;
+    return simulate_rank(0, 1, NULL, &c) ? 1 : 0;
 }
