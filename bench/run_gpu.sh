@@ -25,6 +25,9 @@ info() {
 if [ "$phase" = check ]; then
   info | tee "$out/gpu-info.txt"
   cfg=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90)
+  # NCCL for simulate --tp / handoff: the CUDA toolkit's, else the one PyTorch's wheels carry
+  nccl=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)
+  [ -n "$nccl" ] && cfg+=(-DNCCL_ROOT="$nccl")
   [ -n "$vec" ] && cfg+=(-DRSSM_VECTORS="$(realpath "$vec")")
   { cmake -S . -B build "${cfg[@]}" && cmake --build build -j"$(nproc)"; } > "$out/gpu-build.log" 2>&1 \
     || { tail -30 "$out/gpu-build.log"; exit 1; }
@@ -46,8 +49,8 @@ info | tee "$out/gpu-info.txt"
 run() { echo "=== $*"; "$@"; echo; }
 {
   info
-  run $b bench --device cuda --model qwen3-next --batch 1,8,64,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-gdn.csv"
-  run $b bench --device cuda --model kimi-linear --batch 1,8,64,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-kda.csv"
+  run $b bench --device cuda --model qwen3-next --batch 1,8,32,64,128,256,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-gdn.csv"
+  run $b bench --device cuda --model kimi-linear --batch 1,8,32,64,128,256,512 --ring-len 16 --ring bf16 --io bf16 --csv "$out/gpu-bench-kda.csv"
   run $b bench --device cuda --model qwen3-next --state bf16 --ring bf16 --batch 512 --ring-len 16 --io bf16
   run $b bench --device cuda --model qwen3-next --verify 4 --batch 128 --ring-len 16 --ring bf16 --io bf16 --phase both
   run $b bench --device cuda --model kimi-linear --verify 4 --batch 128 --ring-len 16 --ring bf16 --io bf16
@@ -59,4 +62,7 @@ $b bench-step --device cuda --layers 36 --batch 64 --reps 160 | tee "$out/gpu-be
 sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 768 --arrival-gap 0 --gen 32,64)
 { echo "command: ${sim[*]}"; timeout 150 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
 { echo "command: ${sim[*]} --spec 4"; timeout 150 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"
+{ echo "command: ${sim[*]} --profile"; timeout 150 "${sim[@]}" --profile; } > "$out/gpu-simulate-profile.txt" 2>&1; tail -10 "$out/gpu-simulate-profile.txt"
 timeout 120 python3 -m pytest python/tests -q -rs > "$out/gpu-pytest.log" 2>&1; tail -12 "$out/gpu-pytest.log"
+# several GPUs (issue 6): simulate --tp through NCCL and the prefill/decode hand-off
+timeout 200 bench/run_tp.sh build "$out/tp" > "$out/gpu-tp.txt" 2>&1; tail -40 "$out/gpu-tp.txt"

@@ -175,6 +175,7 @@ typedef struct sim_result {
      * bookkeeping after it (cursor move, snapshots, copies, retirement); with --profile the
      * forward is split further into mixers and dense parts (each synchronised) */
     double t_prep, t_forward, t_book, t_mixer, t_dense;
+    long long active_rows; /* sum over decode steps of the rows holding a request */
     size_t memory; /* state memory of one rank (pools and planner; the whole run without --tp) */
     int tp;        /* 0: unsharded; N: heads split over N ranks */
     request *rq;   /* the run's requests (token streams) */
@@ -477,15 +478,19 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const double t0 = now_s();
     int finished = 0, next_req = 0;
     for (int step = 0; finished < c->requests; step++) {
-        /* admit arrivals in order while rows are free */
-        for (int row = 0; row < B && next_req < c->requests; row++) {
+        /* admit arrivals in order while rows are free; a follow-up waits for the request it
+         * continues without holding back the ones behind it (next_req: first not admitted) */
+        for (int row = 0; row < B; row++) {
             if (rows[row]) continue;
-            request *r = &rq[next_req];
-            if (r->arrival > step || (r->parent >= 0 && !rq[r->parent].done)) break;
+            while (next_req < c->requests && rq[next_req].row >= 0)
+                next_req++;
+            request *r = NULL;
+            for (int i = next_req; !r && i < c->requests && rq[i].arrival <= step; i++)
+                if (rq[i].row < 0 && (rq[i].parent < 0 || rq[rq[i].parent].done)) r = &rq[i];
+            if (!r) break;
             if (build_prompt(r, rq, system, c->system_len)) return -1;
             if (admit(e, res, r, row)) return -1;
             rows[row] = r;
-            next_req++;
         }
         int n = 0;
         for (int row = 0; row < B; row++) {
@@ -494,6 +499,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             n += rows[row] != NULL;
         }
         if (n == 0) continue;
+        res->active_rows += n;
         const double td = now_s();
         /* one decode (T = 1) or verify (T > 1) step over all rows */
         for (int row = 0; row < B; row++) {
@@ -694,6 +700,9 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
         printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
     printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
     printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
+    printf("%-28s %14.1f %14.1f\n", "requests per decode step",
+           pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
+           rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
     const sim_result *r2[2] = {pk, rp};
     double ms[2][6];
     for (int i = 0; i < 2; i++) {

@@ -23,7 +23,9 @@ typedef struct cuda_impl {
     cudaStream_t stream; /* the context's own stream, for tools */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
-    int fast; /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
+    int fast;     /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
+    int split;    /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
+    int prefetch; /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -106,7 +108,7 @@ static void *kernel_for(int config, bool kda, int tc)
 
 /* cuda_fast2.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
 int rssm_cuda_fast2_ok(const kargs *A);
-cudaError_t rssm_cuda_fast2_init(void);
+cudaError_t rssm_cuda_fast2_init(int device);
 cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
@@ -174,7 +176,12 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     if (im->fast && rssm_cuda_fast2_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor */
-        A.spec = (int64_t)p->io.batch * A.l.num_v_heads <= 2 * (int64_t)im->sm_count;
+        const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
+        A.spec = ctas <= 2 * (int64_t)im->sm_count;
+        /* small grids: split each head's rows over up to 4 CTAs so the head's state streams
+         * through more SMs */
+        A.split = im->split ? im->split : ctas * 4 <= im->sm_count ? 4 : ctas * 2 <= im->sm_count ? 2 : 1;
+        A.pf_ahead = im->prefetch * im->sm_count;
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -314,12 +321,19 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     {
         const char *ev = getenv("RSSM_CUDA_FAST");
         im->fast = !(ev && ev[0] == '0' && ev[1] == 0);
+        ev = getenv("RSSM_CUDA_SPLIT"); /* 1, 2 or 4 CTAs per head; unset: by batch size */
+        im->split = ev ? atoi(ev) : 0;
+        if (im->split != 1 && im->split != 2 && im->split != 4) im->split = 0;
+        ev = getenv("RSSM_CUDA_PREFETCH"); /* L2 prefetch distance in waves (0: off) */
+        im->prefetch = ev ? atoi(ev) : 1;
+        if (im->prefetch < 0 || im->prefetch > 4) im->prefetch = 1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
-        (im->fast && (e = rssm_cuda_fast2_init()) != cudaSuccess) || (e = cudaDeviceSynchronize()) != cudaSuccess) {
+        (im->fast && (e = rssm_cuda_fast2_init(device)) != cudaSuccess) ||
+        (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");
     }

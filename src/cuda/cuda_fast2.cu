@@ -140,9 +140,40 @@ __device__ __forceinline__ void cp8(void *dst, const void *src)
     const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(src) : "memory");
 }
+/* L2 prefetch of `bytes` (multiple of 16) at a 16-byte aligned address (TMA, one thread) */
+__device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait_but1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/* L2 prefetch of what the CTA of (slot, value head hv, part) will read: its R rows of the
+ * checkpoint and (replay, verify) the committed ring entries (the cursor is read here, off
+ * every critical path, so DRAM moves only the bytes of the byte model). */
+template <bool KDA, bool SBF, int MODE>
+__device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_layer &l, int slot, int hv, int part,
+                                              int R, int group)
+{
+    const int ssz = SBF ? 2 : 4, rsz = l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4;
+    prefetch_l2((const unsigned char *)st.checkpoint + (rssm_ckpt_off(&l, slot, hv) + (int64_t)part * R * F2K) * ssz,
+                (unsigned)(R * F2K * ssz));
+    if (MODE != MODE_PACKED) {
+        int h = st.cursor[slot] - (KDA ? st.ring_base[(int64_t)slot * l.num_v_heads + hv] : 0);
+        if (h <= 0 || h > l.ring_len) return;
+        const unsigned entries = (unsigned)(h * F2K * rsz);
+        prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, 0) * rsz, entries);
+        prefetch_l2((const unsigned char *)st.ring_k + rssm_ring_k_off(&l, slot, hv, group, 0) * rsz, entries);
+        if (KDA)
+            prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, F2K), (unsigned)(F2K * 4));
+        else { /* G_0 .. G_{h-1}: 4 h bytes, widened to 16-byte alignment */
+            const uintptr_t g0 = (uintptr_t)((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, 0, 1));
+            const uintptr_t lo = g0 & ~(uintptr_t)15, hi = (g0 + 4 * (uintptr_t)h + 15) & ~(uintptr_t)15;
+            prefetch_l2((const void *)lo, (unsigned)(hi - lo));
+        }
+    }
+}
 
 /* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
  * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype) */
@@ -159,7 +190,8 @@ static size_t smem_of(int L, int ring_bf16, int kda_spec)
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4) +
            (kda_spec ? (size_t)L * F2K * sizeof(float) : 0);
 }
-#define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
+#define F2SPEC_LMAX 32               /* speculative ring reads only up to this ring length */
+static int smem_per_sm = 228 * 1024; /* read by rssm_cuda_fast2_init (same for every sm_90 part) */
 
 template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 {
@@ -177,11 +209,14 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     /* spec: copy all L entries (u, k, G) as soon as the slot is known, in parallel with the
      * cursor, instead of h entries one round trip later (small grids: latency-bound) */
     const bool spec = MODE != MODE_PACKED && A.spec;
+    /* split: the head's 128 rows over A.split CTAs (part `part` owns rows part * R .. +R) */
+    const int split = A.split;
+    const int nt = blockDim.x, NW = nt >> 5, R = NW * 8;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
-    const int b = blockIdx.y, hv = blockIdx.x, kh = hv / group;
     const int T = MODE == MODE_VERIFY ? A.io.tokens : 1;
     const int c4 = lane * 4;
-    const int row0 = w * 8;
+    const int part = blockIdx.x % split, b = blockIdx.y, hv = blockIdx.x / split, kh = hv / group;
+    const int row0 = part * R + w * 8;
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
     int s = A.io.slot[b];
@@ -230,15 +265,17 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         }
     }
     cp_commit(); /* group 0: token inputs */
-    /* v of (token (lane >> 3) + 4j, row 8w + lane % 8), for the row phase */
-    float vreg[2] = {0.0f, 0.0f};
+    /* v of (token (lane >> 3) + 4j, row 8w + lane % 8), for the row phase: raw bits (f32, or
+     * bf16 in the low half) so that nothing waits for them before the state loads are issued */
+    uint32_t vraw[2] = {0u, 0u};
 #pragma unroll
-    for (int j = 0; j < (TC > 4 ? 2 : 1); j++) {
-        const int t = (lane >> 3) + 4 * j;
+    for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
+        const int t = (lane >> 3) + 4 * jj;
+        const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7);
         if (t < T)
-            vreg[j] =
-                ld_dt(A.io.v, l.io_dtype, ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7));
+            vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
     }
+    auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
 
     /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
     bool bad = false;
@@ -278,6 +315,16 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         for (int r = 0; r < 8; r++)
             unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
     }
+    /* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
+     * A.pf_ahead places later in launch order, about one wave: it starts when this one ends,
+     * and finds its rows and ring in L2 while DRAM streams the wave after */
+    if (A.pf_ahead && tid == nt - 32) {
+        const int64_t ahead = (int64_t)b * gridDim.x + blockIdx.x + A.pf_ahead;
+        const int pf_slot = ahead < (int64_t)gridDim.x * gridDim.y ? A.io.slot[ahead / gridDim.x] : -1;
+        const int pf_x = (int)(ahead % gridDim.x);
+        if (pf_slot >= 0 && pf_slot < A.st.num_slots)
+            prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_x / A.split, pf_x % A.split, R, group);
+    }
     const int gk = KDA ? F2K : 1;
     const float *ringg =
         MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
@@ -287,12 +334,16 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     auto copy_ring = [&](int n) {
         const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
         const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
-        const int nch = n * F2K * rsz / 16;
-        for (int i = tid; i < nch; i += F2NT)
-            cp16(sK + 16 * i, gk_ + 16 * i), cp16(sU + 16 * i, gu_ + 16 * i);
+        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16; /* u: this part's rows of each entry */
+        for (int i = tid; i < nch; i += nt)
+            cp16(sK + 16 * i, gk_ + 16 * i);
+        for (int i = tid; i < n * uch; i += nt) {
+            const int off = (i / uch) * F2K * rsz + part * R * rsz + 16 * (i % uch);
+            cp16(sU + off, gu_ + off);
+        }
         if (KDA) {
             if (spec) {
-                for (int i = tid; i < n * (F2K / 4); i += F2NT)
+                for (int i = tid; i < n * (F2K / 4); i += nt)
                     cp16(sGall + 4 * i, ringg + 4 * i);
             } else if (tid < 32) {
                 cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
@@ -304,17 +355,18 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     if (spec && s >= 0) copy_ring(L); /* needs only the slot */
     int h = c - base;
     if (MODE != MODE_PACKED && s >= 0 && (c < 0 || c > L || base < 0 || h < 0)) bad = true, s = -1;
-    if (bad && hv == 0 && tid == 0) atomicAdd(A.err, 1);
+    if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
     if (s < 0) {
         cp_wait_all(); /* no copy may land after the CTA left */
-        for (int i = tid; i < T * F2K; i += F2NT)
-            st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + i / F2K, hv) + i % F2K, 0.0f);
+        for (int i = tid; i < T * R; i += nt)
+            st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + i / R, hv) + part * R + i % R, 0.0f);
         return;
     }
 
     /* ---- round 2: the committed ring entries into shared memory ---- */
     if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
     cp_commit(); /* group 1: the ring (possibly empty) */
+
     /* KDA: G_{h-1} per channel (valid when h > 0) */
     const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * F2K : sG) : sG;
 
@@ -480,7 +532,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (lane == 0) sm.gmin[t] = gm;
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier */
-    if (!KDA && MODE != MODE_PACKED && sfold && A.cs > 1)
+    if (MODE != MODE_PACKED && sfold && A.cs > 1)
         cluster_sync_all();
     else
         __syncthreads();
@@ -496,7 +548,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
     {
         const int P = T * h + T * (T - 1) / 2;
-        for (int pi = w; pi < P; pi += F2NW) {
+        for (int pi = w; pi < P; pi += NW) {
             int t = 0, p = pi;
             while (p >= h + t)
                 p -= h + t, t++;
@@ -520,8 +572,9 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 sm.wq[t][p] = dq * f;
             }
         }
-        if (MODE != MODE_PACKED && !end && w >= F2NW - T) { /* the last warps write the new entries' k and G */
-            const int t = F2NW - 1 - w;
+        if (MODE != MODE_PACKED && !end && part == 0 &&
+            w >= NW - T) { /* the last warps write the new entries' k and G */
+            const int t = NW - 1 - w;
             const bool wk_ = KDA || hv % group == 0;
             if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * F2K + c4, &sm.ks[t][c4]);
             float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h + t, gk);
@@ -558,7 +611,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 v[r] = __fmaf_rn(uu[r], a, v[r]);
         }
         RS<8, 1, 16>::run(v, lane);
-        const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg[0], lane >> 2) - v[0]); /* u of row lane / 4 */
+        const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
         fold_ring(&sm.G[0][0]);
         float o[8];
 #pragma unroll
@@ -629,7 +682,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                     uw[t] = 0.0f;
                     const float dk = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2) * 2);
                     const float dq = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2 + 1) * 2);
-                    const float vr = __shfl_sync(F2FULL, vreg[t >> 2], (t & 3) * 8 + g0 + rr);
+                    const float vr = __shfl_sync(F2FULL, vreg(t >> 2), (t & 3) * 8 + g0 + rr);
                     if (t >= T) continue;
                     const float beta = sm.beta[t];
                     float dd = dk;
@@ -648,15 +701,18 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             }
         }
 #pragma unroll
-        for (int j = 0; j < (TC > 4 ? 2 : 1); j++) {
-            const int t = (lane >> 3) + 4 * j, jr = row0 + (lane & 7);
+        for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
+            const int t = (lane >> 3) + 4 * jj, jr = row0 + (lane & 7);
             if (t < T) {
-                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, myo[j]);
-                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, myu[j]);
+                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, myo[jj]);
+                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, myu[jj]);
             }
         }
     }
-    if (KDA && MODE != MODE_PACKED && tid == 0 && new_base != base) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
+    if (KDA && MODE != MODE_PACKED && new_base != base) {
+        if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
+        if (part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
+    }
 }
 
 template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
@@ -698,14 +754,16 @@ int rssm_cuda_fast2_ok(const kargs *A)
     return 1;
 }
 
-/* Once per context (rssm_cuda_init with RSSM_CUDA_FAST=2): the ring lives in dynamic shared
- * memory (up to ~97 KiB at L = 64 with an f32 ring), above the 48 KiB default. */
-cudaError_t rssm_cuda_fast2_init(void)
+/* Once per context: the ring lives in dynamic shared memory (up to ~97 KiB at L = 64 with an
+ * f32 ring), above the 48 KiB default: allow what a block may opt in to. */
+cudaError_t rssm_cuda_fast2_init(int device)
 {
     using namespace rssm_fast2;
-    const int most =
-        (int)(smem_of(RSSM_MAX_RING_LEN, 0, 0) > smem_of(F2SPEC_LMAX, 0, 1) ? smem_of(RSSM_MAX_RING_LEN, 0, 0)
-                                                                            : smem_of(F2SPEC_LMAX, 0, 1));
+    cudaError_t pe = cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    if (pe != cudaSuccess) return pe;
+    int most = 0;
+    pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (pe != cudaSuccess) return pe;
     for (int kda = 0; kda <= 1; kda++)
         for (int sbf = 0; sbf <= 1; sbf++)
             for (int m = 0; m < 6; m++) {
@@ -724,12 +782,26 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
     const int T = A.io.tokens;
     const int tc = A.mode != MODE_VERIFY ? 1 : T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : 8;
-    A.cs = (!kda && A.mode != MODE_PACKED && A.group > 1) ? A.group : 1;
+    /* split: every CTA prepares the tokens (warp t token t), so T <= 16 / split; a cluster
+     * (group x split for GDN) holds at most 8 CTAs */
+    if (A.split < 1) A.split = 1;
+    while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > F2NW / A.split || (kda ? 1 : A.group) * A.split > 8))
+        A.split /= 2;
+    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part) */
+    A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
     if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
-    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)A.l.num_v_heads,
-                            (unsigned)batch, F2NT,
-                            smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec), stream);
+    const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec);
+    /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
+     * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
+    if (A.pf_ahead > 0) {
+        int per_sm = 2 * A.split;
+        const int by_smem = (int)((size_t)smem_per_sm / (smem + 1024));
+        if (by_smem < per_sm) per_sm = by_smem;
+        A.pf_ahead *= per_sm > 0 ? per_sm : 1;
+    }
+    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)(A.l.num_v_heads * A.split),
+                            (unsigned)batch, F2NT / A.split, smem, stream);
 }

@@ -54,6 +54,8 @@ typedef struct kargs {
     const int32_t *src_slot, *dst_slot; /* materialise */
     int *err;                           /* device error counter */
     int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
+    int split;                          /* cuda_fast2.cu only: CTAs per head (rows split 128 / split) */
+    int pf_ahead;                       /* cuda_fast2.cu only: L2 prefetch for the CTA this many ahead (0: off) */
 } kargs;
 
 /* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
