@@ -34,6 +34,10 @@ if [ "$phase" = check ]; then
   ctest --test-dir build --output-on-failure -j4 > "$out/gpu-ctest.log" 2>&1; tail -22 "$out/gpu-ctest.log"
   { info; echo "=== replayssm check --device cuda ${vec:+--vectors $vec}";
       $b check --device cuda ${vec:+--vectors "$vec"} | grep -v '^PASS'; } > "$out/gpu-check.txt" 2>&1
+  { echo "=== RSSM_CUDA_SPLIT=1 replayssm check --device cuda (small batches otherwise split heads)";
+    RSSM_CUDA_SPLIT=1 $b check --device cuda | grep -v '^PASS' | tail -2
+    echo "=== replayssm check --suite runtime --device cuda"; $b check --suite runtime --device cuda | tail -1
+  } >> "$out/gpu-check.txt" 2>&1
   cat "$out/gpu-check.txt"
   { info
     echo "=== compute-sanitizer --tool memcheck replayssm check --device cuda --quick"
