@@ -69,6 +69,7 @@ class Context:
         self.device = _DEVICE_NAMES.get(code, str(code))
         self.index = int(index)
         self._finalizer = weakref.finalize(self, _lib.lib().rssm_context_free, handle)
+        self._dependents = weakref.WeakSet()  # pools made on this context (closed first)
 
     @property
     def handle(self) -> ctypes.c_void_p:
@@ -90,6 +91,10 @@ class Context:
         _lib.call("rssm_context_check_device_errors", self.handle)
 
     def close(self) -> None:
+        """Frees the context; the pools made on it (and their planners and caches) are closed
+        first, so none is later freed against a freed context."""
+        for d in list(self._dependents):
+            d.close()
         self._finalizer()
 
     def __enter__(self):

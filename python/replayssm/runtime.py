@@ -81,6 +81,8 @@ class Pool:
         self._h = h
         self._fin = weakref.finalize(self, _free, _lib.lib().rssm_pool_free, h, ctx)
         self._layers = [Layer.from_c(arr[i]) for i in range(len(arr))]
+        self._dependents = weakref.WeakSet()  # planners and prefix caches on this pool (closed first)
+        ctx._dependents.add(self)
 
     @staticmethod
     def bytes_needed(layers, num_slots: int) -> int:
@@ -98,6 +100,8 @@ class Pool:
         return self._h
 
     def close(self):
+        for d in list(self._dependents):
+            d.close()
         self._fin()
 
     memory = property(lambda s: int(_lib.lib().rssm_pool_memory(s.handle)))
@@ -188,6 +192,7 @@ class Plan:
         _lib.call("rssm_plan_create", pool.handle, int(batch), int(track_interval), ctypes.byref(h))
         self._h = h
         self._fin = weakref.finalize(self, _free, _lib.lib().rssm_plan_free, h, pool)
+        pool._dependents.add(self)
         self.batch = int(_lib.lib().rssm_plan_batch(h))
 
     @property
@@ -253,6 +258,7 @@ class PrefixCache:
                   ctypes.byref(h))
         self._h = h
         self._fin = weakref.finalize(self, _free, _lib.lib().rssm_prefix_cache_free, h, snapshot_pool)
+        snapshot_pool._dependents.add(self)
 
     @property
     def handle(self):

@@ -120,3 +120,21 @@ def prefix_cache_body(ctx):
     assert e.value.status_name == "RSSM_ERROR_NOT_FOUND"
     assert cache.evict(10) == 1
     cache.validate()
+
+
+def test_closing_the_context_closes_what_was_made_on_it():
+    """A pool (and its planner and prefix cache) that outlives an explicit Context.close() is
+    closed with it, in dependency order, so a later garbage collection frees nothing twice and
+    never frees a pool against a freed context."""
+    import gc
+
+    c = rs.Context("cpu", 1)
+    pool, snaps = Pool(c, LAYERS, 2), Pool(c, LAYERS, 2)
+    plan, cache = Plan(pool, 2), PrefixCache(snaps)
+    c.close()
+    for obj in (pool, snaps, plan, cache):
+        with pytest.raises(ValueError, match="closed"):
+            obj.handle
+    del pool, snaps, plan, cache
+    gc.collect()
+    c.close()  # twice is fine
