@@ -48,9 +48,10 @@ rssm_status rssm_cuda_check_errors(rssm_context *ctx);
 /* CUDA halves of device.h (cuda_absent.c answers RSSM_ERROR_UNSUPPORTED). */
 rssm_status rssm_cuda_alloc(rssm_context *ctx, size_t bytes, void **out);
 void rssm_cuda_free(rssm_context *ctx, void *ptr);
-rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes);
+/* sync = 0: only enqueued on the context's stream (the caller synchronises later) */
+rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync);
 /* kind: 0 host->device, 1 device->host, 2 device->device */
-rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind);
+rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync);
 rssm_status rssm_cuda_sync(rssm_context *ctx);
 void *rssm_cuda_stream(rssm_context *ctx);
 rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,

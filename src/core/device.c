@@ -31,28 +31,42 @@ void rssm_dev_free(rssm_context *ctx, void *ptr)
 
 rssm_status rssm_dev_memset(rssm_context *ctx, void *dst, int byte, size_t bytes)
 {
-    if (on_cuda(ctx)) return rssm_cuda_memset(ctx, dst, byte, bytes);
+    if (on_cuda(ctx)) return rssm_cuda_memset(ctx, dst, byte, bytes, 1);
+    memset(dst, byte, bytes);
+    return RSSM_OK;
+}
+
+rssm_status rssm_dev_memset_async(rssm_context *ctx, void *dst, int byte, size_t bytes)
+{
+    if (on_cuda(ctx)) return rssm_cuda_memset(ctx, dst, byte, bytes, 0);
     memset(dst, byte, bytes);
     return RSSM_OK;
 }
 
 rssm_status rssm_dev_upload(rssm_context *ctx, void *dst, const void *host, size_t bytes)
 {
-    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, dst, host, bytes, 0);
+    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, dst, host, bytes, 0, 1);
     memmove(dst, host, bytes);
     return RSSM_OK;
 }
 
 rssm_status rssm_dev_download(rssm_context *ctx, void *host, const void *src, size_t bytes)
 {
-    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, host, src, bytes, 1);
+    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, host, src, bytes, 1, 1);
     memmove(host, src, bytes);
     return RSSM_OK;
 }
 
 rssm_status rssm_dev_copy(rssm_context *ctx, void *dst, const void *src, size_t bytes)
 {
-    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, dst, src, bytes, 2);
+    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, dst, src, bytes, 2, 1);
+    memmove(dst, src, bytes);
+    return RSSM_OK;
+}
+
+rssm_status rssm_dev_copy_async(rssm_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (on_cuda(ctx)) return rssm_cuda_memcpy(ctx, dst, src, bytes, 2, 0);
     memmove(dst, src, bytes);
     return RSSM_OK;
 }

@@ -22,6 +22,11 @@ rssm_status rssm_dev_memset(rssm_context *ctx, void *dst, int byte, size_t bytes
 rssm_status rssm_dev_upload(rssm_context *ctx, void *dst, const void *host, size_t bytes);
 rssm_status rssm_dev_download(rssm_context *ctx, void *host, const void *src, size_t bytes);
 rssm_status rssm_dev_copy(rssm_context *ctx, void *dst, const void *src, size_t bytes); /* device to device */
+/* The same, only enqueued on the context's stream (in order with its kernels): the caller
+ * synchronises (rssm_dev_sync) before anything else may rely on the bytes. Host contexts:
+ * done on return. */
+rssm_status rssm_dev_memset_async(rssm_context *ctx, void *dst, int byte, size_t bytes);
+rssm_status rssm_dev_copy_async(rssm_context *ctx, void *dst, const void *src, size_t bytes);
 rssm_status rssm_dev_sync(rssm_context *ctx);
 /* The stream that tools pass to kernel calls (NULL on host devices). */
 void *rssm_dev_stream(rssm_context *ctx);

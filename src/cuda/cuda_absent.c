@@ -23,8 +23,11 @@ const rssm_backend rssm_cuda_backend = {.name = "cuda (absent)"};
 #define ABSENT rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end")
 rssm_status rssm_cuda_alloc(rssm_context *ctx, size_t bytes, void **out) { return ABSENT; }
 void rssm_cuda_free(rssm_context *ctx, void *ptr) {}
-rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes) { return ABSENT; }
-rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind) { return ABSENT; }
+rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync) { return ABSENT; }
+rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync)
+{
+    return ABSENT;
+}
 rssm_status rssm_cuda_sync(rssm_context *ctx) { return ABSENT; }
 void *rssm_cuda_stream(rssm_context *ctx) { return NULL; }
 rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,

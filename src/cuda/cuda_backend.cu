@@ -373,16 +373,16 @@ extern "C" void rssm_cuda_free(rssm_context *ctx, void *ptr)
     cudaFree(ptr);
 }
 
-extern "C" rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes)
+extern "C" rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync)
 {
     cuda_impl *im = impl_of(ctx);
     CU(cudaSetDevice(im->device), "rssm_dev_memset");
     CU(cudaMemsetAsync(dst, byte, bytes, im->stream), "rssm_dev_memset");
-    CU(cudaStreamSynchronize(im->stream), "rssm_dev_memset");
+    if (sync) CU(cudaStreamSynchronize(im->stream), "rssm_dev_memset");
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind)
+extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync)
 {
     cuda_impl *im = impl_of(ctx);
     const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
@@ -390,7 +390,7 @@ extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void
                                          : cudaMemcpyDeviceToDevice;
     CU(cudaSetDevice(im->device), "rssm_dev memcpy");
     CU(cudaMemcpyAsync(dst, src, bytes, k, im->stream), "rssm_dev memcpy");
-    CU(cudaStreamSynchronize(im->stream), "rssm_dev memcpy");
+    if (sync) CU(cudaStreamSynchronize(im->stream), "rssm_dev memcpy");
     return RSSM_OK;
 }
 

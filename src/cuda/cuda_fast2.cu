@@ -674,6 +674,16 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 }
             }
             RS<16, 1, 16>::run(v, lane);
+            if constexpr (TC == 1) {
+                /* one token: value (row r, type) sits on lane 4r + 2 type; lane 4r finishes row r
+                 * (the same operations as the general branch, without its 8 x 3 broadcasts) */
+                const float dq = __shfl_down_sync(F2FULL, v[0], 2);
+                const float vr = __shfl_sync(F2FULL, vreg(0), lane >> 2);
+                const float u = sm.beta[0] * (vr - v[0]);
+                myo[0] = __fmaf_rn(u, sm.kq[0], dq);
+                myu[0] = round_dt(l.ring_dtype, u);
+                continue;
+            }
 #pragma unroll
             for (int rr = 0; rr < RJ; rr++) {
                 float uw[TC];
@@ -702,8 +712,9 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         }
 #pragma unroll
         for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
-            const int t = (lane >> 3) + 4 * jj, jr = row0 + (lane & 7);
-            if (t < T) {
+            /* token t, row jr of this lane's myo/myu (TC == 1: lanes 4r hold row r) */
+            const int t = TC == 1 ? 0 : (lane >> 3) + 4 * jj, jr = row0 + (TC == 1 ? lane >> 2 : lane & 7);
+            if (TC == 1 ? (lane & 3) == 0 : t < T) {
                 st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, myo[jj]);
                 st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, myu[jj]);
             }

@@ -206,7 +206,8 @@ static void *slot_range(const rssm_pool *p, int32_t l, int t, int32_t s, size_t 
     return p->mem + off[t] + (size_t)s * sz[t];
 }
 
-/* Zeroes every tensor of slot s (ring tensors only when `ring`; base and cursor always). */
+/* Zeroes every tensor of slot s (ring tensors only when `ring`; base and cursor always), enqueued
+ * on the context stream: every caller synchronises before it returns. */
 static rssm_status zero_slot(rssm_pool *p, int32_t s, int ckpt, int ring)
 {
     rssm_status st = RSSM_OK;
@@ -215,9 +216,9 @@ static rssm_status zero_slot(rssm_pool *p, int32_t s, int ckpt, int ring)
             if ((t == 0 && !ckpt) || (t >= 1 && t <= 3 && !ring)) continue;
             size_t n;
             void *d = slot_range(p, l, t, s, &n);
-            if (n) st = rssm_dev_memset(p->ctx, d, 0, n);
+            if (n) st = rssm_dev_memset_async(p->ctx, d, 0, n);
         }
-    if (st == RSSM_OK) st = rssm_dev_memset(p->ctx, p->cursor + s, 0, 4);
+    if (st == RSSM_OK) st = rssm_dev_memset_async(p->ctx, p->cursor + s, 0, 4);
     return st;
 }
 
@@ -338,7 +339,7 @@ static rssm_status copy_checkpoint(rssm_pool *src, int32_t ss, rssm_pool *dst, i
         size_t n;
         const void *s = slot_range(src, l, 0, ss, &n);
         void *d = slot_range(dst, l, 0, ds, &n);
-        st = rssm_dev_copy(dst->ctx, d, s, n);
+        st = rssm_dev_copy_async(dst->ctx, d, s, n);
     }
     if (st == RSSM_OK) st = zero_slot(dst, ds, 0, 0);
     if (st == RSSM_OK) st = rssm_dev_sync(dst->ctx);
