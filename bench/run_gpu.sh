@@ -63,7 +63,7 @@ run() { echo "=== $*"; "$@"; echo; }
 } > "$out/gpu-bench.txt" 2>&1
 grep -E "^#####|^===|^ +[0-9]+ +[0-9]+ " "$out/gpu-bench.txt"
 $b bench-step --device cuda --layers 36 --batch 64 --reps 160 | tee "$out/gpu-bench-step.txt"
-sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 768 --arrival-gap 0 --gen 32,64)
+sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 2048 --arrival-gap 0 --gen 32,64)
 { echo "command: ${sim[*]}"; timeout 150 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
 { echo "command: ${sim[*]} --spec 4"; timeout 150 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"
 { echo "command: ${sim[*]} --profile"; timeout 150 "${sim[@]}" --profile; } > "$out/gpu-simulate-profile.txt" 2>&1; tail -10 "$out/gpu-simulate-profile.txt"
