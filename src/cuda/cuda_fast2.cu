@@ -641,7 +641,6 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         }
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if (MODE != MODE_PACKED) {
-        float myo[2] = {0.0f, 0.0f}, myu[2] = {0.0f, 0.0f};
 #pragma unroll
         for (int g0 = 0; g0 < 8; g0 += RJ) {
             float v[16]; /* (rr * TC + t) * 2 + type */
@@ -674,49 +673,35 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 }
             }
             RS<16, 1, 16>::run(v, lane);
-            if constexpr (TC == 1) {
-                /* one token: value (row r, type) sits on lane 4r + 2 type; lane 4r finishes row r
-                 * (the same operations as the general branch, without its 8 x 3 broadcasts) */
-                const float dq = __shfl_down_sync(F2FULL, v[0], 2);
-                const float vr = __shfl_sync(F2FULL, vreg(0), lane >> 2);
-                const float u = sm.beta[0] * (vr - v[0]);
-                myo[0] = __fmaf_rn(u, sm.kq[0], dq);
-                myu[0] = round_dt(l.ring_dtype, u);
-                continue;
-            }
+            /* value (row g0 + rr, token t, type) now sits on lane 4 (rr TC + t) + 2 type: lane
+             * 4 (rr TC + t) finishes (row, token t), the tokens of a row in order: token s2's u
+             * is final at step s2 and goes (one broadcast) to the later tokens' lanes, which add
+             * it with the window weights. Same operations, in the same order, as a sequential
+             * loop over the tokens. */
+            const int rr = (lane >> 2) / TC, t = (lane >> 2) % TC, src = (t & 3) * 8 + g0 + rr;
+            const bool live = (lane & 3) == 0 && t < T;
+            const float dq = __shfl_down_sync(F2FULL, v[0], 2);
+            const float v0 = __shfl_sync(F2FULL, vreg(0), src);
+            const float v1 = TC > 4 ? __shfl_sync(F2FULL, vreg(1), src) : 0.0f; /* every lane shuffles */
+            const float vr = t < 4 ? v0 : v1;
+            float dd = v[0], o = dq, uw = 0.0f;
 #pragma unroll
-            for (int rr = 0; rr < RJ; rr++) {
-                float uw[TC];
-#pragma unroll
-                for (int t = 0; t < TC; t++) {
-                    uw[t] = 0.0f;
-                    const float dk = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2) * 2);
-                    const float dq = __shfl_sync(F2FULL, v[0], ((rr * TC + t) * 2 + 1) * 2);
-                    const float vr = __shfl_sync(F2FULL, vreg(t >> 2), (t & 3) * 8 + g0 + rr);
-                    if (t >= T) continue;
-                    const float beta = sm.beta[t];
-                    float dd = dk;
-#pragma unroll
-                    for (int s2 = 0; s2 < t; s2++)
-                        dd = __fmaf_rn(uw[s2], sm.wk[t][h + s2], dd);
-                    const float u = beta * (vr - dd);
-                    float o = dq;
-#pragma unroll
-                    for (int s2 = 0; s2 < t; s2++)
-                        o = __fmaf_rn(uw[s2], sm.wq[t][h + s2], o);
+            for (int s2 = 0; s2 < TC; s2++) {
+                if (live && t == s2) {
+                    const float u = sm.beta[t] * (vr - dd);
                     o = __fmaf_rn(u, sm.kq[t], o);
-                    uw[t] = round_dt(l.ring_dtype, u);
-                    if (lane == (t & 3) * 8 + g0 + rr) myo[t >> 2] = o, myu[t >> 2] = uw[t];
+                    uw = round_dt(l.ring_dtype, u);
+                }
+                if (s2 + 1 < TC) {
+                    const float us = __shfl_sync(F2FULL, uw, 4 * (rr * TC + s2));
+                    if (live && t > s2)
+                        dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
                 }
             }
-        }
-#pragma unroll
-        for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
-            /* token t, row jr of this lane's myo/myu (TC == 1: lanes 4r hold row r) */
-            const int t = TC == 1 ? 0 : (lane >> 3) + 4 * jj, jr = row0 + (TC == 1 ? lane >> 2 : lane & 7);
-            if (TC == 1 ? (lane & 3) == 0 : t < T) {
-                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, myo[jj]);
-                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, myu[jj]);
+            if (live) {
+                const int jr = row0 + g0 + rr;
+                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, o);
+                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, uw);
             }
         }
     }
