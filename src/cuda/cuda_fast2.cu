@@ -4,11 +4,19 @@
  * used by cuda_backend.cu wherever they apply (RSSM_CUDA_FAST=0 turns them off). Replay at
  * L = 1 equals this file's own packed decode bit for bit (packed runs through the same
  * end-fold routine with h = 0). This is the second version; "v1" below is the first, removed
- * after the H200 comparison (bench/results/gpu-bench.txt), kept in comments for the why.
+ * after the H200 comparison (bench/results/earlier/gpu-bench.txt), kept in comments for the why.
  *
  * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
- * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. What v2 changes is
- * the order of the memory traffic and where the ring lives:
+ * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. Grids under one wave
+ * split a head's rows over A.split = 2 or 4 CTAs of 512 / split threads (part p owns rows
+ * p * R .. p * R + R - 1, R = 128 / split), in one cluster with the other CTAs that read the
+ * same ring, so a small batch streams its state through more SMs. Every CTA but the last wave's
+ * also L2-prefetches (one thread, TMA bulk prefetch) the rows and committed ring entries of the
+ * CTA A.pf_ahead places later in launch order, which starts about when this one ends.
+ * After the row dot products' butterfly, each (row, token) value sits on one lane; that lane
+ * finishes u and o of its row and token, the tokens of a row in order with one broadcast of u
+ * per token. What v2 changes against v1 is the order of the memory traffic and where the ring
+ * lives:
  *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, v of the
  *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
  *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
@@ -31,7 +39,8 @@
  * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
  * steps with a start fold (overwriting positions 0..T-1) every CTA passes the cluster barrier
  * after its cp.async reads and before the weight phase writes the new keys (as v1). KDA: one
- * CTA holds a whole head.
+ * CTA holds a whole head unless split; split parts form a cluster, pass the same barrier on a
+ * start fold, and part 0 writes ring_base only after a cluster barrier (every part has read it).
  */
 #include "cuda_kernels.cuh"
 
