@@ -33,7 +33,7 @@
  * fold and the rows read the ring from shared memory (v1 read ring_k after two barriers, the
  * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
  * registers per thread, which together with S spilled 116-612 bytes per thread).
- * Verify T = 5..8 runs here (TC = 8): a lane holds v, o and u of two tokens (t and t + 4).
+ * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
  *
  * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
  * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
