@@ -60,14 +60,7 @@ typedef struct ho {
     float *hq, *hk, *hv, *ha, *hb; /* host staging of one call's inputs */
 } ho;
 
-#define HCHECK(call)                                                                                                   \
-    do {                                                                                                               \
-        rssm_status st_ = (call);                                                                                      \
-        if (st_ != RSSM_OK) {                                                                                          \
-            fprintf(stderr, "handoff: %s failed: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error());          \
-            return -1;                                                                                                 \
-        }                                                                                                              \
-    } while (0)
+#define HCHECK(call) RSSM_CLI_TRY("handoff", call)
 #define NCHECK(call)                                                                                                   \
     do {                                                                                                               \
         if (call) return fprintf(stderr, "handoff: rank %d: %s\n", h->rank, sim_nccl_error()), -1;                     \

@@ -176,9 +176,9 @@ typedef struct sim_result {
      * forward is split further into mixers and dense parts (each synchronised) */
     double t_prep, t_forward, t_book, t_mixer, t_dense;
     long long active_rows; /* sum over decode steps of the rows holding a request */
-    size_t memory; /* state memory of one rank (pools and planner; the whole run without --tp) */
-    int tp;        /* 0: unsharded; N: heads split over N ranks */
-    request *rq;   /* the run's requests (token streams) */
+    size_t memory;         /* state memory of one rank (pools and planner; the whole run without --tp) */
+    int tp;                /* 0: unsharded; N: heads split over N ranks */
+    request *rq;           /* the run's requests (token streams) */
 } sim_result;
 
 typedef struct engine {
@@ -204,14 +204,7 @@ typedef struct engine {
     sim_result *res; /* decode steps: where --profile charges its times (NULL in prefill) */
 } engine;
 
-#define CHECK(call)                                                                                                    \
-    do {                                                                                                               \
-        rssm_status st_ = (call);                                                                                      \
-        if (st_ != RSSM_OK) {                                                                                          \
-            fprintf(stderr, "simulate: %s failed: %s: %s\n", #call, rssm_status_name(st_), rssm_last_error());         \
-            return -1;                                                                                                 \
-        }                                                                                                              \
-    } while (0)
+#define CHECK(call) RSSM_CLI_TRY("simulate", call)
 
 /* The ranks' host bookkeeping must agree: a slot or a prefix match that differs between ranks
  * would be a runtime bug (they depend only on the order of calls and on tokens). */
