@@ -240,12 +240,14 @@ static int run(ho *h, ho_result *res)
     memset(res, 0, sizeof *res);
     for (int f = 0; f < N_FORMS; f++)
         dst[f] = calloc(R, 4), out[f] = calloc(nout, 4), out[N_FORMS + f] = calloc(nout, 4);
-    unsigned char *blob[2] = {NULL, NULL}; /* pinned host, one request's blob */
-    void *d_blob = NULL;                   /* device staging: [send | receive], separate even in one process */
+    unsigned char *blob[2] = {NULL, NULL}; /* one request's blob: pinned host on CUDA, else malloc */
+    const int pinned = h->c->device == RSSM_DEVICE_CUDA;
+    void *d_blob = NULL; /* device staging: [send | receive], separate even in one process */
     HCHECK(rssm_pool_export_size(h->prefill ? h->P : h->D, RSSM_EXPORT_RING, &cap[F_RING]));
     HCHECK(rssm_pool_export_size(h->prefill ? h->P : h->D, RSSM_EXPORT_MATERIALIZED, &cap[F_MAT]));
     for (int f = 0; f < 2; f++)
-        if (!(blob[f] = sim_host_alloc(cap[F_RING]))) return fprintf(stderr, "handoff: no pinned memory\n"), -1;
+        if (!(blob[f] = pinned ? sim_host_alloc(cap[F_RING]) : malloc(cap[F_RING])))
+            return fprintf(stderr, "handoff: out of %s host memory\n", pinned ? "pinned" : "ordinary"), -1;
     const size_t half = (cap[F_RING] + 255) / 256 * 256;
     HCHECK(rssm_dev_alloc(h->ctx, 2 * half + 256, &d_blob));
     unsigned char *d_send = d_blob, *d_recv = d_send + half, *d_sync = d_recv + half;
@@ -343,7 +345,8 @@ static int run(ho *h, ho_result *res)
         t->export_us /= R, t->stage_us /= R, t->transfer_us /= R, t->unstage_us /= R, t->import_us /= R;
         free(dst[f]), free(out[f]), free(out[N_FORMS + f]);
     }
-    sim_host_free(blob[0]), sim_host_free(blob[1]);
+    for (int f = 0; f < 2; f++)
+        pinned ? sim_host_free(blob[f]) : free(blob[f]);
     rssm_dev_free(h->ctx, d_blob);
     free(src), free(mat);
     return 0;
