@@ -379,7 +379,7 @@ rssm_status rssm_pool_validate(const rssm_pool *pool);
 /* ---- tensor parallelism ---- */
 /* The layer held by rank `rank` (0 <= rank < tp) when the heads are split over tp ranks: key heads
  * [k_head0, k_head0 + H/tp) and value heads [v_head0, v_head0 + HV/tp) of `full` (k_head0 =
- * rank*H/tp, v_head0 = rank*HV/tp; either output pointer may be NULL). Both H and HV must divide
+ * rank*H/tp, v_head0 = rank*HV/tp; k_head0 and v_head0 may be NULL, out may not). Both H and HV must divide
  * by tp (RSSM_ERROR_BAD_SHAPE otherwise), so that shard value head j still reads shard key head
  * j/group, as globally. Head dims, gate, ring, dtypes, scale and l2norm are unchanged.
  * A rank's decode, replay, verify and materialise on the head slices of the inputs (q, k from

@@ -238,8 +238,11 @@ static int run(ho *h, ho_result *res)
     float *out[2 * N_FORMS]; /* [form]: prefill reference, [N_FORMS + form]: decode rank */
     size_t cap[N_FORMS] = {0, 0, 0};
     memset(res, 0, sizeof *res);
-    for (int f = 0; f < N_FORMS; f++)
+    if (!src || !mat) return fprintf(stderr, "handoff: out of host memory\n"), -1;
+    for (int f = 0; f < N_FORMS; f++) {
         dst[f] = calloc(R, 4), out[f] = calloc(nout, 4), out[N_FORMS + f] = calloc(nout, 4);
+        if (!dst[f] || !out[f] || !out[N_FORMS + f]) return fprintf(stderr, "handoff: out of host memory\n"), -1;
+    }
     unsigned char *blob[2] = {NULL, NULL}; /* one request's blob: pinned host on CUDA, else malloc */
     const int pinned = h->c->device == RSSM_DEVICE_CUDA;
     void *d_blob = NULL; /* device staging: [send | receive], separate even in one process */
@@ -563,5 +566,5 @@ int rssm_cli_handoff(int argc, char **argv)
         if (sim_nccl_launch(c.ranks, handoff_rank, &c)) return fprintf(stderr, "handoff: %s\n", sim_nccl_error()), 1;
         return 0;
     }
-    return handoff_rank(0, 1, NULL, &c);
+    return handoff_rank(0, 1, NULL, &c) ? 1 : 0;
 }

@@ -27,6 +27,9 @@ const char *sim_nccl_error(void) { return err; }
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,38 +95,68 @@ int sim_nccl_launch(int nranks, sim_rank_fn body, void *arg)
         NC(ncclGetUniqueId(&id));
         return body(0, 1, (const unsigned char *)&id, arg);
     }
+    /* Every rank runs in a child (forked before any CUDA call) that reads the NCCL id from its
+     * pipe; this process makes the id (its bootstrap root thread lives here) and supervises: the
+     * first rank that fails takes the others down, since a rank left in a collective with a dead
+     * peer would wait forever. A child dies with this process (PR_SET_PDEATHSIG). */
     pid_t pids[64];
-    int fds[64];
-    for (int r = 1; r < nranks; r++) {
+    int fds[64], started = 0, rc = 0;
+    const pid_t parent = getpid();
+    for (int r = 0; r < nranks; r++) {
         int p[2];
-        if (pipe(p)) return fail("pipe failed");
+        if (pipe(p)) {
+            rc = fail("pipe failed");
+            break;
+        }
         fflush(stdout), fflush(stderr);
-        pids[r] = fork();
-        if (pids[r] < 0) return fail("fork failed");
-        if (pids[r] == 0) { /* rank r: wait for the id, then run */
+        const pid_t pid = fork();
+        if (pid < 0) {
+            close(p[0]), close(p[1]);
+            rc = fail("fork failed");
+            break;
+        }
+        if (pid == 0) { /* rank r */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent) _exit(4);
+            for (int q = 0; q < r; q++)
+                close(fds[q]); /* the other ranks' pipes */
             close(p[1]);
             ncclUniqueId cid;
             if (read_all(p[0], &cid, sizeof cid)) _exit(3);
             close(p[0]);
-            const int rc = body(r, nranks, (const unsigned char *)&cid, arg);
+            const int brc = body(r, nranks, (const unsigned char *)&cid, arg);
             fflush(stdout), fflush(stderr);
-            _exit(rc ? 1 : 0);
+            _exit(brc ? 1 : 0);
         }
         close(p[0]);
-        fds[r] = p[1];
+        pids[r] = pid, fds[r] = p[1], started++;
     }
-    /* rank 0 (this process) makes the id after the children exist */
-    int rc = ncclGetUniqueId(&id) == ncclSuccess ? 0 : fail("ncclGetUniqueId failed");
-    for (int r = 1; r < nranks; r++) {
+    if (!rc && ncclGetUniqueId(&id) != ncclSuccess) rc = fail("ncclGetUniqueId failed");
+    for (int r = 0; r < started; r++) {
         if (!rc && write_all(fds[r], &id, sizeof id)) rc = fail("could not send the NCCL id to rank %d", r);
         close(fds[r]); /* a child that reads EOF exits */
     }
-    if (!rc) rc = body(0, nranks, (const unsigned char *)&id, arg);
-    for (int r = 1; r < nranks; r++) {
+    for (int left = started, stop = rc != 0; left > 0;) {
+        if (stop)
+            for (int r = 0; r < started; r++)
+                if (pids[r] > 0) kill(pids[r], SIGKILL);
         int status;
-        if (waitpid(pids[r], &status, 0) != pids[r] || !WIFEXITED(status) || WEXITSTATUS(status)) {
-            if (!rc) fail("rank %d failed", r);
-            rc = -1;
+        const pid_t w = waitpid(-1, &status, 0);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        int r = 0;
+        while (r < started && pids[r] != w)
+            r++;
+        if (r == started) continue;
+        pids[r] = 0, left--;
+        if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+            if (!rc)
+                rc = fail("rank %d failed (%s %d); the other ranks were stopped", r,
+                          WIFEXITED(status) ? "exit status" : "signal",
+                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            stop = 1;
         }
     }
     return rc;

@@ -23,9 +23,10 @@ int sim_nccl_built(void);
 const char *sim_nccl_error(void);
 
 /* Runs body(rank) for rank 0 .. nranks-1, rank r on GPU r: nranks == 1 in this process;
- * nranks > 1 forks nranks-1 children before any CUDA call of this process (this process is
- * rank 0; call this before creating any CUDA context) and waits for them. The NCCL unique id
- * goes from rank 0 to the children through pipes. Fails with a clear message when fewer than
+ * nranks > 1 forks one child per rank before any CUDA call of this process (call this before
+ * creating any CUDA context); this process makes the NCCL unique id, sends it through a pipe
+ * per child, and supervises: when a rank fails, the others are killed (a rank waiting in a
+ * collective for a dead peer would wait forever). Fails with a clear message when fewer than
  * nranks GPUs are visible (counted in a short-lived child, so this process stays CUDA-free).
  * Returns 0 when every rank's body returned 0. */
 typedef int (*sim_rank_fn)(int rank, int nranks, const unsigned char *id, void *arg);

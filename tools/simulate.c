@@ -208,7 +208,7 @@ typedef struct engine {
 
 /* The ranks' host bookkeeping must agree: a slot or a prefix match that differs between ranks
  * would be a runtime bug (they depend only on the order of calls and on tokens). */
-static int agree(const engine *e, const char *what, int32_t first, int32_t got)
+static int agree(const char *what, int32_t first, int32_t got)
 {
     if (first == got) return 0;
     fprintf(stderr, "simulate: ranks disagree on %s (%d vs %d)\n", what, first, got);
@@ -357,7 +357,7 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         int32_t slot;
         CHECK(rssm_pool_acquire(h->pool, &slot));
         if (h == e->sh) r->slot = slot;
-        if (agree(e, "a slot", r->slot, slot)) return -1;
+        if (agree("a slot", r->slot, slot)) return -1;
     }
     r->row = row;
     int32_t matched = 0;
@@ -365,7 +365,7 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         int32_t mh = 0;
         CHECK(rssm_prefix_cache_match(h->cache, r->hist, r->prompt_len - 1, h->pool, r->slot, &mh, NULL));
         if (h == e->sh) matched = mh;
-        if (agree(e, "a prefix match", matched, mh)) return -1;
+        if (agree("a prefix match", matched, mh)) return -1;
     }
     r->matched = matched;
     res->prompt_tokens += r->prompt_len;
@@ -460,7 +460,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             int32_t sl;
             CHECK(rssm_pool_acquire(h->pool, &sl));
             if (h == e->sh) scratch_slot[i] = sl;
-            if (agree(e, "a scratch slot", scratch_slot[i], sl)) return -1;
+            if (agree("a scratch slot", scratch_slot[i], sl)) return -1;
         }
 
     request **rows = calloc(B, sizeof *rows);
@@ -950,7 +950,7 @@ int rssm_cli_simulate(int argc, char **argv)
         if (rssm_layer_shard(&c.model.layer, c.tp, 0, &sl, NULL, NULL) != RSSM_OK)
             return fprintf(stderr, "simulate: --tp %d: %s\n", c.tp, rssm_last_error()), 2;
         if (c.device == RSSM_DEVICE_CUDA) {
-            /* one process per GPU, forked before any CUDA call; rank 0 (this process) reports */
+            /* one process per GPU, forked before any CUDA call; rank 0 reports */
             if (sim_nccl_launch(c.tp, simulate_rank, &c))
                 return fprintf(stderr, "simulate: --tp %d on cuda: %s\n", c.tp, sim_nccl_error()), 1;
             return 0;

@@ -23,9 +23,10 @@ typedef struct cuda_impl {
     cudaStream_t stream; /* the context's own stream, for tools */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
-    int fast;     /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
-    int split;    /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
-    int prefetch; /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
+    int smem_per_sm; /* shared memory per multiprocessor, bytes */
+    int fast;        /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
+    int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
+    int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -182,6 +183,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
          * through more SMs */
         A.split = im->split ? im->split : ctas * 4 <= im->sm_count ? 4 : ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
+        A.smem_per_sm = im->smem_per_sm;
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -314,6 +316,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_cuda_init: out of host memory");
     im->device = device;
     im->sm_count = prop.multiProcessorCount;
+    im->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
     /* Tuning switch, read once per context: RSSM_CUDA_FAST=0 runs everything on the general
      * kernel (for comparisons); otherwise the fast K = V = 128 kernels serve the shapes they
      * cover. (Their first version, 1.2-1.3x slower at B >= 64 with the same check results, was

@@ -199,8 +199,7 @@ static size_t smem_of(int L, int ring_bf16, int kda_spec)
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4) +
            (kda_spec ? (size_t)L * F2K * sizeof(float) : 0);
 }
-#define F2SPEC_LMAX 32               /* speculative ring reads only up to this ring length */
-static int smem_per_sm = 228 * 1024; /* read by rssm_cuda_fast2_init (same for every sm_90 part) */
+#define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
 template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 {
@@ -764,10 +763,8 @@ int rssm_cuda_fast2_ok(const kargs *A)
 cudaError_t rssm_cuda_fast2_init(int device)
 {
     using namespace rssm_fast2;
-    cudaError_t pe = cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
-    if (pe != cudaSuccess) return pe;
     int most = 0;
-    pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    const cudaError_t pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
     for (int kda = 0; kda <= 1; kda++)
         for (int sbf = 0; sbf <= 1; sbf++)
@@ -803,7 +800,7 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
      * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {
         int per_sm = 2 * A.split;
-        const int by_smem = (int)((size_t)smem_per_sm / (smem + 1024));
+        const int by_smem = (int)((size_t)A.smem_per_sm / (smem + 1024));
         if (by_smem < per_sm) per_sm = by_smem;
         A.pf_ahead *= per_sm > 0 ? per_sm : 1;
     }

@@ -206,6 +206,17 @@ static void *slot_range(const rssm_pool *p, int32_t l, int t, int32_t s, size_t 
     return p->mem + off[t] + (size_t)s * sz[t];
 }
 
+/* Ends a call that enqueued work on the context stream: synchronises, also after a failure
+ * (nothing queued may land after the call returned), keeping the first error's message. */
+static rssm_status settle(rssm_context *ctx, rssm_status st)
+{
+    if (st == RSSM_OK) return rssm_dev_sync(ctx);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rssm_last_error());
+    (void)rssm_dev_sync(ctx);
+    return rssm_fail(st, "%s", msg);
+}
+
 /* Zeroes every tensor of slot s (ring tensors only when `ring`; base and cursor always), enqueued
  * on the context stream: every caller synchronises before it returns. */
 static rssm_status zero_slot(rssm_pool *p, int32_t s, int ckpt, int ring)
@@ -241,8 +252,7 @@ rssm_status rssm_pool_acquire(rssm_pool *pool, int32_t *slot)
     if (!pool || !slot) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: pool or slot is NULL", fn);
     if (pool->n_free == 0) return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
     const int32_t s = pop_free(pool);
-    rssm_status st = zero_slot(pool, s, 1, 1);
-    if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
+    rssm_status st = settle(pool->ctx, zero_slot(pool, s, 1, 1));
     if (st != RSSM_OK) {
         push_free(pool, s);
         return st;
@@ -342,8 +352,7 @@ static rssm_status copy_checkpoint(rssm_pool *src, int32_t ss, rssm_pool *dst, i
         st = rssm_dev_copy_async(dst->ctx, d, s, n);
     }
     if (st == RSSM_OK) st = zero_slot(dst, ds, 0, 0);
-    if (st == RSSM_OK) st = rssm_dev_sync(dst->ctx);
-    return st;
+    return settle(dst->ctx, st);
 }
 
 rssm_status rssm_pool_copy_checkpoint(rssm_pool *src_pool, int32_t src_slot, rssm_pool *dst_pool, int32_t dst_slot)
@@ -597,7 +606,7 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
             pos += n;
         }
     if (st == RSSM_OK) st = rssm_dev_upload(pool->ctx, pool->cursor + s, &cursor, 4);
-    if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
+    st = settle(pool->ctx, st);
     if (st != RSSM_OK) {
         push_free(pool, s);
         return st;

@@ -25,11 +25,9 @@ rssm_status rssm_layer_shard(const rssm_layer *full, int32_t tp, int32_t rank, r
                          "%s: tp=%d does not divide the heads (H=%d, HV=%d); every rank needs whole key heads and "
                          "their value-head groups",
                          fn, tp, H, HV);
+    /* HV % H == 0 (validated) and tp | H, tp | HV give HVs / Hs = HV / H: the shard's value head
+     * j reads shard key head j / group, as globally */
     const int32_t Hs = H / tp, HVs = HV / tp;
-    /* the shard's value head j reads shard key head j / group, as globally (see above) */
-    if (HVs % Hs || HVs / Hs != HV / H)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the shard's grouping HV/H = %d/%d differs from %d/%d", fn, HVs, Hs,
-                         HV, H);
     rssm_layer s = *full;
     s.num_k_heads = Hs;
     s.num_v_heads = HVs;

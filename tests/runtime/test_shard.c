@@ -322,7 +322,10 @@ int main(void)
         for (int tp = 1; tp <= 4; tp *= 2) {
             rssm_layer l = rssm_layer_default(cases[c].gate, cases[c].H, cases[c].HV, 32, 16, 4);
             if (cases[c].lb) l.has_lower_bound = 1, l.lower_bound = -5.0f;
-            if (l.num_k_heads % tp) continue;
+            if (l.num_k_heads % tp) { /* not shardable: rssm_layer_shard refuses it (test_errors) */
+                printf("skip identity: %s tp=%d (H %% tp != 0)\n", cases[c].name, tp);
+                continue;
+            }
             char why[256] = "", name[640];
             const int ok = run_scenario(ctx, &l, tp, why, sizeof why);
             snprintf(name, sizeof name,
