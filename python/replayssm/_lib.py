@@ -261,6 +261,7 @@ _RUNTIME_PROTOTYPES = {
     "rssm_pool_export": (_ST, [_P, _I32, ctypes.c_uint32, _P, _SZ, ctypes.POINTER(_SZ)]),
     "rssm_pool_import": (_ST, [_P, _P, _SZ, _I32P]),
     "rssm_pool_validate": (_ST, [_P]),
+    "rssm_layer_shard": (_ST, [_LAYER_P, _I32, _I32, _LAYER_P, _I32P, _I32P]),
     "rssm_plan_create": (_ST, [_P, _I32, _I32, _PP]),
     "rssm_plan_free": (None, [_P]),
     "rssm_plan_memory": (_SZ, [_P]),

@@ -69,6 +69,17 @@ def _free(free_fn, handle, *owners):
     del owners
     free_fn(handle)
 
+def shard_layer(layer: Layer, tp: int, rank: int):
+    """rssm_layer_shard: the layer a tensor-parallel rank holds (H/tp key heads, HV/tp value
+    heads) and its first key and value heads: (Layer, k_head0, v_head0). A rank's ops on those
+    head slices of the inputs and state equal the unsharded heads bit for bit."""
+    _need()
+    out, k0, v0 = _lib.rssm_layer(), ctypes.c_int32(), ctypes.c_int32()
+    _lib.call("rssm_layer_shard", ctypes.byref(layer._c), int(tp), int(rank), ctypes.byref(out), ctypes.byref(k0),
+              ctypes.byref(v0))
+    return Layer.from_c(out), k0.value, v0.value
+
+
 class Pool:
     """rssm_pool: every layer's state for num_slots slots plus the shared cursors, library-owned."""
 

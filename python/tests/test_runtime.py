@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import replayssm as rs
-from _util import Problem, from_io, rel_err, tol
+from _util import Problem, aligned, from_io, rel_err, tol
 from replayssm.runtime import Plan, Pool, PrefixCache
 
 pytestmark = pytest.mark.skipif(not rs.runtime.available(), reason="the loaded library has no runtime section")
@@ -138,3 +138,35 @@ def test_closing_the_context_closes_what_was_made_on_it():
     del pool, snaps, plan, cache
     gc.collect()
     c.close()  # twice is fine
+
+
+def test_shard_layer_slices_heads_bit_identically():
+    """rssm_layer_shard through the binding: each rank's replay decode on its head slices equals
+    those heads of the unsharded decode bit for bit (CPU), and a tp that splits the key heads is
+    refused."""
+    from replayssm.runtime import shard_layer
+
+    full = rs.Layer(gate="gdn", H=2, HV=4, K=16, V=8, ring_len=4)
+    with pytest.raises(rs.ReplaySSMError) as e:
+        shard_layer(full, 4, 0)
+    assert e.value.status_name == "RSSM_ERROR_BAD_SHAPE"
+    c = rs.Context("cpu", 1)
+    p = Problem(full, [0, 1], 1, seed=7)
+    st = rs.State.allocate(full, 2)
+    p.load(st)
+    kw = p.token(0)
+    o_full = rs.decode_replay(c, full, st, **kw, slot=p.slot())
+    for rank in range(2):
+        layer, k0, v0 = shard_layer(full, 2, rank)
+        assert (layer.H, layer.HV, k0, v0) == (1, 2, rank, 2 * rank)
+        ks, vs = slice(k0, k0 + layer.H), slice(v0, v0 + layer.HV)
+        sk = {n: aligned(kw[n][:, ks]) for n in ("q", "k")}
+        sk.update({n: aligned(kw[n][:, vs]) for n in ("v", "a", "b")})
+        sk["A_log"], sk["dt_bias"] = aligned(kw["A_log"][vs]), aligned(kw["dt_bias"][vs])
+        sst = rs.State.allocate(layer, 2)
+        for b in range(2):
+            sst.checkpoint[b] = p.S0[b][vs]
+        o = rs.decode_replay(c, layer, sst, **sk, slot=p.slot())
+        assert np.array_equal(o, o_full[:, vs])
+        assert np.array_equal(sst.ring_u, st.ring_u[:, vs]) and np.array_equal(sst.ring_k, st.ring_k[:, ks])
+    c.close()
