@@ -358,12 +358,13 @@ rssm_status rssm_pool_cursor(const rssm_pool *pool, int32_t slot, int32_t *curso
  * (smaller; the importer starts with an empty ring, as after rssm_pool_copy). */
 #define RSSM_EXPORT_RING 0u
 #define RSSM_EXPORT_MATERIALIZED 1u
-#define RSSM_EXPORT_FORMAT_VERSION 1u
+#define RSSM_EXPORT_FORMAT_VERSION 2u
 /* Bytes of an exported blob of this pool's shape in form `flags`. */
 rssm_status rssm_pool_export_size(const rssm_pool *pool, uint32_t flags, size_t *bytes);
 /* Writes held `slot` into the host buffer `buf` (capacity bytes): a little-endian header
- * (magic "RSSMSNAP", format version, form, layer shapes, cursor, payload size, FNV-1a 64
- * checksum of header and payload) and the payload. `*written` gets the size. The slot is not
+ * (magic "RSSMSNAP", format version, form, layer shapes, cursor, payload size, a 64-bit
+ * checksum of header and payload: four multiply-xor lanes over 64-bit words, src/runtime/pool.c)
+ * and the payload. `*written` gets the size. The slot is not
  * changed (the materialised form folds into the pool's scratch slot). */
 rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void *buf, size_t capacity,
                              size_t *written);

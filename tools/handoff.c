@@ -382,7 +382,7 @@ static void report(const ho_config *c, const ho_result *r)
                total, t->bytes / (total * 1e3), r->same[f] ? "bit-identical" : "DIFFERENT");
     }
     printf("\nper hand-off of one request, mean over %d. export: rssm_pool_export into %s host memory (device to\n"
-           "host copies, the FNV-1a checksum, and the fold for the materialised form); stage: host to device;\n"
+           "host copies, the checksum, and the fold for the materialised form); stage: host to device;\n"
            "transfer: %s; unstage: device to host; import: rssm_pool_import (checks, checksum, host to device).\n"
            "packed state: the checkpoint tensors of every layer, device to device in one transfer, no export\n"
            "(what engines send today; correct only for a folded slot, so it is sent from the folded copy).\n"

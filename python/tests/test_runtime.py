@@ -170,3 +170,28 @@ def test_shard_layer_slices_heads_bit_identically():
         assert np.array_equal(o, o_full[:, vs])
         assert np.array_equal(sst.ring_u, st.ring_u[:, vs]) and np.array_equal(sst.ring_k, st.ring_k[:, ks])
     c.close()
+
+
+def test_import_refuses_any_flipped_bit():
+    """Every single-bit change of a blob, in the header or anywhere in the payload (the four
+    checksum lanes and the zero-padded tail word), is refused and takes no slot."""
+    c = rs.Context("cpu", 1)
+    pool = Pool(c, LAYERS, 2)
+    s = pool.acquire()
+    rng = np.random.default_rng(3)
+    for i in range(2):
+        st = pool.state(i)
+        st.checkpoint[s] = rng.standard_normal(st.checkpoint[s].shape)
+        st.ring_u[s] = rng.standard_normal(st.ring_u[s].shape)
+    blob = pool.export(s)
+    t = pool.import_(blob)  # the intact blob loads
+    pool.release(t)
+    positions = sorted(set(range(0, len(blob), 37)) | set(range(len(blob) - 16, len(blob))))
+    for pos in positions:
+        bad = bytearray(blob)
+        bad[pos] ^= 1 << (pos % 8)
+        with pytest.raises(rs.ReplaySSMError) as e:
+            pool.import_(bytes(bad))
+        assert e.value.status_name in ("RSSM_ERROR_CHECKSUM", "RSSM_ERROR_BAD_FORMAT"), pos
+        assert pool.num_free == 1
+    c.close()
