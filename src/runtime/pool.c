@@ -329,9 +329,8 @@ static rssm_status materialize_slot(rssm_pool *src, int32_t ss, rssm_pool *dst, 
                            msg);
         }
     }
-    if (st == RSSM_OK) st = rssm_dev_memset(ctx, dst->cursor + ds, 0, 4);
-    if (st == RSSM_OK) st = rssm_dev_sync(ctx);
-    return st;
+    if (st == RSSM_OK) st = rssm_dev_memset_async(ctx, dst->cursor + ds, 0, 4);
+    return settle(ctx, st);
 }
 
 rssm_status rssm_pool_copy(rssm_pool *src_pool, int32_t src_slot, rssm_pool *dst_pool, int32_t dst_slot)
@@ -339,6 +338,17 @@ rssm_status rssm_pool_copy(rssm_pool *src_pool, int32_t src_slot, rssm_pool *dst
     rssm_status st = check_pair("rssm_pool_copy", src_pool, src_slot, dst_pool, dst_slot);
     if (st != RSSM_OK) return st;
     return materialize_slot(src_pool, src_slot, dst_pool, dst_slot);
+}
+
+/* Internal (prefix cache): takes a free slot without touching the device; the caller
+ * overwrites its checkpoint, ring bases and cursor (rssm_rt_copy does) before anything reads
+ * it. The ring entries keep old bytes, never read behind a zero cursor. */
+rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot)
+{
+    if (pool->n_free == 0)
+        return rssm_fail(RSSM_ERROR_POOL_FULL, "rssm_pool_acquire: all %d slots are held", pool->n_slots);
+    *slot = pop_free(pool);
+    return RSSM_OK;
 }
 
 /* Raw copy of checkpoints, zero bases and cursor. No held checks here. */

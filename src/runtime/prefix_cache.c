@@ -390,7 +390,7 @@ rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *to
         return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     int32_t slot;
-    if ((st = rssm_pool_acquire(cache->pool, &slot)) == RSSM_OK) {
+    if ((st = rssm_rt_acquire_uninit(cache->pool, &slot)) == RSSM_OK) { /* overwritten by the copy */
         st = rssm_rt_copy(src_pool, src_slot, cache->pool, slot, source == RSSM_SNAPSHOT_MATERIALIZE);
         if (st != RSSM_OK)
             rssm_pool_release(cache->pool, slot);

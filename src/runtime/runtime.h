@@ -52,6 +52,10 @@ rssm_status rssm_rt_check_user(const char *fn, const rssm_pool *pool, int32_t s,
 /* Copies (src, ss) into (dst, ds): materialise (1) or raw checkpoint (0); empty ring and
  * cursor 0 in dst. No held checks (callers check). Synchronises. */
 rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int materialize);
+/* A free slot taken without device work (held by the user until the caller marks it); its
+ * checkpoint, bases and cursor must be overwritten (rssm_rt_copy) before use. POOL_FULL when
+ * none is free. */
+rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot);
 
 /* Planner kernels (CUDA; runtime_kernels.cu). Enqueue on `stream`; never synchronise. */
 rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
