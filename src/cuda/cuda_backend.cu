@@ -27,6 +27,7 @@ typedef struct cuda_impl {
     int fast;        /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
     int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
+    int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -178,7 +179,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
-        A.spec = ctas <= 2 * (int64_t)im->sm_count;
+        A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count;
         /* small grids: split each head's rows over up to 4 CTAs so the head's state streams
          * through more SMs */
         A.split = im->split ? im->split : ctas * 4 <= im->sm_count ? 4 : ctas * 2 <= im->sm_count ? 2 : 1;
@@ -330,6 +331,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         ev = getenv("RSSM_CUDA_PREFETCH"); /* L2 prefetch distance in waves (0: off) */
         im->prefetch = ev ? atoi(ev) : 1;
         if (im->prefetch < 0 || im->prefetch > 4) im->prefetch = 1;
+        ev = getenv("RSSM_CUDA_SPEC"); /* 1: read the whole ring without waiting for the cursor */
+        im->spec = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

@@ -189,7 +189,7 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
 struct fixed_smem {
     float kn[8][F2K], qn[8][F2K], xk[8][F2K], xq[8][F2K], ks[8][F2K], G[8][F2K], gt[8][F2K];
     float wk[8][F2LMAX], wq[8][F2LMAX];
-    float beta[8], kq[8], gmin[8], pad_[8];
+    float beta[8], kq[8], pad_[8];
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
@@ -230,24 +230,38 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     int s = A.io.slot[b];
     const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? A.io.write_slot[b] : 0;
     const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
-    const bool tw = w < T; /* this warp prepares token t = w */
+    /* Token preparation. Verify: warp t prepares token t whole. One token (ONE): warp 0
+     * normalises k, warp 1 q, warp 2 evaluates the gates, each a short chain before the first
+     * barrier; every warp then derives what it needs from them in its own registers. */
+    constexpr bool ONE = MODE != MODE_VERIFY;
+    const bool tw = !ONE && w < T;
+    const bool kw = ONE ? w == 0 : tw, qw = ONE ? w == 1 : tw, gw = ONE ? w == 2 : tw;
+    const int tp = ONE ? 0 : w; /* the token this warp stages */
     /* raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own 4
      * elements; 8-byte aligned for bf16 as the strides are multiples of 4) */
     float ga[4], braw = 0.0f;
 #pragma unroll
     for (int e = 0; e < 4; e++)
         ga[e] = 0.0f;
-    if (tw) {
-        const int64_t bt = (int64_t)b * T + w;
+    {
+        const int64_t bt = (int64_t)b * T + tp;
         const int64_t ko = bt * A.io.k_stride + (int64_t)kh * F2K + c4,
                       qo = bt * A.io.q_stride + (int64_t)kh * F2K + c4;
-        if (iobf) {
-            cp8((uint16_t *)&sm.xk[w][0] + c4, (const uint16_t *)A.io.k + ko);
-            cp8((uint16_t *)&sm.xq[w][0] + c4, (const uint16_t *)A.io.q + qo);
-        } else {
-            cp16(&sm.xk[w][c4], (const float *)A.io.k + ko);
-            cp16(&sm.xq[w][c4], (const float *)A.io.q + qo);
+        if (kw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xk[tp][0] + c4, (const uint16_t *)A.io.k + ko);
+            else
+                cp16(&sm.xk[tp][c4], (const float *)A.io.k + ko);
         }
+        if (qw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xq[tp][0] + c4, (const uint16_t *)A.io.q + qo);
+            else
+                cp16(&sm.xq[tp][c4], (const float *)A.io.q + qo);
+        }
+    }
+    if (gw) {
+        const int64_t bt = (int64_t)b * T + tp;
         if (A.io.g) {
             if (KDA) {
                 const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * F2K + c4));
@@ -259,15 +273,15 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         } else {
             /* raw gates: a and b now; A_log staged in sm.gt[t][c4], dt_bias in sm.G[t][c4..]
              * (KDA) or sm.gt[t][c4 + 1] (GDN), each lane its own copy */
-            cp4(&sm.gt[w][c4], A.io.A_log + hv);
+            cp4(&sm.gt[tp][c4], A.io.A_log + hv);
             if (KDA) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
-                cp16(&sm.G[w][c4], A.io.dt_bias + hv * F2K + c4);
+                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * F2K + c4);
             } else {
                 ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
-                cp4(&sm.gt[w][c4 + 1], A.io.dt_bias + hv);
+                cp4(&sm.gt[tp][c4 + 1], A.io.dt_bias + hv);
             }
             braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
         }
@@ -378,57 +392,76 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     /* KDA: G_{h-1} per channel (valid when h > 0) */
     const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * F2K : sG) : sG;
 
-    /* token t = w: gates, normalised k and q (independent of the state), while S0 and the
-     * ring are in flight */
-    if (tw) {
-        const int t = w;
-        cp_wait_but1(); /* this lane's own k, q staging has landed */
-        float kr[4], qr[4];
-        if (iobf) {
-            const uint2 kv = *((const uint2 *)((const uint16_t *)&sm.xk[t][0] + c4)),
-                        qv = *((const uint2 *)((const uint16_t *)&sm.xq[t][0] + c4));
-            unpack_bf2(kv.x, kr), unpack_bf2(kv.y, kr + 2), unpack_bf2(qv.x, qr), unpack_bf2(qv.y, qr + 2);
-        } else {
-            const float4 kv = *((const float4 *)&sm.xk[t][c4]), qv = *((const float4 *)&sm.xq[t][c4]);
-            kr[0] = kv.x, kr[1] = kv.y, kr[2] = kv.z, kr[3] = kv.w, qr[0] = qv.x, qr[1] = qv.y, qr[2] = qv.z,
-            qr[3] = qv.w;
-        }
-        float g[4];
-        if (A.io.g) {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                g[e] = KDA ? ga[e] : ga[0];
-        } else if (KDA) {
-            const float alog = sm.gt[t][c4];
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
-        } else {
-            const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
-            g[0] = g[1] = g[2] = g[3] = x;
-        }
-        const float beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
-        float sk = 1.0f, sq = 1.0f;
-        if (l.qk_l2norm) {
-            float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+    /* token preparation (the roles of round 0): gates, normalised k and q, independent of the
+     * state, while S0 and the ring are in flight */
+    if (kw || qw || gw) {
+        const int t = tp;
+        cp_wait_but1(); /* this lane's own staging has landed */
+        /* 4 raw elements of a staged k or q (io dtype) */
+        auto staged = [&](const float *row, float *x) {
+            if (iobf) {
+                const uint2 v = *((const uint2 *)((const uint16_t *)row + c4));
+                unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+            } else {
+                const float4 v = *((const float4 *)(row + c4));
+                x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+            }
+        };
+        /* 1 / ||x|| over the warp's 128 channels (1 without the l2 norm) */
+        auto inv_norm = [&](const float *x) {
+            if (!l.qk_l2norm) return 1.0f;
+            float n = x[0] * x[0];
 #pragma unroll
             for (int e = 1; e < 4; e++)
-                nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
-            nk = warp_sum(nk), nq = warp_sum(nq);
-            sk = 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS);
-            sq = 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS);
-        }
-        float kq = 0.0f;
+                n = __fmaf_rn(x[e], x[e], n);
+            n = warp_sum(n);
+            return 1.0f / sqrtf(n + (float)RSSM_L2NORM_EPS);
+        };
+        float kv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, qv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (kw) {
+            float kr[4];
+            staged(&sm.xk[t][0], kr);
+            const float sk = inv_norm(kr);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float kv = kr[e] * sk, qv = qr[e] * sq * l.scale;
-            sm.kn[t][c4 + e] = kv;
-            sm.qn[t][c4 + e] = qv;
-            sm.gt[t][c4 + e] = g[e];
-            kq = __fmaf_rn(kv, qv, kq);
+            for (int e = 0; e < 4; e++)
+                kv[e] = kr[e] * sk, sm.kn[t][c4 + e] = kv[e];
         }
-        kq = warp_sum(kq);
-        if (lane == 0) sm.kq[t] = kq, sm.beta[t] = beta;
+        if (qw) {
+            float qr[4];
+            staged(&sm.xq[t][0], qr);
+            const float sq = inv_norm(qr);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                qv[e] = qr[e] * sq * l.scale, sm.qn[t][c4 + e] = qv[e];
+        }
+        if (gw) {
+            float g[4];
+            if (A.io.g) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = KDA ? ga[e] : ga[0];
+            } else if (KDA) {
+                const float alog = sm.gt[t][c4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
+            } else {
+                const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
+                g[0] = g[1] = g[2] = g[3] = x;
+            }
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sm.gt[t][c4 + e] = g[e];
+            if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
+        }
+        if (!ONE) { /* k q of the token (ONE: every warp forms it after the barrier) */
+            float kq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                kq = __fmaf_rn(kv[e], qv[e], kq);
+            kq = warp_sum(kq);
+            if (lane == 0) sm.kq[t] = kq;
+        }
     }
     cp_wait_all();
     __syncthreads(); /* ring in shared memory, token inputs prepared */
@@ -456,8 +489,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 
     /* fold of the h committed entries (shared memory) into registers at cumulative gate Gn:
      * GDN S e^{Gn} + sum_i u_i k_i e^{Gn-G_i}; KDA (S + sum_i u_i k~_i) e^{Gn}. Returns in S. */
-    /* Gs: the gate in shared memory (KDA: per channel, GDN: Gs[0]) */
-    auto fold_ring = [&](const float *Gs) {
+    /* Gs: the gate of the lane's 4 channels (GDN: Gs[0]) */
+    auto fold_ring = [&](const float(&Gs)[4]) {
         if (!KDA) {
             const float eg = expf(Gs[0]);
 #pragma unroll
@@ -490,7 +523,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (KDA) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const float eg = expf(Gs[c4 + e]);
+                const float eg = expf(Gs[e]);
 #pragma unroll
                 for (int r = 0; r < 8; r++)
                     S[r][e] = S[r][e] * eg;
@@ -500,7 +533,11 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
-            fold_ring(KDA ? Gl : sG + (h - 1));
+            float Gs[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
+            fold_ring(Gs);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 if (SBF)
@@ -513,8 +550,38 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         new_base = c0;
     }
 
-    /* ---- token t = w: cumulative gates and everything derived from them ---- */
-    if (tw) {
+    /* ---- cumulative gates and everything derived from them ---- */
+    /* ONE: every warp, in registers, for its lanes' 4 channels: G and (KDA replay) the smallest
+     * G for the end-fold test, and the vectors its ring weights take (KDA x_k = e^G k and x_q =
+     * e^G q, GDN k and q); warp 0 also stores x_k, x_q and k q for the rows (read after the
+     * next barrier). Later phases re-read G from shared memory (gate_of) to spare registers. */
+    auto gate_of = [&](int e) { return (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e]; };
+    float wa4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wb4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, G1 = 0.0f, gmin1 = 0.0f;
+    if (ONE) {
+        float G4[4], xk4[4], xq4[4], kn4[4], qn4[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            kn4[e] = sm.kn[0][c4 + e], qn4[e] = sm.qn[0][c4 + e], G4[e] = gate_of(e);
+        G1 = G4[0];
+        if (KDA && MODE == MODE_REPLAY) gmin1 = warp_min(fminf(fminf(G4[0], G4[1]), fminf(G4[2], G4[3])));
+        const float eg0 = KDA ? 0.0f : expf(G4[0]);
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float eg = KDA ? expf(G4[e]) : eg0;
+            xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
+            wa4[e] = KDA ? xk4[e] : kn4[e], wb4[e] = KDA ? xq4[e] : qn4[e];
+        }
+        if (w == 0) {
+            float kq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                sm.xk[0][c4 + e] = xk4[e], sm.xq[0][c4 + e] = xq4[e];
+                kq = __fmaf_rn(kn4[e], qn4[e], kq);
+            }
+            kq = warp_sum(kq);
+            if (lane == 0) sm.kq[0] = kq;
+        }
+    } else if (tw) { /* verify: warp t, token t */
         const int t = w;
         float G[4];
 #pragma unroll
@@ -524,7 +591,6 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 G[e] = G[e] + sm.gt[tt][c4 + e];
-        float gm = 3.0e38f;
         const float eg0 = KDA ? 0.0f : expf(G[0]);
 #pragma unroll
         for (int e = 0; e < 4; e++) {
@@ -534,15 +600,13 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             sm.xq[t][c4 + e] = eg * qv;
             sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
             sm.G[t][c4 + e] = G[e];
-            gm = fminf(gm, G[e]);
         }
-        gm = warp_min(gm);
-        if (lane == 0) sm.gmin[t] = gm;
     }
-    /* a start fold overwrote nothing yet; new entries are written after this barrier */
+    /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
+     * also the tokens' cumulative gates; ONE has them in registers) */
     if (MODE != MODE_PACKED && sfold && A.cs > 1)
         cluster_sync_all();
-    else
+    else if (!ONE)
         __syncthreads();
 
     int end = 0;
@@ -550,11 +614,42 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         end = 1;
     else if (MODE == MODE_REPLAY) {
         end = (c0 + 1 == L || forced) ? 1 : 0;
-        if (!end && KDA && sm.gmin[0] < -l.kda_fold_threshold) end = 2;
+        if (!end && KDA && gmin1 < -l.kda_fold_threshold) end = 2;
     }
 
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
-    {
+    if (ONE) {
+        for (int p = w; p < h; p += NW) {
+            float k4[4];
+            ld4(sK, rbf, p * F2K + c4, k4);
+            float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                dk = __fmaf_rn(k4[e], wa4[e], dk), dq = __fmaf_rn(k4[e], wb4[e], dq);
+            dk = warp_sum(dk), dq = warp_sum(dq);
+            if (lane == 0) {
+                const float f = KDA ? 1.0f : expf(G1 - sG[p]);
+                sm.wk[0][p] = dk * f;
+                sm.wq[0][p] = dq * f;
+            }
+        }
+        if (MODE != MODE_PACKED && !end && part == 0 && w == NW - 1) { /* the new entry's k and G */
+            float ks4[4], G4[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float kv = sm.kn[0][c4 + e];
+                G4[e] = gate_of(e);
+                ks4[e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
+            }
+            if (KDA || hv % group == 0) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * F2K + c4, ks4);
+            float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h, gk);
+            if (KDA)
+                *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
+            else if (lane == 0)
+                rg[0] = G4[0];
+        }
+        __syncthreads();
+    } else {
         const int P = T * h + T * (T - 1) / 2;
         for (int pi = w; pi < P; pi += NW) {
             int t = 0, p = pi;
@@ -620,7 +715,11 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         }
         RS<8, 1, 16>::run(v, lane);
         const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
-        fold_ring(&sm.G[0][0]);
+        float G4[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            G4[e] = gate_of(e);
+        fold_ring(G4);
         float o[8];
 #pragma unroll
         for (int r = 0; r < 8; r++) {
