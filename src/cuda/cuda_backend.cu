@@ -28,6 +28,7 @@ typedef struct cuda_impl {
     int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
     int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
+    int pf_inputs;   /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -184,6 +185,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
          * through more SMs */
         A.split = im->split ? im->split : ctas * 4 <= im->sm_count ? 4 : ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
+        A.pf_inputs = im->pf_inputs;
         A.smem_per_sm = im->smem_per_sm;
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
@@ -333,6 +335,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         if (im->prefetch < 0 || im->prefetch > 4) im->prefetch = 1;
         ev = getenv("RSSM_CUDA_SPEC"); /* 1: read the whole ring without waiting for the cursor */
         im->spec = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
+        ev = getenv("RSSM_CUDA_PREFETCH_INPUTS"); /* 0: prefetch only state and ring */
+        im->pf_inputs = !(ev && ev[0] == '0' && ev[1] == 0);
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

@@ -184,6 +184,43 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
     }
 }
 
+/* L2 prefetch of `bytes` at byte offset `off` of p, widened to 16-byte alignment */
+__device__ __forceinline__ void prefetch_span(const void *p, int64_t off, int64_t bytes)
+{
+    const uintptr_t a = (uintptr_t)p + (uintptr_t)off;
+    const uintptr_t lo = a & ~(uintptr_t)15, hi = (a + (uintptr_t)bytes + 15) & ~(uintptr_t)15;
+    prefetch_l2((const void *)lo, (unsigned)(hi - lo));
+}
+
+/* L2 prefetch of the token inputs the CTA of (row b, value head hv, part) will read: v of its
+ * rows, k and q of its key head (once per group, by part 0 of its first value head) and the
+ * gate inputs, for each of its T tokens. They depend on nothing loaded, and the projections
+ * that wrote them are usually out of L2 by the time a late wave runs. */
+template <bool KDA>
+__device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, int hv, int part, int R, int group)
+{
+    const rssm_layer &l = A.l;
+    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? F2K : 1, kh = hv / group;
+#pragma unroll 1
+    for (int t = 0; t < T; t++) {
+        const int64_t bt = (int64_t)b * T + t;
+        prefetch_span(A.io.v, (bt * A.io.v_stride + (int64_t)hv * F2K + part * R) * esz, (int64_t)R * esz);
+        if (part == 0 && hv % group == 0) {
+            prefetch_span(A.io.k, (bt * A.io.k_stride + (int64_t)kh * F2K) * esz, F2K * esz);
+            prefetch_span(A.io.q, (bt * A.io.q_stride + (int64_t)kh * F2K) * esz, F2K * esz);
+        }
+        if (part == 0) {
+            if (A.io.g) {
+                prefetch_span(A.io.g, (bt * l.num_v_heads + hv) * gk * 4, gk * 4);
+                prefetch_span(A.io.beta, (bt * l.num_v_heads + hv) * 4, 4);
+            } else {
+                prefetch_span(A.io.a, (bt * A.io.a_stride + (int64_t)hv * gk) * esz, (int64_t)gk * esz);
+                prefetch_span(A.io.b, (bt * A.io.b_stride + hv) * esz, esz);
+            }
+        }
+    }
+}
+
 /* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
  * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype) */
 struct fixed_smem {
@@ -342,8 +379,11 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
      * and finds its rows and ring in L2 while DRAM streams the wave after */
     if (A.pf_ahead && tid == nt - 32) {
         const int64_t ahead = (int64_t)b * gridDim.x + blockIdx.x + A.pf_ahead;
-        const int pf_slot = ahead < (int64_t)gridDim.x * gridDim.y ? A.io.slot[ahead / gridDim.x] : -1;
+        const bool in_grid = ahead < (int64_t)gridDim.x * gridDim.y;
         const int pf_x = (int)(ahead % gridDim.x);
+        if (ONE && in_grid && A.pf_inputs) /* (verify windows: compute-bound, and registers are short) */
+            prefetch_inputs<KDA>(A, T, (int)(ahead / gridDim.x), pf_x / A.split, pf_x % A.split, R, group);
+        const int pf_slot = in_grid ? A.io.slot[ahead / gridDim.x] : -1;
         if (pf_slot >= 0 && pf_slot < A.st.num_slots)
             prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_x / A.split, pf_x % A.split, R, group);
     }
