@@ -335,8 +335,10 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         if (im->prefetch < 0 || im->prefetch > 4) im->prefetch = 1;
         ev = getenv("RSSM_CUDA_SPEC"); /* 1: read the whole ring without waiting for the cursor */
         im->spec = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        ev = getenv("RSSM_CUDA_PREFETCH_INPUTS"); /* 0: prefetch only state and ring */
-        im->pf_inputs = !(ev && ev[0] == '0' && ev[1] == 0);
+        /* 1: the prefetch also covers the token inputs; off: slower in the H200 bench
+         * (bench/results/gpu-ab-inputs.txt) */
+        ev = getenv("RSSM_CUDA_PREFETCH_INPUTS");
+        im->pf_inputs = ev && ev[0] == '1' && ev[1] == 0;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
