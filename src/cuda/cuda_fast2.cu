@@ -494,7 +494,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 sm.gt[t][c4 + e] = g[e];
             if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
         }
-        if (!ONE) { /* k q of the token (ONE: every warp forms it after the barrier) */
+        if (!ONE) { /* k q of the token (ONE: warp 0 forms it after the barrier) */
             float kq = 0.0f;
 #pragma unroll
             for (int e = 0; e < 4; e++)
@@ -643,7 +643,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         }
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
-     * also the tokens' cumulative gates; ONE has them in registers) */
+     * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
+     * before the barrier after the ring weights) */
     if (MODE != MODE_PACKED && sfold && A.cs > 1)
         cluster_sync_all();
     else if (!ONE)
