@@ -468,6 +468,14 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
     if (!rows || !slot || !seq || !acc || !fold || !drafts) return -1;
+    /* NCCL connects its peers on the first collectives: warm the all-gather up at the smallest
+     * and largest sizes before the clock starts, as an engine does before it serves */
+    if (comm) {
+        const int rows_of[4] = {1, e->max_rows, 1, e->max_rows};
+        for (int i = 0; i < 4; i++)
+            if (sim_tp_gather_nccl(ctx, model, &e->sh[0], comm, e->d_stage, rows_of[i], e->d_mix)) return -1;
+        CHECK(rssm_dev_sync(ctx));
+    }
     const double t0 = now_s();
     int finished = 0, next_req = 0;
     for (int step = 0; finished < c->requests; step++) {
