@@ -181,9 +181,16 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
          * (a few KiB more per head) instead of waiting for the cursor */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
         A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count;
-        /* small grids: split each head's rows over up to 4 CTAs so the head's state streams
-         * through more SMs */
-        A.split = im->split ? im->split : ctas * 4 <= im->sm_count ? 4 : ctas * 2 <= im->sm_count ? 2 : 1;
+        /* each head's rows over `split` CTAs of 512 / split threads, by what ran fastest in
+         * the H200 sweep (bench/results/gpu-ab-split.txt): packed streams its state through
+         * more, smaller CTAs (4 under a quarter of a wave, else 2); replay and verify repeat
+         * the token and ring work in every part, so they split only grids of a few heads */
+        if (im->split)
+            A.split = im->split;
+        else if (A.mode == MODE_PACKED)
+            A.split = ctas * 4 <= im->sm_count ? 4 : 2;
+        else
+            A.split = ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
         A.pf_inputs = im->pf_inputs;
         A.smem_per_sm = im->smem_per_sm;
