@@ -182,14 +182,17 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
         A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count;
         /* each head's rows over `split` CTAs of 512 / split threads, by what ran fastest in
-         * the H200 sweeps (bench/results/gpu-ab-split*.txt): packed, and KDA replay, stream
-         * through more, smaller CTAs (4 under a quarter of a wave, else 2); GDN replay and
-         * verify split only grids under half a wave (a GDN cluster holds the group's value
-         * heads times the parts, and every part repeats the token and ring work) */
+         * the H200 sweeps (bench/results/gpu-ab-split*.txt): packed streams through more,
+         * smaller CTAs (4 while they fit one wave at 4 per SM, else 2); KDA replay likewise
+         * (4 under a quarter of a wave, else 2); GDN replay and verify split only grids under
+         * half a wave (a GDN cluster holds the group's value heads times the parts, and every
+         * part repeats the token and ring work) */
         const int kda_replay = A.mode == MODE_REPLAY && A.l.gate == RSSM_GATE_KDA;
         if (im->split)
             A.split = im->split;
-        else if (A.mode == MODE_PACKED || kda_replay)
+        else if (A.mode == MODE_PACKED)
+            A.split = ctas <= im->sm_count ? 4 : 2;
+        else if (kda_replay)
             A.split = ctas * 4 <= im->sm_count ? 4 : 2;
         else
             A.split = ctas * 2 <= im->sm_count ? 2 : 1;

@@ -351,36 +351,6 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         c = A.st.cursor[sr];
         base = KDA ? A.st.ring_base[(int64_t)sr * HV + hv] : 0;
     }
-    const int gk = KDA ? F2K : 1;
-    const float *ringg =
-        MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
-    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, sr, hv, group, 0);
-    /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
-     * n - 1 into sG, or all n into sGall when speculative) */
-    auto copy_ring = [&](int n) {
-        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
-        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
-        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16; /* u: this part's rows of each entry */
-        for (int i = tid; i < nch; i += nt)
-            cp16(sK + 16 * i, gk_ + 16 * i);
-        for (int i = tid; i < n * uch; i += nt) {
-            const int off = (i / uch) * F2K * rsz + part * R * rsz + 16 * (i % uch);
-            cp16(sU + off, gu_ + off);
-        }
-        if (KDA) {
-            if (spec) {
-                for (int i = tid; i < n * (F2K / 4); i += nt)
-                    cp16(sGall + 4 * i, ringg + 4 * i);
-            } else if (tid < 32) {
-                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
-            }
-        } else if (tid < n) {
-            cp4(sG + tid, ringg + tid);
-        }
-    };
-    /* spec: the whole ring needs only the slot; its copy goes out ahead of the state rows so
-     * that it lands first and the ring weights overlap the rows' loads */
-    if (spec && s >= 0) copy_ring(L);
     const int64_t ck0 = rssm_ckpt_off(&l, sr, hv) + (int64_t)row0 * F2K + c4;
     float S[8][4];
     if (s < 0) { /* padding: no state read (the row returns below) */
@@ -417,6 +387,34 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (pf_slot >= 0 && pf_slot < A.st.num_slots)
             prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_x / A.split, pf_x % A.split, R, group);
     }
+    const int gk = KDA ? F2K : 1;
+    const float *ringg =
+        MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
+    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, sr, hv, group, 0);
+    /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
+     * n - 1 into sG, or all n into sGall when speculative) */
+    auto copy_ring = [&](int n) {
+        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
+        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
+        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16; /* u: this part's rows of each entry */
+        for (int i = tid; i < nch; i += nt)
+            cp16(sK + 16 * i, gk_ + 16 * i);
+        for (int i = tid; i < n * uch; i += nt) {
+            const int off = (i / uch) * F2K * rsz + part * R * rsz + 16 * (i % uch);
+            cp16(sU + off, gu_ + off);
+        }
+        if (KDA) {
+            if (spec) {
+                for (int i = tid; i < n * (F2K / 4); i += nt)
+                    cp16(sGall + 4 * i, ringg + 4 * i);
+            } else if (tid < 32) {
+                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
+            }
+        } else if (tid < n) {
+            cp4(sG + tid, ringg + tid);
+        }
+    };
+    if (spec && s >= 0) copy_ring(L); /* needs only the slot */
     int h = c - base;
     if (MODE != MODE_PACKED && s >= 0 && (c < 0 || c > L || base < 0 || h < 0)) bad = true, s = -1;
     if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
