@@ -459,6 +459,15 @@ void rssm_prefix_cache_free(rssm_prefix_cache *cache);
  * (A copy that fails on the device after room was made leaves those evictions done.) */
 rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
                                      int32_t src_slot, uint32_t source);
+/* The same, stream-ordered instead of synchronised: the snapshot copy is ordered after the
+ * work enqueued on `stream` so far (the step that made the source's checkpoint), and `stream`'s
+ * later work after the copy (so a next step may overwrite the source), by device-side event
+ * waits; the host never waits for a checkpoint snapshot (a materialised one still synchronises
+ * once). For engines that snapshot every few steps without stalling their step loop. Later
+ * pool and cache calls are ordered after the copy. A device error in the copy surfaces at the
+ * next synchronising call. CPU and reference contexts: the same as rssm_prefix_cache_insert. */
+rssm_status rssm_prefix_cache_insert_async(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n,
+                                           rssm_pool *src_pool, int32_t src_slot, uint32_t source, void *stream);
 /* Longest cached prefix of tokens[0..n): *matched gets its length (0 = none). When matched > 0
  * and dst_pool is not NULL, copies the snapshot into held dst_slot (checkpoint, empty ring,
  * cursor 0). When lock is not NULL and matched > 0 the entry is locked (never evicted) until

@@ -575,15 +575,19 @@ void rt_suite_prefix(rssm_context *ctx, rssm_gate gate, int verify, rt_counts *c
             const int32_t at = verify ? seq[0] : seq[0] + 1;
             for (int i = 0; i < at; i++)
                 tks[i] = tokA(i);
-            st = rssm_prefix_cache_insert(cache, tks, at, p, a, RSSM_SNAPSHOT_CHECKPOINT);
+            /* decode inserts stream-ordered on the default stream (on CUDA another stream than
+             * the context's, so the event ordering is what keeps the snapshot right); verify
+             * inserts synchronised */
+            st = verify ? rssm_prefix_cache_insert(cache, tks, at, p, a, RSSM_SNAPSHOT_CHECKPOINT)
+                        : rssm_prefix_cache_insert_async(cache, tks, at, p, a, RSSM_SNAPSHOT_CHECKPOINT, NULL);
             inserts += st == RSSM_OK;
             snaps_at[at] = 1;
         }
         seq[0] += k, seq[2] += k;
     }
     rt_case(c, st == RSSM_OK && inserts > 0 && rssm_prefix_cache_validate(cache) == RSSM_OK,
-            "prefix/%s/%s request A ran %d tokens, %d snapshots inserted%s%s", gn, mn, seq[0], inserts, st ? " — " : "",
-            st ? err(st) : "");
+            "prefix/%s/%s request A ran %d tokens, %d snapshots inserted (%s)%s%s", gn, mn, seq[0], inserts,
+            verify ? "synchronised" : "stream-ordered", st ? " — " : "", st ? err(st) : "");
     int P = 0;
     for (int i = 1; i <= PC_D; i++)
         if (snaps_at[i] && step_at[i] >= 0) P = i;
@@ -737,6 +741,10 @@ void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
         {"prefix_insert(source 9)", rssm_prefix_cache_insert(cache, toks, 2, p, s, 9)},
         {"prefix_insert(free slot)", rssm_prefix_cache_insert(cache, toks, 2, p, 2, RSSM_SNAPSHOT_CHECKPOINT)},
         {"prefix_insert(NULL tokens)", rssm_prefix_cache_insert(cache, NULL, 2, p, s, RSSM_SNAPSHOT_CHECKPOINT)},
+        {"prefix_insert_async(free slot)",
+         rssm_prefix_cache_insert_async(cache, toks, 2, p, 2, RSSM_SNAPSHOT_CHECKPOINT, NULL)},
+        {"prefix_insert_async(NULL cache)",
+         rssm_prefix_cache_insert_async(NULL, toks, 2, p, s, RSSM_SNAPSHOT_CHECKPOINT, NULL)},
         {"prefix_match(free dst)", rssm_prefix_cache_match(cache, toks, 2, p, 2, &matched, NULL)},
         {"prefix_match(NULL matched)", rssm_prefix_cache_match(cache, toks, 2, NULL, -1, NULL, NULL)},
         {"prefix_unlock(bogus)", rssm_prefix_cache_unlock(cache, 0x123456789ull)},

@@ -390,7 +390,8 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         r->cursor = 0;
         if (end % c->track_interval == 0 && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                CHECK(rssm_prefix_cache_insert(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT));
+                CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT,
+                                                     rssm_dev_stream(e->ctx)));
         if (end == r->prompt_len) {
             int32_t next;
             if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(n - 1) * D, 1, &next)) return -1;
@@ -594,8 +595,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                         if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
                     r->hist_len -= a; /* pushed again below */
                     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                        CHECK(rssm_prefix_cache_insert(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
-                                                       RSSM_SNAPSHOT_CHECKPOINT));
+                        CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
+                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_dev_stream(ctx)));
                 }
             }
             /* snapshot when this step made the checkpoint the state after a multiple of the interval */
@@ -603,8 +604,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                 const int at = T > 1 ? r->seq_len : r->seq_len + 1;
                 if (at > 0 && (T == 1 || replay))
                     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                        CHECK(rssm_prefix_cache_insert(h->cache, r->hist, at, h->pool, r->slot,
-                                                       RSSM_SNAPSHOT_CHECKPOINT));
+                        CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, at, h->pool, r->slot,
+                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_dev_stream(ctx)));
             }
             for (int t = 0; t < a; t++)
                 if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;

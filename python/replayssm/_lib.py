@@ -279,6 +279,7 @@ _RUNTIME_PROTOTYPES = {
     "rssm_prefix_cache_create": (_ST, [_P, _SZ, _I32, _PP]),
     "rssm_prefix_cache_free": (None, [_P]),
     "rssm_prefix_cache_insert": (_ST, [_P, _P, _I32, _P, _I32, ctypes.c_uint32]),
+    "rssm_prefix_cache_insert_async": (_ST, [_P, _P, _I32, _P, _I32, ctypes.c_uint32, _P]),
     "rssm_prefix_cache_match": (_ST, [_P, _P, _I32, _P, _I32, _I32P, ctypes.POINTER(ctypes.c_uint64)]),
     "rssm_prefix_cache_unlock": (_ST, [_P, ctypes.c_uint64]),
     "rssm_prefix_cache_evict": (_ST, [_P, _I32, _I32P]),

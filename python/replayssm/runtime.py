@@ -280,10 +280,20 @@ class PrefixCache:
     def close(self):
         self._fin()
 
-    def insert(self, tokens, src_pool: Pool, src_slot: int, source: str = "checkpoint") -> None:
+    def insert(self, tokens, src_pool: Pool, src_slot: int, source: str = "checkpoint", stream=False) -> None:
+        """Snapshots the state after `tokens`. By default the call synchronises; with `stream`
+        (None: torch's current stream, or a torch stream / raw handle) the copy is instead
+        ordered after that stream's work so far and its later work after the copy, and the host
+        does not wait (rssm_prefix_cache_insert_async)."""
         t = _i32_array(tokens, "tokens")
-        _lib.call("rssm_prefix_cache_insert", self.handle, t.ctypes.data, t.shape[0], src_pool.handle,
-                  int(src_slot), _SOURCES[source])
+        if stream is False:
+            _lib.call("rssm_prefix_cache_insert", self.handle, t.ctypes.data, t.shape[0], src_pool.handle,
+                      int(src_slot), _SOURCES[source])
+            return
+        from .ops import _stream
+
+        _lib.call("rssm_prefix_cache_insert_async", self.handle, t.ctypes.data, t.shape[0], src_pool.handle,
+                  int(src_slot), _SOURCES[source], _stream(src_pool.ctx, stream))
 
     def match(self, tokens, dst_pool: Pool = None, dst_slot: int = -1, lock: bool = False):
         """Longest cached prefix: returns (matched, lock_handle or None); copies the snapshot into

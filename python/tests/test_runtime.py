@@ -114,6 +114,15 @@ def prefix_cache_body(ctx):
     assert cache.match([9, 9])[0] == 0
     st = cache.stats()
     assert st["snapshots"] == 1 and st["locked"] == 1 and st["hits"] >= 1 and st["misses"] >= 1
+    # stream-ordered: the fill on the current stream lands before the copy, the next fill after it
+    pool.state(0).checkpoint[s] = 2.5
+    cache.insert([7, 8], pool, s, stream=None)
+    pool.state(0).checkpoint[s] = 3.5
+    d2 = pool.acquire()
+    assert cache.match([7, 8, 9], pool, d2)[0] == 2
+    assert (pool.state(0).checkpoint[d2] == 2.5).all()
+    pool.release(d2)
+    cache.evict(1)
     cache.unlock(lock)
     with pytest.raises(rs.ReplaySSMError) as e:
         cache.unlock(lock)

@@ -53,6 +53,9 @@ rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t byte
 /* kind: 0 host->device, 1 device->host, 2 device->device */
 rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync);
 rssm_status rssm_cuda_sync(rssm_context *ctx);
+/* ctx_waits = 1: the context's stream waits for the work enqueued on `stream` so far; 0: `stream`
+ * waits for the context's stream. An event wait on the device; the host does not block. */
+rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits);
 void *rssm_cuda_stream(rssm_context *ctx);
 rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,
                            double *us_per_rep);

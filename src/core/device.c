@@ -75,6 +75,16 @@ rssm_status rssm_dev_sync(rssm_context *ctx) { return on_cuda(ctx) ? rssm_cuda_s
 
 void *rssm_dev_stream(rssm_context *ctx) { return on_cuda(ctx) ? rssm_cuda_stream(ctx) : NULL; }
 
+rssm_status rssm_dev_order_after(rssm_context *ctx, void *stream)
+{
+    return on_cuda(ctx) ? rssm_cuda_stream_order(ctx, stream, 1) : RSSM_OK;
+}
+
+rssm_status rssm_dev_order_before(rssm_context *ctx, void *stream)
+{
+    return on_cuda(ctx) ? rssm_cuda_stream_order(ctx, stream, 0) : RSSM_OK;
+}
+
 static double now_us(void)
 {
     struct timespec ts;

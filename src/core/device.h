@@ -28,6 +28,11 @@ rssm_status rssm_dev_copy(rssm_context *ctx, void *dst, const void *src, size_t 
 rssm_status rssm_dev_memset_async(rssm_context *ctx, void *dst, int byte, size_t bytes);
 rssm_status rssm_dev_copy_async(rssm_context *ctx, void *dst, const void *src, size_t bytes);
 rssm_status rssm_dev_sync(rssm_context *ctx);
+/* Orders the context's stream after the work enqueued on a caller's `stream` so far
+ * (order_after), or that stream after the context's (order_before), with a device-side event
+ * wait: the host does not block. Host devices: nothing to order. */
+rssm_status rssm_dev_order_after(rssm_context *ctx, void *stream);
+rssm_status rssm_dev_order_before(rssm_context *ctx, void *stream);
 /* The stream that tools pass to kernel calls (NULL on host devices). */
 void *rssm_dev_stream(rssm_context *ctx);
 

@@ -29,6 +29,7 @@ rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size
     return ABSENT;
 }
 rssm_status rssm_cuda_sync(rssm_context *ctx) { return ABSENT; }
+rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits) { return ABSENT; }
 void *rssm_cuda_stream(rssm_context *ctx) { return NULL; }
 rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,
                            double *us_per_rep)

@@ -21,6 +21,7 @@ extern "C" {
 typedef struct cuda_impl {
     int device;
     cudaStream_t stream; /* the context's own stream, for tools */
+    cudaEvent_t order;   /* stream ordering between the context's stream and a caller's */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
     int smem_per_sm; /* shared memory per multiprocessor, bytes */
@@ -279,6 +280,7 @@ static void cuda_destroy(rssm_context *ctx)
     cudaSetDevice(im->device);
     if (im->err) cudaFree(im->err);
     if (im->stream) cudaStreamDestroy(im->stream);
+    if (im->order) cudaEventDestroy(im->order);
     free(im);
     ctx->impl = NULL;
 }
@@ -354,6 +356,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+        (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
         (im->fast && (e = rssm_cuda_fast2_init(device)) != cudaSuccess) ||
@@ -428,6 +431,17 @@ extern "C" rssm_status rssm_cuda_sync(rssm_context *ctx)
 }
 
 extern "C" void *rssm_cuda_stream(rssm_context *ctx) { return (void *)impl_of(ctx)->stream; }
+
+extern "C" rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits)
+{
+    cuda_impl *im = impl_of(ctx);
+    const cudaStream_t other = (cudaStream_t)stream;
+    if (other == im->stream) return RSSM_OK;
+    CU(cudaSetDevice(im->device), "stream order");
+    CU(cudaEventRecord(im->order, ctx_waits ? other : im->stream), "stream order: cudaEventRecord");
+    CU(cudaStreamWaitEvent(ctx_waits ? im->stream : other, im->order, 0), "stream order: cudaStreamWaitEvent");
+    return RSSM_OK;
+}
 
 extern "C" rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup,
                                       int reps, double *us_per_rep)

@@ -312,7 +312,7 @@ static rssm_status check_pair(const char *fn, rssm_pool *src, int32_t ss, rssm_p
 
 /* Materialises (src, ss) into (dst, ds) for every layer and zeroes dst's cursor. Slots
  * may be the scratch slot; no held checks here. Synchronises. */
-static rssm_status materialize_slot(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds)
+static rssm_status materialize_slot(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int wait)
 {
     rssm_context *ctx = dst->ctx;
     void *stream = rssm_dev_stream(ctx);
@@ -330,14 +330,14 @@ static rssm_status materialize_slot(rssm_pool *src, int32_t ss, rssm_pool *dst, 
         }
     }
     if (st == RSSM_OK) st = rssm_dev_memset_async(ctx, dst->cursor + ds, 0, 4);
-    return settle(ctx, st);
+    return st == RSSM_OK && !wait ? RSSM_OK : settle(ctx, st);
 }
 
 rssm_status rssm_pool_copy(rssm_pool *src_pool, int32_t src_slot, rssm_pool *dst_pool, int32_t dst_slot)
 {
     rssm_status st = check_pair("rssm_pool_copy", src_pool, src_slot, dst_pool, dst_slot);
     if (st != RSSM_OK) return st;
-    return materialize_slot(src_pool, src_slot, dst_pool, dst_slot);
+    return materialize_slot(src_pool, src_slot, dst_pool, dst_slot, 1);
 }
 
 /* Internal (prefix cache): takes a free slot without touching the device; the caller
@@ -351,8 +351,8 @@ rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot)
     return RSSM_OK;
 }
 
-/* Raw copy of checkpoints, zero bases and cursor. No held checks here. */
-static rssm_status copy_checkpoint(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds)
+/* Raw copy of checkpoints, zero bases and cursor. No held checks here. wait: as rssm_rt_copy. */
+static rssm_status copy_checkpoint(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int wait)
 {
     rssm_status st = RSSM_OK;
     for (int32_t l = 0; l < dst->n_layers && st == RSSM_OK && !(src == dst && ss == ds); l++) {
@@ -362,20 +362,20 @@ static rssm_status copy_checkpoint(rssm_pool *src, int32_t ss, rssm_pool *dst, i
         st = rssm_dev_copy_async(dst->ctx, d, s, n);
     }
     if (st == RSSM_OK) st = zero_slot(dst, ds, 0, 0);
-    return settle(dst->ctx, st);
+    return st == RSSM_OK && !wait ? RSSM_OK : settle(dst->ctx, st);
 }
 
 rssm_status rssm_pool_copy_checkpoint(rssm_pool *src_pool, int32_t src_slot, rssm_pool *dst_pool, int32_t dst_slot)
 {
     rssm_status st = check_pair("rssm_pool_copy_checkpoint", src_pool, src_slot, dst_pool, dst_slot);
     if (st != RSSM_OK) return st;
-    return copy_checkpoint(src_pool, src_slot, dst_pool, dst_slot);
+    return copy_checkpoint(src_pool, src_slot, dst_pool, dst_slot, 1);
 }
 
 /* Internal (prefix cache): the same copies without the held checks' names. */
-rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int materialize)
+rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int materialize, int wait)
 {
-    return materialize ? materialize_slot(src, ss, dst, ds) : copy_checkpoint(src, ss, dst, ds);
+    return materialize ? materialize_slot(src, ss, dst, ds, wait) : copy_checkpoint(src, ss, dst, ds, wait);
 }
 
 rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t src_slot, int32_t *slot)
@@ -390,7 +390,7 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
     if (pool->n_free == 0) return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
     const int32_t s = pop_free(pool);
     st = zero_slot(pool, s, 1, 1);
-    if (st == RSSM_OK) st = materialize_slot(src_pool, src_slot, pool, s);
+    if (st == RSSM_OK) st = materialize_slot(src_pool, src_slot, pool, s, 1);
     if (st != RSSM_OK) {
         push_free(pool, s);
         return st;
@@ -574,7 +574,7 @@ rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void
     int32_t cursor = 0, from = slot;
     if (flags == RSSM_EXPORT_MATERIALIZED) {
         from = pool->n_slots; /* scratch */
-        if ((st = materialize_slot(pool, slot, pool, from)) != RSSM_OK) return st;
+        if ((st = materialize_slot(pool, slot, pool, from, 1)) != RSSM_OK) return st;
     } else if ((st = rssm_pool_cursor(pool, slot, &cursor)) != RSSM_OK) {
         return st;
     }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/device.h"
 #include "runtime/runtime.h"
 
 typedef struct node {
@@ -344,10 +345,13 @@ static void descend(const rssm_prefix_cache *c, const int32_t *tokens, int32_t n
     *d = depth;
 }
 
-rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
-                                     int32_t src_slot, uint32_t source)
+/* rssm_prefix_cache_insert (async 0) and rssm_prefix_cache_insert_async (async 1: the copy is
+ * ordered after `stream`'s work so far and `stream`'s later work after the copy, by device-side
+ * event waits; nothing waits on the host) */
+static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
+                          int32_t src_slot, uint32_t source, int async, void *stream)
 {
-    const char *fn = "rssm_prefix_cache_insert";
+    const char *fn = async ? "rssm_prefix_cache_insert_async" : "rssm_prefix_cache_insert";
     if (!cache || !src_pool) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache or src_pool is NULL", fn);
     rssm_status st = check_tokens(fn, tokens, n, 1);
     if (st != RSSM_OK) return st;
@@ -391,7 +395,12 @@ rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *to
     }
     int32_t slot;
     if ((st = rssm_rt_acquire_uninit(cache->pool, &slot)) == RSSM_OK) { /* overwritten by the copy */
-        st = rssm_rt_copy(src_pool, src_slot, cache->pool, slot, source == RSSM_SNAPSHOT_MATERIALIZE);
+        rssm_context *ctx = rssm_pool_context(cache->pool);
+        if (async) st = rssm_dev_order_after(ctx, stream); /* the copy reads what `stream` wrote */
+        if (st == RSSM_OK)
+            st = rssm_rt_copy(src_pool, src_slot, cache->pool, slot, source == RSSM_SNAPSHOT_MATERIALIZE, !async);
+        /* `stream` may overwrite the source only after the copy has read it */
+        if (st == RSSM_OK && async) st = rssm_dev_order_before(ctx, stream);
         if (st != RSSM_OK)
             rssm_pool_release(cache->pool, slot);
         else
@@ -430,6 +439,18 @@ rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *to
     return RSSM_OK;
 }
 
+rssm_status rssm_prefix_cache_insert(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *src_pool,
+                                     int32_t src_slot, uint32_t source)
+{
+    return insert(cache, tokens, n, src_pool, src_slot, source, 0, NULL);
+}
+
+rssm_status rssm_prefix_cache_insert_async(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n,
+                                           rssm_pool *src_pool, int32_t src_slot, uint32_t source, void *stream)
+{
+    return insert(cache, tokens, n, src_pool, src_slot, source, 1, stream);
+}
+
 /* ---- match / unlock -------------------------------------------------------------------------------- */
 
 rssm_status rssm_prefix_cache_match(rssm_prefix_cache *cache, const int32_t *tokens, int32_t n, rssm_pool *dst_pool,
@@ -460,7 +481,7 @@ rssm_status rssm_prefix_cache_match(rssm_prefix_cache *cache, const int32_t *tok
         if (lock) *lock = 0;
         return RSSM_OK;
     }
-    if (dst_pool && (st = rssm_rt_copy(cache->pool, best->snap, dst_pool, dst_slot, 0)) != RSSM_OK) return st;
+    if (dst_pool && (st = rssm_rt_copy(cache->pool, best->snap, dst_pool, dst_slot, 0, 1)) != RSSM_OK) return st;
     touch(cache, best);
     cache->hits++;
     *matched = best->depth;

@@ -50,8 +50,10 @@ rssm_status rssm_rt_check_held(const char *fn, const rssm_pool *pool, int32_t s,
 rssm_status rssm_rt_check_user(const char *fn, const rssm_pool *pool, int32_t s, const char *what);
 
 /* Copies (src, ss) into (dst, ds): materialise (1) or raw checkpoint (0); empty ring and
- * cursor 0 in dst. No held checks (callers check). Synchronises. */
-rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int materialize);
+ * cursor 0 in dst, on the context's stream. No held checks (callers check). wait = 1:
+ * synchronises before it returns; 0: only enqueued (a raw copy never blocks the host then; a
+ * materialise still synchronises once before it uploads its slot table), except on failure. */
+rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int materialize, int wait);
 /* A free slot taken without device work (held by the user until the caller marks it); its
  * checkpoint, bases and cursor must be overwritten (rssm_rt_copy) before use. POOL_FULL when
  * none is free. */
