@@ -311,7 +311,8 @@ static rssm_status check_pair(const char *fn, rssm_pool *src, int32_t ss, rssm_p
 }
 
 /* Materialises (src, ss) into (dst, ds) for every layer and zeroes dst's cursor. Slots
- * may be the scratch slot; no held checks here. Synchronises. */
+ * may be the scratch slot; no held checks here. Synchronises first (the slot table is
+ * uploaded), and again at the end when `wait` (see rssm_rt_copy). */
 static rssm_status materialize_slot(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds, int wait)
 {
     rssm_context *ctx = dst->ctx;
