@@ -158,6 +158,20 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 __device__ __forceinline__ void cp_wait_but1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
+/* x, through an asm the compiler cannot see into: what derives from it is recomputed, not kept */
+__device__ __forceinline__ int opaque(int x)
+{
+    int y;
+    asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* the key head of value head hv: a shift when the group size is a power of two */
+__device__ __forceinline__ int key_head(int hv, int group)
+{
+    return (group & (group - 1)) == 0 ? hv >> (31 - __clz(group)) : hv / group;
+}
+
 /* L2 prefetch of what the CTA of (slot, value head hv, part) will read: its R rows of the
  * checkpoint and (replay, verify) the committed ring entries (the cursor is read here, off
  * every critical path, so DRAM moves only the bytes of the byte model). */
@@ -173,7 +187,11 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
         if (h <= 0 || h > l.ring_len) return;
         const unsigned entries = (unsigned)(h * F2K * rsz);
         prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, 0) * rsz, entries);
-        prefetch_l2((const unsigned char *)st.ring_k + rssm_ring_k_off(&l, slot, hv, group, 0) * rsz, entries);
+        const int64_t k0 =
+            ((KDA ? (int64_t)slot * l.num_v_heads + hv : (int64_t)slot * l.num_k_heads + key_head(hv, group)) *
+             l.ring_len)
+            << 7;
+        prefetch_l2((const unsigned char *)st.ring_k + k0 * rsz, entries);
         if (KDA)
             prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, F2K), (unsigned)(F2K * 4));
         else { /* G_0 .. G_{h-1}: 4 h bytes, widened to 16-byte alignment */
@@ -200,12 +218,12 @@ template <bool KDA>
 __device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, int hv, int part, int R, int group)
 {
     const rssm_layer &l = A.l;
-    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? F2K : 1, kh = hv / group;
+    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? F2K : 1, kh = key_head(hv, group);
 #pragma unroll 1
     for (int t = 0; t < T; t++) {
         const int64_t bt = (int64_t)b * T + t;
         prefetch_span(A.io.v, (bt * A.io.v_stride + (int64_t)hv * F2K + part * R) * esz, (int64_t)R * esz);
-        if (part == 0 && hv % group == 0) {
+        if (part == 0 && hv == kh * group) {
             prefetch_span(A.io.k, (bt * A.io.k_stride + (int64_t)kh * F2K) * esz, F2K * esz);
             prefetch_span(A.io.q, (bt * A.io.q_stride + (int64_t)kh * F2K) * esz, F2K * esz);
         }
@@ -260,7 +278,11 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
     const int T = MODE == MODE_VERIFY ? A.io.tokens : 1;
     const int c4 = lane * 4;
-    const int part = blockIdx.x % split, b = blockIdx.y, hv = blockIdx.x / split, kh = hv / group;
+    /* split is 1, 2 or 4; group (HV / H) is usually a power of two: shifts, not divisions, on
+     * the path to the first loads */
+    const int split_log2 = 31 - __clz(split);
+    const int part = blockIdx.x & (split - 1), b = blockIdx.y, hv = blockIdx.x >> split_log2;
+    const int kh = key_head(hv, group);
     const int row0 = part * R + w * 8;
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
@@ -345,19 +367,31 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
         if (d < 0) s = -1;
     }
-    const int sr = s < 0 ? 0 : s; /* a valid slot to address (values unused when s < 0) */
-    int c = 0, base = 0;
-    if (MODE != MODE_PACKED && s >= 0) {
-        c = A.st.cursor[sr];
-        base = KDA ? A.st.ring_base[(int64_t)sr * HV + hv] : 0;
+    /* padding (or a bad row): a zero output, no state, ring or cursor touched */
+    auto zero_exit = [&]() {
+        cp_wait_all(); /* no copy may land after the CTA left */
+        for (int i = tid; i < T * R; i += nt)
+            st_dt(A.io.o, l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * F2K + part * R + i % R, 0.0f);
+    };
+    if (s < 0) {
+        if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
+        zero_exit();
+        return;
     }
-    const int64_t ck0 = rssm_ckpt_off(&l, sr, hv) + (int64_t)row0 * F2K + c4;
+    /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
+     * (slot, value head) */
+    const int64_t hd = (int64_t)s * HV + hv;
+    int c = 0, base = 0;
+    if (MODE != MODE_PACKED) {
+        c = A.st.cursor[s];
+        base = KDA ? A.st.ring_base[hd] : 0;
+    }
+    /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
+     * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
+    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + row0 * F2K + c4); };
+    const int64_t ck0 = rows_off(s);
     float S[8][4];
-    if (s < 0) { /* padding: no state read (the row returns below) */
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            S[r][0] = S[r][1] = S[r][2] = S[r][3] = 0.0f;
-    } else if (!SBF) {
+    if (!SBF) {
         float4 raw[8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
@@ -376,31 +410,34 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     }
     /* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
      * A.pf_ahead places later in launch order, about one wave: it starts when this one ends,
-     * and finds its rows and ring in L2 while DRAM streams the wave after */
+     * and finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits
+     * that distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
     if (A.pf_ahead && tid == nt - 32) {
-        const int64_t ahead = (int64_t)b * gridDim.x + blockIdx.x + A.pf_ahead;
-        const bool in_grid = ahead < (int64_t)gridDim.x * gridDim.y;
-        const int pf_x = (int)(ahead % gridDim.x);
+        int pf_b = b + A.pf_db, pf_x = blockIdx.x + A.pf_dx;
+        if (pf_x >= (int)gridDim.x) pf_x -= gridDim.x, pf_b++;
+        const bool in_grid = pf_b < (int)gridDim.y;
+        const int pf_hv = pf_x >> split_log2, pf_part = pf_x & (split - 1);
         if (ONE && in_grid && A.pf_inputs) /* (verify windows: compute-bound, and registers are short) */
-            prefetch_inputs<KDA>(A, T, (int)(ahead / gridDim.x), pf_x / A.split, pf_x % A.split, R, group);
-        const int pf_slot = in_grid ? A.io.slot[ahead / gridDim.x] : -1;
+            prefetch_inputs<KDA>(A, T, pf_b, pf_hv, pf_part, R, group);
+        const int pf_slot = in_grid ? A.io.slot[pf_b] : -1;
         if (pf_slot >= 0 && pf_slot < A.st.num_slots)
-            prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_x / A.split, pf_x % A.split, R, group);
+            prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_hv, pf_part, R, group);
     }
+
     const int gk = KDA ? F2K : 1;
-    const float *ringg =
-        MODE == MODE_PACKED ? nullptr : (const float *)A.st.ring_g + rssm_ring_g_off(&l, sr, hv, 0, gk);
-    const int64_t rk0 = MODE == MODE_PACKED ? 0 : rssm_ring_k_off(&l, sr, hv, group, 0);
+    float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
+    const int64_t rk0 = MODE == MODE_PACKED ? 0 : ((KDA ? hd : (int64_t)s * l.num_k_heads + kh) * L) << 7;
     /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
      * n - 1 into sG, or all n into sGall when speculative) */
     auto copy_ring = [&](int n) {
         const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
-        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + rssm_ring_u_off(&l, sr, hv, 0) * rsz;
-        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16; /* u: this part's rows of each entry */
+        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
+        /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
+        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
         for (int i = tid; i < nch; i += nt)
             cp16(sK + 16 * i, gk_ + 16 * i);
         for (int i = tid; i < n * uch; i += nt) {
-            const int off = (i / uch) * F2K * rsz + part * R * rsz + 16 * (i % uch);
+            const int off = (i >> uch_log2) * F2K * rsz + part * R * rsz + 16 * (i & (uch - 1));
             cp16(sU + off, gu_ + off);
         }
         if (KDA) {
@@ -414,21 +451,17 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             cp4(sG + tid, ringg + tid);
         }
     };
-    if (spec && s >= 0) copy_ring(L); /* needs only the slot */
+    if (spec) copy_ring(L); /* needs only the slot */
     int h = c - base;
-    if (MODE != MODE_PACKED && s >= 0 && (c < 0 || c > L || base < 0 || h < 0)) bad = true, s = -1;
-    if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
-    if (s < 0) {
-        cp_wait_all(); /* no copy may land after the CTA left */
-        for (int i = tid; i < T * R; i += nt)
-            st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + i / R, hv) + part * R + i % R, 0.0f);
+    if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
+        if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
+        zero_exit();
         return;
     }
 
     /* ---- round 2: the committed ring entries into shared memory ---- */
     if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
     cp_commit(); /* group 1: the ring (possibly empty) */
-
     /* KDA: G_{h-1} per channel (valid when h > 0) */
     const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * F2K : sG) : sG;
 
@@ -580,10 +613,10 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             fold_ring(Gs);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-                if (SBF)
-                    st4_bf16_round(A.st.checkpoint, ck0 + r * F2K, S[r]); /* continue from the stored values */
+                if (SBF) /* continue from the stored values */
+                    st4_bf16_round(A.st.checkpoint, rows_off(opaque(s)) + r * F2K, S[r]);
                 else
-                    st4(A.st.checkpoint, 0, ck0 + r * F2K, S[r]);
+                    st4(A.st.checkpoint, 0, rows_off(opaque(s)) + r * F2K, S[r]);
             }
         }
         h = 0;
@@ -682,8 +715,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 G4[e] = gate_of(e);
                 ks4[e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
             }
-            if (KDA || hv % group == 0) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * F2K + c4, ks4);
-            float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h, gk);
+            if (KDA || hv == kh * group) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * F2K + c4, ks4);
+            float *rg = ringg + h * gk;
             if (KDA)
                 *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
             else if (lane == 0)
@@ -719,9 +752,9 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (MODE != MODE_PACKED && !end && part == 0 &&
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;
-            const bool wk_ = KDA || hv % group == 0;
+            const bool wk_ = KDA || hv == kh * group;
             if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * F2K + c4, &sm.ks[t][c4]);
-            float *rg = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, h + t, gk);
+            float *rg = ringg + (h + t) * gk;
             if (KDA)
                 *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
             else if (lane == 0)
@@ -774,9 +807,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             o[r] = oo;
         }
         RS<8, 1, 16>::run(o, lane);
-        if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, b, hv) + row0 + (lane >> 2), o[0]);
-        const int64_t cw =
-            (MODE == MODE_PACKED ? rssm_ckpt_off(&l, d, hv) : rssm_ckpt_off(&l, s, hv)) + (int64_t)row0 * F2K + c4;
+        if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
+        const int64_t cw = rows_off(opaque(MODE == MODE_PACKED ? d : s));
         if (!SBF) {
 #pragma unroll
             for (int r = 0; r < 8; r++)
@@ -848,8 +880,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             }
             if (live) {
                 const int jr = row0 + g0 + rr;
-                st_dt(A.io.o, l.io_dtype, rssm_o_off(&l, (int64_t)b * T + t, hv) + jr, o);
-                st_dt(A.st.ring_u, l.ring_dtype, rssm_ring_u_off(&l, s, hv, h + t) + jr, uw);
+                st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
+                st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + jr, uw);
             }
         }
     }
@@ -944,6 +976,8 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
         if (by_smem < per_sm) per_sm = by_smem;
         A.pf_ahead *= per_sm > 0 ? per_sm : 1;
     }
-    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)(A.l.num_v_heads * A.split),
-                            (unsigned)batch, F2NT / A.split, smem, stream);
+    const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
+    A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
+    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)gx, (unsigned)batch,
+                            F2NT / A.split, smem, stream);
 }

@@ -56,6 +56,7 @@ typedef struct kargs {
     int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
     int split;                          /* cuda_fast2.cu only: CTAs per head (rows split 128 / split) */
     int pf_ahead;                       /* cuda_fast2.cu only: L2 prefetch for the CTA this many ahead (0: off) */
+    int pf_db, pf_dx;                   /* cuda_fast2.cu only: pf_ahead as rows and CTAs of a row */
     int pf_inputs;                      /* cuda_fast2.cu only: the prefetch includes that CTA's token inputs */
     int smem_per_sm;                    /* cuda_fast2.cu only: the device's shared memory per SM (bytes) */
 } kargs;
