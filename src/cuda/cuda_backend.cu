@@ -179,15 +179,9 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
      * stays bit-identical to packed within each choice) */
     if (im->fast && rssm_cuda_fast2_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
-         * (a few KiB more per head) instead of waiting for the cursor. GDN replay with an f32
-         * state does so at every batch size: the extra ring bytes are small against 64 KiB of
-         * rows and the CTA skips one dependent round trip (bench/results/gpu-sweep-8cfb700.txt:
-         * B=64 53.3 -> 51.5 us, B=512 341.8 -> 337.6 us; slower with a bf16 state and for KDA,
-         * whose whole ring holds L gate vectors) */
+         * (a few KiB more per head) instead of waiting for the cursor */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
-        const int gdn_f32_replay =
-            A.mode == MODE_REPLAY && A.l.gate == RSSM_GATE_GDN && A.l.state_dtype == RSSM_DTYPE_F32;
-        A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count || gdn_f32_replay;
+        A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count;
         /* each head's rows over `split` CTAs of 512 / split threads, by what ran fastest in
          * the H200 sweeps (bench/results/gpu-ab-split*.txt): packed streams through more,
          * smaller CTAs (4 while they fit one wave at 4 per SM, else 2); KDA replay likewise
