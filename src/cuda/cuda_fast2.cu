@@ -674,6 +674,10 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
             sm.G[t][c4 + e] = G[e];
         }
+    } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window: zero vectors, so
+                                             * that the rows need no branch per slot */
+        *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
@@ -828,8 +832,10 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             for (int rr = 0; rr < RJ; rr++)
 #pragma unroll
                 for (int t = 0; t < TC; t++) {
+                    /* windows of up to 4 tokens: slots t >= T hold zero vectors (see above), so
+                     * no branch; of 5..8, registers are short and the branch stays */
                     float a = 0.0f, q = 0.0f;
-                    if (t < T) {
+                    if (TC <= 4 || t < T) {
 #pragma unroll
                         for (int e = 0; e < 4; e++)
                             a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
