@@ -52,6 +52,8 @@ void rssm_cuda_free(rssm_context *ctx, void *ptr);
 rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync);
 /* kind: 0 host->device, 1 device->host, 2 device->device */
 rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync);
+rssm_status rssm_cuda_copy2d(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                             size_t rows);
 rssm_status rssm_cuda_sync(rssm_context *ctx);
 /* ctx_waits = 1: the context's stream waits for the work enqueued on `stream` so far; 0: `stream`
  * waits for the context's stream. An event wait on the device; the host does not block. */

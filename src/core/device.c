@@ -71,6 +71,15 @@ rssm_status rssm_dev_copy_async(rssm_context *ctx, void *dst, const void *src, s
     return RSSM_OK;
 }
 
+rssm_status rssm_dev_copy2d_async(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                  size_t width, size_t rows)
+{
+    if (on_cuda(ctx)) return rssm_cuda_copy2d(ctx, dst, dpitch, src, spitch, width, rows);
+    for (size_t r = 0; r < rows; r++)
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return RSSM_OK;
+}
+
 rssm_status rssm_dev_sync(rssm_context *ctx) { return on_cuda(ctx) ? rssm_cuda_sync(ctx) : RSSM_OK; }
 
 void *rssm_dev_stream(rssm_context *ctx) { return on_cuda(ctx) ? rssm_cuda_stream(ctx) : NULL; }

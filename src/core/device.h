@@ -27,6 +27,10 @@ rssm_status rssm_dev_copy(rssm_context *ctx, void *dst, const void *src, size_t 
  * done on return. */
 rssm_status rssm_dev_memset_async(rssm_context *ctx, void *dst, int byte, size_t bytes);
 rssm_status rssm_dev_copy_async(rssm_context *ctx, void *dst, const void *src, size_t bytes);
+/* `rows` device-to-device copies of `width` bytes, row r from src + r * spitch to
+ * dst + r * dpitch, in one call (one cudaMemcpy2DAsync on CUDA), enqueued like the above. */
+rssm_status rssm_dev_copy2d_async(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                  size_t width, size_t rows);
 rssm_status rssm_dev_sync(rssm_context *ctx);
 /* Orders the context's stream after the work enqueued on a caller's `stream` so far
  * (order_after), or that stream after the context's (order_before), with a device-side event

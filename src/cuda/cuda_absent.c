@@ -28,6 +28,11 @@ rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size
 {
     return ABSENT;
 }
+rssm_status rssm_cuda_copy2d(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                             size_t rows)
+{
+    return ABSENT;
+}
 rssm_status rssm_cuda_sync(rssm_context *ctx) { return ABSENT; }
 rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits) { return ABSENT; }
 void *rssm_cuda_stream(rssm_context *ctx) { return NULL; }

@@ -421,6 +421,16 @@ extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void
     return RSSM_OK;
 }
 
+extern "C" rssm_status rssm_cuda_copy2d(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                                        size_t width, size_t rows)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "rssm_dev copy2d");
+    CU(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, im->stream),
+       "rssm_dev copy2d");
+    return RSSM_OK;
+}
+
 extern "C" rssm_status rssm_cuda_sync(rssm_context *ctx)
 {
     cuda_impl *im = impl_of(ctx);
