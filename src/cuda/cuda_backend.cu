@@ -29,6 +29,7 @@ typedef struct cuda_impl {
     int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
     int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
+    int pipe;        /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
     int pf_inputs;   /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
 } cuda_impl;
 
@@ -83,6 +84,7 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
+#define PIPE_WAVES 2 /* replay decode on the pipeline from this many waves of fast2 CTAs (H200: see bench/results) */
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {
@@ -114,6 +116,10 @@ static void *kernel_for(int config, bool kda, int tc)
 int rssm_cuda_fast2_ok(const kargs *A);
 cudaError_t rssm_cuda_fast2_init(int device);
 cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
+/* cuda_replay_pipe.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
+int rssm_cuda_pipe_ok(const kargs *A);
+cudaError_t rssm_cuda_pipe_init(int device);
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
 {
@@ -177,6 +183,13 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
+    /* replay decode of many heads: the persistent pipeline, by grid size (at least PIPE_WAVES
+     * waves of the per-head kernel's two CTAs per SM) */
+    if (im->fast && im->pipe != 0 && rssm_cuda_pipe_ok(&A) &&
+        (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= PIPE_WAVES * 2 * (int64_t)im->sm_count)) {
+        CU(rssm_cuda_pipe_launch(A, im->sm_count, (cudaStream_t)stream), fn);
+        return RSSM_OK;
+    }
     if (im->fast && rssm_cuda_fast2_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor */
@@ -353,6 +366,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
          * (bench/results/gpu-ab-inputs.txt) */
         ev = getenv("RSSM_CUDA_PREFETCH_INPUTS");
         im->pf_inputs = ev && ev[0] == '1' && ev[1] == 0;
+        ev = getenv("RSSM_CUDA_PIPE"); /* 0: never the replay pipeline, 1: wherever it applies */
+        im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
@@ -360,6 +375,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
         (im->fast && (e = rssm_cuda_fast2_init(device)) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_pipe_init(device)) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");

@@ -1,0 +1,95 @@
+/*
+ * cuda_fast_util.cuh — small device helpers shared by the K = V = 128 kernels (cuda_fast2.cu,
+ * cuda_replay_pipe.cu): the reduce-scatter butterfly of the row dot products, 4- and
+ * 8-element loads and stores of f32 or bf16 data (bf16 widened exactly by a shift).
+ */
+#ifndef RSSM_CUDA_FAST_UTIL_CUH
+#define RSSM_CUDA_FAST_UTIL_CUH
+
+#include "cuda_kernels.cuh"
+
+#define F2FULL 0xffffffffu
+
+/* reduce-scatter butterfly: N values per lane, summed over the lanes, end with KEEP values per
+ * lane (lane bits M, M/2, .. 1 select which); identical to the first fast kernel's */
+template <int N, int KEEP, int M> struct RS {
+    static __device__ __forceinline__ void run(float *v, int lane)
+    {
+        if constexpr (M == 0) {
+            return;
+        } else if constexpr (N > KEEP) {
+            constexpr int H = N / 2;
+            const bool up = (lane & M) != 0;
+#pragma unroll
+            for (int i = 0; i < H; i++) {
+                const float send = up ? v[i] : v[i + H];
+                const float keep = up ? v[i + H] : v[i];
+                v[i] = keep + __shfl_xor_sync(F2FULL, send, M);
+            }
+            RS<H, KEEP, M / 2>::run(v, lane);
+        } else {
+#pragma unroll
+            for (int i = 0; i < N; i++)
+                v[i] = v[i] + __shfl_xor_sync(F2FULL, v[i], M);
+            RS<N, KEEP, M / 2>::run(v, lane);
+        }
+    }
+};
+
+__device__ __forceinline__ void unpack_bf2(uint32_t w, float *x)
+{
+    x[0] = __uint_as_float(w << 16), x[1] = __uint_as_float(w & 0xffff0000u);
+}
+/* 4 consecutive elements (f32 or bf16) at element offset off */
+__device__ __forceinline__ void ld4(const void *p, int bf, int64_t off, float *x)
+{
+    if (!bf) {
+        const float4 v = *((const float4 *)((const float *)p + off));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else {
+        const uint2 v = *((const uint2 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    }
+}
+__device__ __forceinline__ void ld4g(const void *p, int bf, int64_t off, float *x)
+{
+    if (!bf) {
+        const float4 v = __ldg((const float4 *)((const float *)p + off));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else {
+        const uint2 v = __ldg((const uint2 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    }
+}
+__device__ __forceinline__ void st4(void *p, int bf, int64_t off, const float *x)
+{
+    if (!bf) {
+        *((float4 *)((float *)p + off)) = make_float4(x[0], x[1], x[2], x[3]);
+    } else {
+        const uint32_t a = (uint32_t)rssm_f32_to_bf16(x[0]) | ((uint32_t)rssm_f32_to_bf16(x[1]) << 16);
+        const uint32_t c = (uint32_t)rssm_f32_to_bf16(x[2]) | ((uint32_t)rssm_f32_to_bf16(x[3]) << 16);
+        *((uint2 *)((uint16_t *)p + off)) = make_uint2(a, c);
+    }
+}
+/* bf16 store of 4 elements; x becomes the stored (rounded) values: round_dt(BF16, x) */
+__device__ __forceinline__ void st4_bf16_round(void *p, int64_t off, float *x)
+{
+    const uint32_t a = (uint32_t)rssm_f32_to_bf16(x[0]) | ((uint32_t)rssm_f32_to_bf16(x[1]) << 16);
+    const uint32_t c = (uint32_t)rssm_f32_to_bf16(x[2]) | ((uint32_t)rssm_f32_to_bf16(x[3]) << 16);
+    *((uint2 *)((uint16_t *)p + off)) = make_uint2(a, c);
+    unpack_bf2(a, x), unpack_bf2(c, x + 2);
+}
+/* 8 consecutive elements from shared memory (16-byte aligned offsets) */
+__device__ __forceinline__ void ld8s(const unsigned char *p, int bf, int off, float *x)
+{
+    if (!bf) {
+        const float4 a = *((const float4 *)((const float *)p + off)),
+                     c = *((const float4 *)((const float *)p + off) + 1);
+        x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = c.x, x[5] = c.y, x[6] = c.z, x[7] = c.w;
+    } else {
+        const uint4 v = *((const uint4 *)((const uint16_t *)p + off));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2), unpack_bf2(v.z, x + 4), unpack_bf2(v.w, x + 6);
+    }
+}
+
+#endif

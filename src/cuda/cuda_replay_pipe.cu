@@ -1,0 +1,579 @@
+/*
+ * cuda_replay_pipe.cu — replay decode (T = 1, K = V = 128) for grids of many heads, as a
+ * persistent, warp-specialised pipeline: one CTA per SM walks its share of the heads, and the
+ * memory traffic of the next heads is in flight while the current one is computed.
+ *
+ * Why: cuda_fast2.cu runs one CTA per head, two per SM. Each CTA waits for a chain of
+ * dependent reads (slot, then cursor, then ring) before its barrier, and while it computes,
+ * only the other CTA of the SM has reads in flight: at B = 512 the H200 reached 72% of its DRAM
+ * throughput (bench/results/ncu-replay512.txt). Here the chain and the state copy of later
+ * heads run in separate warps, behind a ring of NS stages in shared memory.
+ *
+ * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
+ * + group - 1, in order; units go to CTAs round robin (unit u to CTA u % gridDim.x); item j
+ * of a CTA is value head j % group of its unit j / group, in stage j % NS.
+ *
+ * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
+ *   producer, per item: loads the token inputs (k, q of the key head, v of the value head,
+ *     gate inputs) and the slot; waits until the consumers have read stage j % NS's previous
+ *     state (emptyS), then one lane starts the TMA copy of the checkpoint (128 x 128, one
+ *     contiguous block) into the stage; reads the cursor (and KDA ring base); normalises k and
+ *     q and evaluates the gates; waits until the consumers are done with the stage's previous
+ *     item (emptyR); writes the item header and token vectors, and starts the TMA copies of
+ *     the h committed ring entries (k, u, and G: GDN G_0..G_{h-1}, KDA G_{h-1}); the stage's
+ *     full barrier completes when the header is written and every copied byte has landed.
+ *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
+ *     cuda_fast2.cu); per item they wait for `full`, take the rows into registers and release
+ *     the state buffer (emptyS), fold, compute the ring weights (one named barrier), then the
+ *     rows, and release the stage (emptyR).
+ * The arithmetic is cuda_fast2.cu's replay (T = 1), operation for operation, so both kernels
+ * give the same bits.
+ *
+ * Races: GDN ring_k of a key head is shared by the group's value heads, all in one unit of one
+ * CTA; the new key (position h, or 0 after a start fold, which overwrites entries the other
+ * heads read) is written by the unit's last value head, after every head of the group has
+ * its copy. KDA ring_k, ring_g, ring_base and the checkpoint belong to one (slot, value head).
+ * A stage is overwritten (TMA or producer stores) only after every consumer warp arrived on
+ * its empty barrier, after its last read.
+ */
+#include "cuda_fast_util.cuh"
+
+namespace rssm_pipe
+{
+
+#define PNC 16                /* consumer warps */
+#define PNP 2                 /* producer warps */
+#define PNT ((PNC + PNP) * 32) /* threads per CTA */
+#define PK 128                /* K = V */
+#define PNS_MAX 4             /* stages */
+
+/* ---- mbarrier and TMA bulk copy (sm_90) ---- */
+__device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");
+}
+/* waits for the completion of the barrier's phase of parity `parity`. A lost arrival is a bug:
+ * after about 2^26 polls the launch fails (trap) instead of hanging the stream. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
+{
+    for (unsigned n = 0;; n++) {
+        unsigned done;
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}\n"
+                     : "=r"(done)
+                     : "r"(saddr(bar)), "r"(parity)
+                     : "memory");
+        if (done) return;
+        if (n > (1u << 26)) __trap();
+    }
+}
+/* global -> shared copy of `bytes` (multiple of 16, both addresses 16-byte aligned), counted
+ * on `bar` */
+__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     saddr(dst)),
+                 "l"(src), "r"(bytes), "r"(saddr(bar))
+                 : "memory");
+}
+/* the consumer warps' barrier (the producers never wait on it) */
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(PNC * 32) : "memory"); }
+
+/* ---- shared memory ---- */
+enum { ITEM_SKIP = 1, ITEM_FORCED = 2 }; /* padding or bad row: zero output; fold flag set */
+/* what the producer hands over with an item (besides the copied state and ring) */
+struct stage_head {
+    int s, b, hv, c, base, h, flags, pad_;
+    float kn[PK], qn[PK], gt[PK], v[PK]; /* normalised k, normalised scaled q, gate, v */
+    float G[PK];                         /* GDN: G_0 .. G_{h-1}; KDA: G_{h-1} per channel */
+    float beta, kq, pad2_[22];
+};
+static_assert(sizeof(stage_head) % 128 == 0, "stage parts stay 128-byte aligned");
+/* the CTA's fixed part: barriers and the consumers' ring weights (two items' worth) */
+struct cta_head {
+    uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
+    float wk[2][RSSM_MAX_RING_LEN], wq[2][RSSM_MAX_RING_LEN];
+    float pad_[8];
+};
+static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
+
+/* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K] (state dtype) */
+static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
+static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
+{
+    return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
+}
+
+template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
+{
+    extern __shared__ __align__(128) unsigned char dsm[];
+    cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
+    const rssm_layer &l = A.l;
+    const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
+    constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
+    const size_t sb = stage_bytes(L, RBF, SBF), rb = ring_bytes(L, RBF);
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
+    auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
+    auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
+    auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
+    auto state_of = [&](int st) { return ring_k_of(st) + 2 * rb; };
+
+    if (tid == 0) {
+        for (int st = 0; st < NS; st++) {
+            mbar_init(&ch.full[st], 1);
+            mbar_init(&ch.empty_s[st], PNC);
+            mbar_init(&ch.empty_r[st], PNC);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const int64_t units = (int64_t)A.io.batch * H;
+    const int64_t mine = (units - blockIdx.x + gridDim.x - 1) / gridDim.x;
+    const int items = (int)(mine * group);
+
+    if (w >= PNC) {
+        /* ---------------- producer ---------------- */
+        for (int j = w - PNC; j < items; j += PNP) {
+            const int st = j % NS, n = j / NS;
+            const int64_t u = blockIdx.x + (int64_t)(j / group) * gridDim.x;
+            const int b = (int)(u / H), kh = (int)(u % H), hv = kh * group + j % group;
+            stage_head &sh = *head_of(st);
+            /* token inputs: they depend on nothing loaded */
+            float kr[4], qr[4], vv[4], ga[4], dtb[4], alog = 0.0f, braw;
+            ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
+            ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
+            ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
+            const int64_t bh = (int64_t)b * HV + hv;
+            if (A.io.g) {
+                if (KDA) {
+                    const float4 g = __ldg((const float4 *)(A.io.g + bh * PK + c4));
+                    ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
+                } else {
+                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + bh);
+                }
+                braw = __ldg(A.io.beta + bh);
+            } else {
+                alog = __ldg(A.io.A_log + hv);
+                if (KDA) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        ga[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv * PK + c4 + e),
+                        dtb[e] = __ldg(A.io.dt_bias + hv * PK + c4 + e);
+                } else {
+                    ga[0] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv);
+                    dtb[0] = __ldg(A.io.dt_bias + hv);
+                }
+                braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
+            }
+            const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+            int s = A.io.slot[b];
+            const bool bad_slot = s < -1 || s >= A.st.num_slots;
+            const bool live = !bad_slot && s >= 0;
+            const int64_t hd = live ? (int64_t)s * HV + hv : 0;
+            int c = 0, base = 0; /* in flight while the stage may still be busy */
+            if (live) {
+                c = A.st.cursor[s];
+                base = KDA ? A.st.ring_base[hd] : 0;
+            }
+            if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
+            if (live && lane == 0) {
+                const unsigned bytes = PK * PK * ssz;
+                mbar_expect_tx(&ch.full[st], bytes);
+                bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
+                          &ch.full[st]);
+            }
+            const int h = c - base;
+            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
+            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
+
+            /* token preparation: the operations of cuda_fast2.cu */
+            float kn[4], qn[4], g[4];
+            {
+                float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+#pragma unroll
+                for (int e = 1; e < 4; e++)
+                    nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+                nk = warp_sum(nk), nq = warp_sum(nq);
+                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
+                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
+            }
+            if (A.io.g) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = ga[e];
+            } else if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = rssm_gate_f32(ga[e], alog, dtb[e], l.has_lower_bound, l.lower_bound);
+            } else {
+                g[0] = g[1] = g[2] = g[3] = rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound);
+            }
+            float kq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                kq = __fmaf_rn(kn[e], qn[e], kq);
+            kq = warp_sum(kq);
+
+            if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
+            *((float4 *)&sh.kn[c4]) = make_float4(kn[0], kn[1], kn[2], kn[3]);
+            *((float4 *)&sh.qn[c4]) = make_float4(qn[0], qn[1], qn[2], qn[3]);
+            *((float4 *)&sh.gt[c4]) = make_float4(g[0], g[1], g[2], g[3]);
+            *((float4 *)&sh.v[c4]) = make_float4(vv[0], vv[1], vv[2], vv[3]);
+            if (lane == 0) {
+                sh.s = s, sh.b = b, sh.hv = hv, sh.c = c, sh.base = base, sh.h = h;
+                sh.flags = (live && !bad_ring ? 0 : ITEM_SKIP) | (forced ? ITEM_FORCED : 0);
+                sh.beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
+                sh.kq = kq;
+            }
+            __syncwarp();
+            if (lane == 0) {
+                if (live && !bad_ring && h > 0) {
+                    const unsigned eb = (unsigned)(h * PK * rsz);
+                    const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
+                    const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
+                    const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
+                    mbar_arrive_expect_tx(&ch.full[st], 2 * eb + gb);
+                    bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
+                    bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb,
+                              &ch.full[st]);
+                    bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
+                } else {
+                    mbar_arrive(&ch.full[st]);
+                }
+            }
+        }
+        return;
+    }
+
+    /* ---------------- consumers ---------------- */
+    const int row0 = w * 8;
+    int st = 0, ph = 0, done = 0; /* done: items computed (not skipped), picks the weight buffer */
+    for (int j = 0; j < items; j++) {
+        mbar_wait(&ch.full[st], ph);
+        const stage_head &sh = *head_of(st);
+        const int s = sh.s, b = sh.b, hv = sh.hv, flags = sh.flags;
+        const int64_t ob = ((int64_t)b * HV + hv) << 7; /* output offset of the head */
+        if (flags & ITEM_SKIP) {
+            if (lane < 8) st_dt(A.io.o, l.io_dtype, ob + row0 + lane, 0.0f);
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&ch.empty_s[st]), mbar_arrive(&ch.empty_r[st]);
+            if (++st == NS) st = 0, ph ^= 1;
+            continue;
+        }
+        const int c = sh.c, base = sh.base;
+        int h = sh.h;
+        const int64_t hd = (int64_t)s * HV + hv;
+        float S[8][4];
+        {
+            const unsigned char *ss = state_of(st);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                ld4(ss, SBF, (row0 + r) * PK + c4, S[r]);
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ch.empty_s[st]);
+        const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
+        const float *sG = sh.G;
+        auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
+
+        /* fold of the h committed entries into S at cumulative gate Gs (cuda_fast2.cu's fold_ring) */
+        auto fold_ring = [&](const float(&Gs)[4]) {
+            if (!KDA) {
+                const float eg = expf(Gs[0]);
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        S[r][e] = S[r][e] * eg;
+            }
+#pragma unroll 1
+            for (int i = 0; i < h; i++) {
+                float k4[4];
+                ld4(sK, RBF, i * PK + c4, k4);
+                if (!KDA) {
+                    const float f = expf(Gs[0] - sG[i]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        k4[e] = k4[e] * f;
+                }
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    float u4[4];
+                    ld4(sU, RBF, i * PK + row0 + 4 * hf, u4);
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+                }
+            }
+            if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float eg = expf(Gs[e]);
+#pragma unroll
+                    for (int r = 0; r < 8; r++)
+                        S[r][e] = S[r][e] * eg;
+                }
+            }
+        };
+
+        /* start fold (the cursor at L, after a verify) */
+        const int uniform = rssm_start_fold(c, 1, L, 0);
+        const int c0 = uniform ? 0 : c;
+        int new_base = base;
+        if (uniform) {
+            if (h > 0) {
+                float Gs[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
+                fold_ring(Gs);
+#pragma unroll
+                for (int r = 0; r < 8; r++) {
+                    if (SBF)
+                        st4_bf16_round(A.st.checkpoint, rows_off() + r * PK, S[r]);
+                    else
+                        st4(A.st.checkpoint, 0, rows_off() + r * PK, S[r]);
+                }
+            }
+            h = 0;
+            new_base = c0;
+        }
+
+        /* cumulative gates of the lane's channels; x_k = e^G k, x_q = e^G q; the ring weights
+         * take (KDA) x_k, x_q or (GDN) k, q */
+        float G4[4], kn4[4], qn4[4], xk4[4], xq4[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            G4[e] = (h > 0 ? (KDA ? sG[c4 + e] : sG[h - 1]) : 0.0f) + sh.gt[c4 + e], kn4[e] = sh.kn[c4 + e],
+            qn4[e] = sh.qn[c4 + e];
+        float gmin = 0.0f;
+        if (KDA) gmin = warp_min(fminf(fminf(G4[0], G4[1]), fminf(G4[2], G4[3])));
+        {
+            const float eg0 = KDA ? 0.0f : expf(G4[0]);
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const float eg = KDA ? expf(G4[e]) : eg0;
+                xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
+            }
+        }
+        int end = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
+        if (!end && KDA && gmin < -l.kda_fold_threshold) end = 2;
+
+        /* ring weights w_p (p < h): warp p % 16; two buffers, so that the next computed item
+         * writes its weights while slower warps still read these (a consumer barrier lies
+         * between two uses of one buffer) */
+        float *wk = ch.wk[done & 1], *wq = ch.wq[done & 1];
+        done++;
+        for (int p = w; p < h; p += PNC) {
+            float k4[4];
+            ld4(sK, RBF, p * PK + c4, k4);
+            float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                dk = __fmaf_rn(k4[e], KDA ? xk4[e] : kn4[e], dk), dq = __fmaf_rn(k4[e], KDA ? xq4[e] : qn4[e], dq);
+            dk = warp_sum(dk), dq = warp_sum(dq);
+            if (lane == 0) {
+                const float f = KDA ? 1.0f : expf(G4[0] - sG[p]);
+                wk[p] = dk * f;
+                wq[p] = dq * f;
+            }
+        }
+        /* the new entry's k (GDN: by the group's last value head, see Races) and G */
+        if (!end && w == PNC - 1) {
+            float ks4[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                ks4[e] = round_dt(l.ring_dtype, KDA ? kn4[e] * expf(-G4[e]) : kn4[e]);
+            const int kh = hv / group;
+            if (KDA || hv == kh * group + group - 1)
+                st4(A.st.ring_k, RBF, (((KDA ? hd : (int64_t)s * H + kh) * L + h) << 7) + c4, ks4);
+            float *rg = (float *)A.st.ring_g + (hd * L + h) * (KDA ? PK : 1);
+            if (KDA)
+                *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
+            else if (lane == 0)
+                rg[0] = G4[0];
+        }
+        consumer_sync();
+
+        if (end) {
+            /* end fold: u of the 8 rows, then S_n and o = S_n q (cuda_fast2.cu's order) */
+            float v[8];
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                float a = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a = __fmaf_rn(S[r][e], xk4[e], a);
+                v[r] = a;
+            }
+#pragma unroll 1
+            for (int i = lane; i < h; i += 32) {
+                float uu[8];
+                ld8s(sU, RBF, i * PK + row0, uu);
+                const float a = wk[i];
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    v[r] = __fmaf_rn(uu[r], a, v[r]);
+            }
+            RS<8, 1, 16>::run(v, lane);
+            const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
+            fold_ring(G4);
+            float o[8];
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const float uq = __shfl_sync(F2FULL, myu, 4 * r);
+                float oo = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    S[r][e] = __fmaf_rn(uq, kn4[e], S[r][e]);
+                    oo = __fmaf_rn(S[r][e], qn4[e], oo);
+                }
+                o[r] = oo;
+            }
+            RS<8, 1, 16>::run(o, lane);
+            if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
+            if (!SBF) {
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    __stcs((float4 *)((float *)A.st.checkpoint + rows_off() + r * PK),
+                           make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+            } else {
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    st4(A.st.checkpoint, 1, rows_off() + r * PK, S[r]);
+            }
+            new_base = end == 2 ? c0 + 1 : 0;
+        } else {
+            /* row dots with x_k and x_q plus the ring's weighted u, then u and o of row lane / 4 */
+            float v[16]; /* row r: v[2r] (k), v[2r + 1] (q) */
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                float a = 0.0f, q = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a = __fmaf_rn(S[r][e], xk4[e], a), q = __fmaf_rn(S[r][e], xq4[e], q);
+                v[2 * r] = a, v[2 * r + 1] = q;
+            }
+#pragma unroll 1
+            for (int i = lane; i < h; i += 32) {
+                float uu[8];
+                ld8s(sU, RBF, i * PK + row0, uu);
+                const float a = wk[i], q = wq[i];
+#pragma unroll
+                for (int r = 0; r < 8; r++) {
+                    v[2 * r] = __fmaf_rn(uu[r], a, v[2 * r]);
+                    v[2 * r + 1] = __fmaf_rn(uu[r], q, v[2 * r + 1]);
+                }
+            }
+            RS<16, 1, 16>::run(v, lane);
+            /* (row lane / 4, k) on lane 4 (lane / 4), its q on lane 4 (lane / 4) + 2 */
+            const float dq = __shfl_down_sync(F2FULL, v[0], 2);
+            if ((lane & 3) == 0) {
+                const int jr = row0 + (lane >> 2);
+                const float uk = sh.beta * (sh.v[jr] - v[0]);
+                const float o = __fmaf_rn(uk, sh.kq, dq);
+                st_dt(A.io.o, l.io_dtype, ob + jr, o);
+                st_dt(A.st.ring_u, l.ring_dtype, ((hd * L + h) << 7) + jr, round_dt(l.ring_dtype, uk));
+            }
+        }
+        if (KDA && new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ch.empty_r[st]);
+        if (++st == NS) st = 0, ph ^= 1;
+    }
+}
+
+template <bool KDA, bool SBF> static void *kernel_of(bool rbf, bool iobf)
+{
+    if (rbf) return iobf ? (void *)pipe_kernel<KDA, SBF, true, true> : (void *)pipe_kernel<KDA, SBF, true, false>;
+    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true> : (void *)pipe_kernel<KDA, SBF, false, false>;
+}
+static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
+{
+    return kda ? (sbf ? kernel_of<true, true>(rbf, iobf) : kernel_of<true, false>(rbf, iobf))
+               : (sbf ? kernel_of<false, true>(rbf, iobf) : kernel_of<false, false>(rbf, iobf));
+}
+
+static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
+
+} // namespace rssm_pipe
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+/* Stages that fit one CTA's shared memory for this layer (0: the pipeline does not apply). */
+static int pipe_stages(const rssm_layer *l)
+{
+    using namespace rssm_pipe;
+    const size_t sb = stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16);
+    const int ns = (int)(((size_t)max_smem - sizeof(cta_head)) / sb);
+    return ns < 2 ? 0 : ns > PNS_MAX ? PNS_MAX : ns;
+}
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* 1 when replay decode step A can run on the pipeline: K = V = 128, T = 1, L a multiple of 4
+ * (16-byte aligned G copies), 16-byte aligned state arrays (TMA), enough shared memory. */
+int rssm_cuda_pipe_ok(const kargs *A)
+{
+    const rssm_layer *l = &A->l;
+    const rssm_step_io *io = &A->io;
+    if (A->mode != MODE_REPLAY || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128) return 0;
+    if (l->ring_len % 4 || A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
+    if (!aligned16(A->st.checkpoint) || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) ||
+        !aligned16(A->st.ring_g))
+        return 0;
+    /* the producer reads 4 elements of k, q, v (and KDA g) per lane in one access */
+    if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !aligned16(io->q) || !aligned16(io->k) ||
+        !aligned16(io->v) || (io->g && !aligned16(io->g)))
+        return 0;
+    return pipe_stages(l) > 0;
+}
+
+cudaError_t rssm_cuda_pipe_init(int device)
+{
+    using namespace rssm_pipe;
+    const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (pe != cudaSuccess) return pe;
+    for (int i = 0; i < 16; i++) {
+        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8),
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+/* One CTA per SM (at most one per unit of work); A.NS = stages. */
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream)
+{
+    using namespace rssm_pipe;
+    const rssm_layer *l = &A.l;
+    A.NS = pipe_stages(l);
+    const int64_t units = (int64_t)A.io.batch * l->num_k_heads;
+    const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
+    if (grid == 0) return cudaSuccess;
+    const size_t smem = sizeof(cta_head) + (size_t)A.NS * stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
+                                                                         l->state_dtype == RSSM_DTYPE_BF16);
+    void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
+                         l->io_dtype == RSSM_DTYPE_BF16);
+    void *args[] = {&A};
+    return cudaLaunchKernel(k, dim3(grid), dim3(PNT), args, smem, stream);
+}
