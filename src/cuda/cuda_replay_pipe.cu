@@ -147,12 +147,35 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
 
     if (w >= PNC) {
         /* ---------------- producer ---------------- */
-        for (int j = w - PNC; j < items; j += PNP) {
-            const int st = j % NS, n = j / NS;
+        const int pw = w - PNC;
+        /* item j's (row, key head, value head) */
+        auto locate = [&](int j, int &b, int &kh, int &hv) {
             const int64_t u = blockIdx.x + (int64_t)(j / group) * gridDim.x;
-            const int b = (int)(u / H), kh = (int)(u % H), hv = kh * group + j % group;
+            b = (int)(u / H), kh = (int)(u % H), hv = kh * group + j % group;
+        };
+        /* metadata window: lane i holds slot, cursor and ring base of this producer's item
+         * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
+         * has no dependent global read left */
+        int win_s = -1, win_c = 0, win_base = 0;
+        for (int k = 0, j = pw; j < items; k++, j += PNP) {
+            if ((k & 31) == 0) {
+                const int jl = j + PNP * lane;
+                win_s = -1, win_c = 0, win_base = 0;
+                if (jl < items) {
+                    int bl, khl, hvl;
+                    locate(jl, bl, khl, hvl);
+                    win_s = A.io.slot[bl];
+                    if (win_s >= 0 && win_s < A.st.num_slots) {
+                        win_c = A.st.cursor[win_s];
+                        win_base = KDA ? A.st.ring_base[(int64_t)win_s * HV + hvl] : 0;
+                    }
+                }
+            }
+            const int st = j % NS, n = j / NS;
+            int b, kh, hv;
+            locate(j, b, kh, hv);
             stage_head &sh = *head_of(st);
-            /* token inputs: they depend on nothing loaded */
+            /* token inputs: they depend on nothing loaded; in flight during the waits below */
             float kr[4], qr[4], vv[4], ga[4], dtb[4], alog = 0.0f, braw;
             ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
             ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
@@ -180,15 +203,17 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
             }
             const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
-            int s = A.io.slot[b];
+            const int s = __shfl_sync(F2FULL, win_s, k & 31), c = __shfl_sync(F2FULL, win_c, k & 31),
+                      base = __shfl_sync(F2FULL, win_base, k & 31);
             const bool bad_slot = s < -1 || s >= A.st.num_slots;
             const bool live = !bad_slot && s >= 0;
             const int64_t hd = live ? (int64_t)s * HV + hv : 0;
-            int c = 0, base = 0; /* in flight while the stage may still be busy */
-            if (live) {
-                c = A.st.cursor[s];
-                base = KDA ? A.st.ring_base[hd] : 0;
-            }
+            const int h = c - base;
+            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
+            const bool copy_ring = live && !bad_ring && h > 0;
+            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
+            /* the state as soon as its buffer is free, the ring as soon as the stage is; the
+             * full barrier's one arrival comes after the header is written */
             if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
             if (live && lane == 0) {
                 const unsigned bytes = PK * PK * ssz;
@@ -196,9 +221,17 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
                           &ch.full[st]);
             }
-            const int h = c - base;
-            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
-            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
+            if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
+            if (copy_ring && lane == 0) {
+                const unsigned eb = (unsigned)(h * PK * rsz);
+                const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
+                const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
+                const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
+                mbar_expect_tx(&ch.full[st], 2 * eb + gb);
+                bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
+                bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb, &ch.full[st]);
+                bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
+            }
 
             /* token preparation: the operations of cuda_fast2.cu */
             float kn[4], qn[4], g[4];
@@ -231,7 +264,6 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 kq = __fmaf_rn(kn[e], qn[e], kq);
             kq = warp_sum(kq);
 
-            if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
             *((float4 *)&sh.kn[c4]) = make_float4(kn[0], kn[1], kn[2], kn[3]);
             *((float4 *)&sh.qn[c4]) = make_float4(qn[0], qn[1], qn[2], qn[3]);
             *((float4 *)&sh.gt[c4]) = make_float4(g[0], g[1], g[2], g[3]);
@@ -243,21 +275,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 sh.kq = kq;
             }
             __syncwarp();
-            if (lane == 0) {
-                if (live && !bad_ring && h > 0) {
-                    const unsigned eb = (unsigned)(h * PK * rsz);
-                    const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
-                    const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
-                    const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
-                    mbar_arrive_expect_tx(&ch.full[st], 2 * eb + gb);
-                    bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
-                    bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb,
-                              &ch.full[st]);
-                    bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
-                } else {
-                    mbar_arrive(&ch.full[st]);
-                }
-            }
+            if (lane == 0) mbar_arrive(&ch.full[st]);
         }
         return;
     }
