@@ -89,6 +89,8 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
                  "l"(src), "r"(bytes), "r"(saddr(bar))
                  : "memory");
 }
+/* the consumer warps' barrier (the producers never wait on it) */
+__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(PNC * 32) : "memory"); }
 
 /* ---- shared memory ---- */
 enum { ITEM_SKIP = 1, ITEM_FORCED = 2 }; /* padding or bad row: zero output; fold flag set */
@@ -97,13 +99,14 @@ struct stage_head {
     int s, b, hv, c, base, h, flags, pad_;
     float kn[PK], qn[PK], gt[PK], v[PK]; /* normalised k, normalised scaled q, gate, v */
     float G[PK];                         /* GDN: G_0 .. G_{h-1}; KDA: G_{h-1} per channel */
-    float wk[RSSM_MAX_RING_LEN], wq[RSSM_MAX_RING_LEN]; /* ring weights (by the producer) */
     float beta, kq, pad2_[22];
 };
 static_assert(sizeof(stage_head) % 128 == 0, "stage parts stay 128-byte aligned");
-/* the CTA's fixed part: the barriers of each stage (ring: the ring copies, for the producer) */
+/* the CTA's fixed part: barriers and the consumers' ring weights (two items' worth) */
 struct cta_head {
-    uint64_t full[PNS_MAX], ring[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
+    uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
+    float wk[2][RSSM_MAX_RING_LEN], wq[2][RSSM_MAX_RING_LEN];
+    float pad_[8];
 };
 static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
 
@@ -131,7 +134,6 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
     if (tid == 0) {
         for (int st = 0; st < NS; st++) {
             mbar_init(&ch.full[st], 1);
-            mbar_init(&ch.ring[st], 1);
             mbar_init(&ch.empty_s[st], PNC);
             mbar_init(&ch.empty_r[st], PNC);
         }
@@ -220,20 +222,15 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                           &ch.full[st]);
             }
             if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
-            if (lane == 0) { /* the ring barrier completes once per item, with or without copies */
-                if (copy_ring) {
-                    const unsigned eb = (unsigned)(h * PK * rsz);
-                    const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
-                    const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
-                    const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
-                    mbar_arrive_expect_tx(&ch.ring[st], 2 * eb + gb);
-                    bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.ring[st]);
-                    bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb,
-                              &ch.ring[st]);
-                    bulk_copy(sh.G, gsrc, gb, &ch.ring[st]);
-                } else {
-                    mbar_arrive(&ch.ring[st]);
-                }
+            if (copy_ring && lane == 0) {
+                const unsigned eb = (unsigned)(h * PK * rsz);
+                const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
+                const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
+                const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
+                mbar_expect_tx(&ch.full[st], 2 * eb + gb);
+                bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
+                bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb, &ch.full[st]);
+                bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
             }
 
             /* token preparation: the operations of cuda_fast2.cu */
@@ -267,37 +264,6 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 kq = __fmaf_rn(kn[e], qn[e], kq);
             kq = warp_sum(kq);
 
-            /* ring weights w_p (p < h, none after a start fold), with the consumers' gates:
-             * GDN w_p = (k_p . k) e^{G - G_p}, (k_p . q) e^{G - G_p}; KDA k_p . x_k, k_p . x_q */
-            mbar_wait(&ch.ring[st], n & 1);
-            if (copy_ring && !rssm_start_fold(c, 1, L, 0)) {
-                const unsigned char *sK = ring_k_of(st);
-                const float *sG = sh.G;
-                float wa[4], wb[4];
-                const float G0 = sG[h - 1] + g[0];
-                const float eg0 = KDA ? 0.0f : expf(G0);
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float eg = KDA ? expf(sG[c4 + e] + g[e]) : eg0;
-                    wa[e] = KDA ? eg * kn[e] : kn[e], wb[e] = KDA ? eg * qn[e] : qn[e];
-                }
-#pragma unroll 2
-                for (int p = 0; p < h; p++) {
-                    float k4[4];
-                    ld4(sK, RBF, p * PK + c4, k4);
-                    float dk = 0.0f, dq = 0.0f;
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        dk = __fmaf_rn(k4[e], wa[e], dk), dq = __fmaf_rn(k4[e], wb[e], dq);
-                    dk = warp_sum(dk), dq = warp_sum(dq);
-                    if (lane == 0) {
-                        const float f = KDA ? 1.0f : expf(G0 - sG[p]);
-                        sh.wk[p] = dk * f;
-                        sh.wq[p] = dq * f;
-                    }
-                }
-            }
-
             *((float4 *)&sh.kn[c4]) = make_float4(kn[0], kn[1], kn[2], kn[3]);
             *((float4 *)&sh.qn[c4]) = make_float4(qn[0], qn[1], qn[2], qn[3]);
             *((float4 *)&sh.gt[c4]) = make_float4(g[0], g[1], g[2], g[3]);
@@ -316,7 +282,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
 
     /* ---------------- consumers ---------------- */
     const int row0 = w * 8;
-    int st = 0, ph = 0;
+    int st = 0, ph = 0, done = 0; /* done: items computed (not skipped), picks the weight buffer */
     for (int j = 0; j < items; j++) {
         mbar_wait(&ch.full[st], ph);
         const stage_head &sh = *head_of(st);
@@ -430,7 +396,25 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
         int end = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
         if (!end && KDA && gmin < -l.kda_fold_threshold) end = 2;
 
-        const float *wk = sh.wk, *wq = sh.wq;
+        /* ring weights w_p (p < h): warp p % 16; two buffers, so that the next computed item
+         * writes its weights while slower warps still read these (a consumer barrier lies
+         * between two uses of one buffer) */
+        float *wk = ch.wk[done & 1], *wq = ch.wq[done & 1];
+        done++;
+        for (int p = w; p < h; p += PNC) {
+            float k4[4];
+            ld4(sK, RBF, p * PK + c4, k4);
+            float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                dk = __fmaf_rn(k4[e], KDA ? xk4[e] : kn4[e], dk), dq = __fmaf_rn(k4[e], KDA ? xq4[e] : qn4[e], dq);
+            dk = warp_sum(dk), dq = warp_sum(dq);
+            if (lane == 0) {
+                const float f = KDA ? 1.0f : expf(G4[0] - sG[p]);
+                wk[p] = dk * f;
+                wq[p] = dq * f;
+            }
+        }
         /* the new entry's k (GDN: by the group's last value head, see Races) and G */
         if (!end && w == PNC - 1) {
             float ks4[4];
@@ -446,6 +430,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             else if (lane == 0)
                 rg[0] = G4[0];
         }
+        consumer_sync();
 
         if (end) {
             /* end fold: u of the 8 rows, then S_n and o = S_n q (cuda_fast2.cu's order) */
