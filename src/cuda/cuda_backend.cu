@@ -29,8 +29,8 @@ typedef struct cuda_impl {
     int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
     int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
-    int pipe;        /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
-    int pf_inputs;   /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
+    int pipe;      /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
+    int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -84,7 +84,8 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
-#define PIPE_WAVES 12 /* replay decode on the pipeline from this many waves of fast2 CTAs (H200: B >= 128 at 32 heads) */
+#define PIPE_WAVES                                                                                                     \
+    12 /* replay decode on the pipeline from this many waves of fast2 CTAs (H200: B >= 128 at 32 heads) */
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {

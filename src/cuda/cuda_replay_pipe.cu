@@ -41,11 +41,11 @@
 namespace rssm_pipe
 {
 
-#define PNC 16                /* consumer warps */
-#define PNP 2                 /* producer warps */
+#define PNC 16                 /* consumer warps */
+#define PNP 2                  /* producer warps */
 #define PNT ((PNC + PNP) * 32) /* threads per CTA */
-#define PK 128                /* K = V */
-#define PNS_MAX 4             /* stages */
+#define PK 128                 /* K = V */
+#define PNS_MAX 4              /* stages */
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
 __device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -84,10 +84,10 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
  * on `bar` */
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
 {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     saddr(dst)),
-                 "l"(src), "r"(bytes), "r"(saddr(bar))
-                 : "memory");
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(saddr(dst)),
+        "l"(src), "r"(bytes), "r"(saddr(bar))
+        : "memory");
 }
 /* the consumer warps' barrier (the producers never wait on it) */
 __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(PNC * 32) : "memory"); }
@@ -218,8 +218,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             if (live && lane == 0) {
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
-                bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
-                          &ch.full[st]);
+                bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
             }
             if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
             if (copy_ring && lane == 0) {
@@ -589,7 +588,7 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream)
     const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
     if (grid == 0) return cudaSuccess;
     const size_t smem = sizeof(cta_head) + (size_t)A.NS * stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                                                         l->state_dtype == RSSM_DTYPE_BF16);
+                                                                      l->state_dtype == RSSM_DTYPE_BF16);
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16);
     void *args[] = {&A};
