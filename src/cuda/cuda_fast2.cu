@@ -478,49 +478,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     const bool sfold = uniform || early;
     int new_base = base;
 
-    /* fold of the h committed entries (shared memory) into registers at cumulative gate Gn:
-     * GDN S e^{Gn} + sum_i u_i k_i e^{Gn-G_i}; KDA (S + sum_i u_i k~_i) e^{Gn}. Returns in S. */
-    /* Gs: the gate of the lane's 4 channels (GDN: Gs[0]) */
-    auto fold_ring = [&](const float(&Gs)[4]) {
-        if (!KDA) {
-            const float eg = expf(Gs[0]);
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    S[r][e] = S[r][e] * eg;
-        }
-#pragma unroll 1
-        for (int i = 0; i < h; i++) {
-            float k4[4];
-            ld4(sK, rbf, i * F2K + c4, k4);
-            if (!KDA) {
-                const float f = expf(Gs[0] - sG[i]);
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    k4[e] = k4[e] * f;
-            }
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                float u4[4];
-                ld4(sU, rbf, i * F2K + row0 + 4 * hf, u4);
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
-            }
-        }
-        if (KDA) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float eg = expf(Gs[e]);
-#pragma unroll
-                for (int r = 0; r < 8; r++)
-                    S[r][e] = S[r][e] * eg;
-            }
-        }
-    };
+    /* fold of the h committed entries (shared memory) into S (cuda_fast_util.cuh) */
+    auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, rbf, c4, row0); };
 
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {

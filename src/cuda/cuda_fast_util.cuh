@@ -92,4 +92,53 @@ __device__ __forceinline__ void ld8s(const unsigned char *p, int bf, int off, fl
     }
 }
 
+/* Fold of the h committed ring entries into the lane's 8 rows x 4 channels S (rows row0 ..
+ * row0 + 7, channels c4 .. c4 + 3), at cumulative gate Gs (GDN: Gs[0]):
+ *   GDN  S e^{Gs} + sum_i u_i k_i e^{Gs - G_i}        KDA  (S + sum_i u_i k~_i) e^{Gs} per channel
+ * The ring sits in shared memory: k [h][128] and u [h][128] in the ring dtype (rbf: bf16), GDN
+ * G_i in sG [h]. Shared by the per-head and the pipelined kernels (same operations, same bits). */
+template <bool KDA>
+__device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&Gs)[4], int h, const unsigned char *sK,
+                                               const unsigned char *sU, const float *sG, int rbf, int c4, int row0)
+{
+    if (!KDA) {
+        const float eg = expf(Gs[0]);
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[r][e] = S[r][e] * eg;
+    }
+#pragma unroll 1
+    for (int i = 0; i < h; i++) {
+        float k4[4];
+        ld4(sK, rbf, i * 128 + c4, k4);
+        if (!KDA) {
+            const float f = expf(Gs[0] - sG[i]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = k4[e] * f;
+        }
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            float u4[4];
+            ld4(sU, rbf, i * 128 + row0 + 4 * hf, u4);
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+        }
+    }
+    if (KDA) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float eg = expf(Gs[e]);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                S[r][e] = S[r][e] * eg;
+        }
+    }
+}
+
 #endif

@@ -310,47 +310,8 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
         const float *sG = sh.G;
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
 
-        /* fold of the h committed entries into S at cumulative gate Gs (cuda_fast2.cu's fold_ring) */
-        auto fold_ring = [&](const float(&Gs)[4]) {
-            if (!KDA) {
-                const float eg = expf(Gs[0]);
-#pragma unroll
-                for (int r = 0; r < 8; r++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        S[r][e] = S[r][e] * eg;
-            }
-#pragma unroll 1
-            for (int i = 0; i < h; i++) {
-                float k4[4];
-                ld4(sK, RBF, i * PK + c4, k4);
-                if (!KDA) {
-                    const float f = expf(Gs[0] - sG[i]);
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        k4[e] = k4[e] * f;
-                }
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    float u4[4];
-                    ld4(sU, RBF, i * PK + row0 + 4 * hf, u4);
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
-                }
-            }
-            if (KDA) {
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const float eg = expf(Gs[e]);
-#pragma unroll
-                    for (int r = 0; r < 8; r++)
-                        S[r][e] = S[r][e] * eg;
-                }
-            }
-        };
+        /* fold of the h committed entries into S (cuda_fast_util.cuh) */
+        auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
 
         /* start fold (the cursor at L, after a verify) */
         const int uniform = rssm_start_fold(c, 1, L, 0);
