@@ -235,6 +235,8 @@ typedef struct rssm_step_io {
  *   T log-gates) must stay above -80 per channel: host devices refuse such a window with
  *   RSSM_ERROR_BAD_ARGUMENT; on CUDA it is the caller's precondition (split the window).
  * Packed decode with write_slot: no row may write a slot that another row reads.
+ * Every step: the rows' slots (padding -1 aside) are distinct; two rows on one slot would both
+ * read and write it in the same launch (the device kernels do not detect this).
  */
 
 /* Baseline: S = state[slot]; per token u = beta (v - S diag(alpha) k); S = S diag(alpha) + u k^T;

@@ -102,6 +102,7 @@ struct stage_head {
     float beta, kq, pad2_[22];
 };
 static_assert(sizeof(stage_head) % 128 == 0, "stage parts stay 128-byte aligned");
+static_assert(RSSM_MAX_RING_LEN <= PK, "GDN G_0 .. G_{h-1} fit stage_head.G");
 /* the CTA's fixed part: barriers and the consumers' ring weights (two items' worth) */
 struct cta_head {
     uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
@@ -502,6 +503,7 @@ static int pipe_stages(const rssm_layer *l)
 {
     using namespace rssm_pipe;
     const size_t sb = stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16);
+    if (max_smem <= (int)sizeof(cta_head)) return 0; /* not initialised */
     const int ns = (int)(((size_t)max_smem - sizeof(cta_head)) / sb);
     return ns < 2 ? 0 : ns > PNS_MAX ? PNS_MAX : ns;
 }
