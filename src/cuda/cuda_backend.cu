@@ -84,8 +84,9 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
-#define PIPE_WAVES                                                                                                     \
-    12 /* replay decode on the pipeline from this many waves of fast2 CTAs (H200: B >= 128 at 32 heads) */
+/* replay decode runs on the pipeline from this many waves of fast2 CTAs (two per SM): on the
+ * H200 it was faster from B = 128 at 32 value heads and slower at B = 64 */
+#define PIPE_WAVES 12
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {

@@ -14,18 +14,19 @@
  * of a CTA is value head j % group of its unit j / group, in stage j % NS.
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
- *   producer, per item: loads the token inputs (k, q of the key head, v of the value head,
- *     gate inputs) and the slot; waits until the consumers have read stage j % NS's previous
- *     state (emptyS), then one lane starts the TMA copy of the checkpoint (128 x 128, one
- *     contiguous block) into the stage; reads the cursor (and KDA ring base); normalises k and
- *     q and evaluates the gates; waits until the consumers are done with the stage's previous
- *     item (emptyR); writes the item header and token vectors, and starts the TMA copies of
- *     the h committed ring entries (k, u, and G: GDN G_0..G_{h-1}, KDA G_{h-1}); the stage's
- *     full barrier completes when the header is written and every copied byte has landed.
+ *   producer: reads slot, cursor and (KDA) ring base of its next 32 items at once, one lane
+ *     each (so no per-item read depends on another); per item it loads the token inputs (k, q
+ *     of the key head, v of the value head, gate inputs), waits until the consumers have taken
+ *     stage j % NS's previous rows into registers (empty_s) and starts the TMA copy of the
+ *     checkpoint (128 x 128, one contiguous block) into it, waits until they are done with the
+ *     stage's previous item (empty_r) and starts the copies of the h committed ring entries
+ *     (k, u, and G: GDN G_0..G_{h-1}, KDA G_{h-1}), then normalises k and q, evaluates the
+ *     gates and writes the item's header; the stage's `full` barrier completes with its one
+ *     arrival, after the header, and the last copied byte.
  *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
  *     cuda_fast2.cu); per item they wait for `full`, take the rows into registers and release
- *     the state buffer (emptyS), fold, compute the ring weights (one named barrier), then the
- *     rows, and release the stage (emptyR).
+ *     the state buffer (empty_s), fold, compute the ring weights (one named barrier), then the
+ *     rows, and release the stage (empty_r).
  * The arithmetic is cuda_fast2.cu's replay (T = 1), operation for operation, so both kernels
  * give the same bits.
  *
