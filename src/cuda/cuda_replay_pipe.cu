@@ -62,10 +62,6 @@ __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes)
 {
     asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");
-}
 /* waits for the completion of the barrier's phase of parity `parity`. A lost arrival is a bug:
  * after about 2^26 polls the launch fails (trap) instead of hanging the stream. */
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
