@@ -651,23 +651,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
          * butterfly adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N,
          * so RS<8> on the k dots gives the same bits. Lane l ends with row l / 4. */
         float v[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++) {
-            float a = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                a = __fmaf_rn(S[r][e], sm.xk[0][c4 + e], a);
-            v[r] = a;
-        }
-#pragma unroll 1
-        for (int i = lane; i < h; i += 32) {
-            float uu[8];
-            ld8s(sU, rbf, i * F2K + row0, uu);
-            const float a = sm.wk[0][i];
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                v[r] = __fmaf_rn(uu[r], a, v[r]);
-        }
+        end_fold_dots(
+            v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
         RS<8, 1, 16>::run(v, lane);
         const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
         float G4[4];
@@ -676,17 +661,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             G4[e] = gate_of(e);
         fold_ring(G4);
         float o[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++) {
-            const float u = __shfl_sync(F2FULL, myu, 4 * r);
-            float oo = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                S[r][e] = __fmaf_rn(u, sm.kn[0][c4 + e], S[r][e]);
-                oo = __fmaf_rn(S[r][e], sm.qn[0][c4 + e], oo);
-            }
-            o[r] = oo;
-        }
+        end_fold_update(
+            S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
         RS<8, 1, 16>::run(o, lane);
         if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
         const int64_t cw = rows_off(opaque(MODE == MODE_PACKED ? d : s));

@@ -141,4 +141,48 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     }
 }
 
+/* End fold, first half: the row dot products of the lane's 8 rows with x (x(e): channel
+ * c4 + e) plus the ring's share, sum over entries i = lane, lane + 32, .. < h of u_i[row] w[i];
+ * v is then summed over the lanes by the caller's butterfly. */
+template <class X>
+__device__ __forceinline__ void end_fold_dots(float (&v)[8], const float (&S)[8][4], X x, const unsigned char *sU,
+                                              int rbf, int h, const float *w, int lane, int row0)
+{
+#pragma unroll
+    for (int r = 0; r < 8; r++) {
+        float a = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            a = __fmaf_rn(S[r][e], x(e), a);
+        v[r] = a;
+    }
+#pragma unroll 1
+    for (int i = lane; i < h; i += 32) {
+        float uu[8];
+        ld8s(sU, rbf, i * 128 + row0, uu);
+        const float a = w[i];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            v[r] = __fmaf_rn(uu[r], a, v[r]);
+    }
+}
+
+/* End fold, second half: S_r += u_r k (u_r on lane 4 r) and o_r = S_r q over the lane's channels
+ * (k(e), q(e): channel c4 + e), before the butterfly */
+template <class KV, class QV>
+__device__ __forceinline__ void end_fold_update(float (&S)[8][4], float (&o)[8], float myu, KV k, QV q)
+{
+#pragma unroll
+    for (int r = 0; r < 8; r++) {
+        const float u = __shfl_sync(F2FULL, myu, 4 * r);
+        float oo = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            S[r][e] = __fmaf_rn(u, k(e), S[r][e]);
+            oo = __fmaf_rn(S[r][e], q(e), oo);
+        }
+        o[r] = oo;
+    }
+}
+
 #endif

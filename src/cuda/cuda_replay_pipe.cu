@@ -21,8 +21,8 @@
  *     checkpoint (128 x 128, one contiguous block) into it, waits until they are done with the
  *     stage's previous item (empty_r) and starts the copies of the h committed ring entries
  *     (k, u, and G: GDN G_0..G_{h-1}, KDA G_{h-1}), then normalises k and q, evaluates the
- *     gates and writes the item's header; the stage's `full` barrier completes with its one
- *     arrival, after the header, and the last copied byte.
+ *     gates and writes the item's header; the stage's `full` barrier completes with its 32
+ *     arrivals (the producer warp's lanes, after the header) and the last copied byte.
  *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
  *     cuda_fast2.cu); per item they wait for `full`, take the rows into registers and release
  *     the state buffer (empty_s), fold, compute the ring weights (one named barrier), then the
@@ -34,8 +34,12 @@
  * CTA; the new key (position h, or 0 after a start fold, which overwrites entries the other
  * heads read) is written by the unit's last value head, after every head of the group has
  * its copy. KDA ring_k, ring_g, ring_base and the checkpoint belong to one (slot, value head).
- * A stage is overwritten (TMA or producer stores) only after every consumer warp arrived on
- * its empty barrier, after its last read.
+ * A stage is overwritten (TMA or producer stores) only after every consumer thread arrived on
+ * its empty barrier, after its last read; consumers read it only after every lane of its
+ * producer arrived on `full`, after its last store. Every thread arrives for itself: with one
+ * arrival per warp after __syncwarp, racecheck reported hazards (it credits an arrival to the
+ * arriving thread only; bench/results/gpu-racecheck-pipe.txt), and per-thread arrivals also
+ * measured faster (GDN B=512 301 -> 292 us; bench/results/gpu-ab-arrive.txt).
  */
 #include "cuda_fast_util.cuh"
 
@@ -131,9 +135,9 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
 
     if (tid == 0) {
         for (int st = 0; st < NS; st++) {
-            mbar_init(&ch.full[st], 1);
-            mbar_init(&ch.empty_s[st], PNC);
-            mbar_init(&ch.empty_r[st], PNC);
+            mbar_init(&ch.full[st], 32);
+            mbar_init(&ch.empty_s[st], PNC * 32);
+            mbar_init(&ch.empty_r[st], PNC * 32);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -211,7 +215,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             const bool copy_ring = live && !bad_ring && h > 0;
             if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
             /* the state as soon as its buffer is free, the ring as soon as the stage is; the
-             * full barrier's one arrival comes after the header is written */
+             * full barrier's arrivals come after the header is written */
             if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
             if (live && lane == 0) {
                 const unsigned bytes = PK * PK * ssz;
@@ -271,8 +275,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
                 sh.beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
                 sh.kq = kq;
             }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&ch.full[st]);
+            mbar_arrive(&ch.full[st]); /* every lane, after its own stores */
         }
         return;
     }
@@ -287,8 +290,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
         const int64_t ob = ((int64_t)b * HV + hv) << 7; /* output offset of the head */
         if (flags & ITEM_SKIP) {
             if (lane < 8) st_dt(A.io.o, l.io_dtype, ob + row0 + lane, 0.0f);
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&ch.empty_s[st]), mbar_arrive(&ch.empty_r[st]);
+            mbar_arrive(&ch.empty_s[st]), mbar_arrive(&ch.empty_r[st]);
             if (++st == NS) st = 0, ph ^= 1;
             continue;
         }
@@ -302,8 +304,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             for (int r = 0; r < 8; r++)
                 ld4(ss, SBF, (row0 + r) * PK + c4, S[r]);
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&ch.empty_s[st]);
+        mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G;
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
@@ -393,38 +394,14 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
         if (end) {
             /* end fold: u of the 8 rows, then S_n and o = S_n q (cuda_fast2.cu's order) */
             float v[8];
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                float a = 0.0f;
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    a = __fmaf_rn(S[r][e], xk4[e], a);
-                v[r] = a;
-            }
-#pragma unroll 1
-            for (int i = lane; i < h; i += 32) {
-                float uu[8];
-                ld8s(sU, RBF, i * PK + row0, uu);
-                const float a = wk[i];
-#pragma unroll
-                for (int r = 0; r < 8; r++)
-                    v[r] = __fmaf_rn(uu[r], a, v[r]);
-            }
+            end_fold_dots(
+                v, S, [&](int e) { return xk4[e]; }, sU, RBF, h, wk, lane, row0);
             RS<8, 1, 16>::run(v, lane);
             const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
             fold_ring(G4);
             float o[8];
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const float uq = __shfl_sync(F2FULL, myu, 4 * r);
-                float oo = 0.0f;
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    S[r][e] = __fmaf_rn(uq, kn4[e], S[r][e]);
-                    oo = __fmaf_rn(S[r][e], qn4[e], oo);
-                }
-                o[r] = oo;
-            }
+            end_fold_update(
+                S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
             if (!SBF) {
@@ -472,8 +449,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             }
         }
         if (KDA && new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&ch.empty_r[st]);
+        mbar_arrive(&ch.empty_r[st]);
         if (++st == NS) st = 0, ph ^= 1;
     }
 }
