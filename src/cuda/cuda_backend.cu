@@ -85,8 +85,9 @@ static int vs_of(int config)
 
 #define RSSM_SMEM_MAX (200 * 1024)
 /* replay decode runs on the pipeline from this many waves of fast2 CTAs (two per SM): on the
- * H200 it was faster from B = 128 at 32 value heads and slower at B = 64 */
-#define PIPE_WAVES 12
+ * H200, at 32 value heads, it was faster at B = 64 (GDN 53.2 -> 52.7 us) and slower at B = 32
+ * (32.9 -> 35.9 us; bench/results/gpu-pipe-switch.txt), so the switch lies at B = 58 */
+#define PIPE_WAVES 7
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {
