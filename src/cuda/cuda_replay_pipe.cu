@@ -38,7 +38,7 @@
  * its empty barrier, after its last read; consumers read it only after every lane of its
  * producer arrived on `full`, after its last store. Every thread arrives for itself: with one
  * arrival per warp after __syncwarp, racecheck reported hazards (it credits an arrival to the
- * arriving thread only; bench/results/gpu-racecheck-pipe.txt), and per-thread arrivals also
+ * arriving thread only; bench/results/earlier/e02a894/gpu-racecheck-pipe.txt), and per-thread arrivals also
  * measured faster (GDN B=512 301 -> 292 us; bench/results/gpu-ab-arrive.txt).
  */
 #include "cuda_fast_util.cuh"
