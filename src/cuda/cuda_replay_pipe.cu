@@ -42,6 +42,7 @@
  * measured faster (GDN B=512 301 -> 292 us; bench/results/gpu-ab-arrive.txt).
  */
 #include "cuda_fast_util.cuh"
+#include "cuda_pipe_trace.cuh"
 
 namespace rssm_pipe
 {
@@ -134,6 +135,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
     auto state_of = [&](int st) { return ring_k_of(st) + 2 * rb; };
 
     if (tid == 0) {
+        PIPE_TRACE_ENTRY();
         for (int st = 0; st < NS; st++) {
             mbar_init(&ch.full[st], 32);
             mbar_init(&ch.empty_s[st], PNC * 32);
@@ -218,6 +220,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
              * full barrier's arrivals come after the header is written */
             if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
             if (live && lane == 0) {
+                PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
                 bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
@@ -285,11 +288,13 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
     int st = 0, ph = 0, done = 0; /* done: items computed (not skipped), picks the weight buffer */
     for (int j = 0; j < items; j++) {
         mbar_wait(&ch.full[st], ph);
+        if (tid == 0) PIPE_TRACE_ITEM(j, 1);
         const stage_head &sh = *head_of(st);
         const int s = sh.s, b = sh.b, hv = sh.hv, flags = sh.flags;
         const int64_t ob = ((int64_t)b * HV + hv) << 7; /* output offset of the head */
         if (flags & ITEM_SKIP) {
             if (lane < 8) st_dt(A.io.o, l.io_dtype, ob + row0 + lane, 0.0f);
+            if (tid == 0) PIPE_TRACE_ITEM(j, 2);
             mbar_arrive(&ch.empty_s[st]), mbar_arrive(&ch.empty_r[st]);
             if (++st == NS) st = 0, ph ^= 1;
             continue;
@@ -449,6 +454,7 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
             }
         }
         if (KDA && new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
+        if (tid == 0) PIPE_TRACE_ITEM(j, 2);
         mbar_arrive(&ch.empty_r[st]);
         if (++st == NS) st = 0, ph ^= 1;
     }
@@ -504,6 +510,7 @@ int rssm_cuda_pipe_ok(const kargs *A)
 cudaError_t rssm_cuda_pipe_init(int device)
 {
     using namespace rssm_pipe;
+    PIPE_TRACE_INIT();
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
     for (int i = 0; i < 16; i++) {
