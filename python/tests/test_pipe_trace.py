@@ -1,0 +1,37 @@
+"""bench/pipe_trace.py, the summary of the replay pipeline's trace, on a small hand-made trace."""
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("pipe_trace", ROOT / "bench" / "pipe_trace.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_summary_of_two_ctas(tmp_path, capsys):
+    # CTA 0: three items of 1 us; CTA 1: 1 us, a 5 us item (a fold), 1 us, so it ends last
+    rows = ["cta,item,issue_us,full_us,done_us",
+            "0,-1,0,0.000,0.000", "0,0,2.0,5.0,6.0", "0,1,-1,6.5,7.5", "0,2,-1,8.0,9.0",
+            "1,-1,0,0.100,0.100", "1,0,2.5,6.0,7.0", "1,1,-1,7.5,12.5", "1,2,-1,13.0,14.0"]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    load_tool().summarise(str(path))
+    out = capsys.readouterr().out
+    assert "2 CTAs, 6 items traced" in out
+    assert "item 0 issued   min   2.00  median   2.25" in out
+    assert "wait per item   min   0.50  median   0.50  mean   0.50  max   0.50" in out
+    # median compute 1 us: the 5 us item is the only slow one
+    assert "slow items (compute > 2.00 us) per CTA: min   0.00  median   0.50  mean   0.50  max   1.00" in out
+    assert "end             min   9.00  median  11.50  mean  11.50  max  14.00" in out
+    assert out.rstrip().endswith("slowest CTAs:  1 (end 14.00, 3 items, 1 slow), 0 (end 9.00, 3 items, 0 slow)")
+
+
+def test_no_items(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("cta,item,issue_us,full_us,done_us\n0,-1,0,0.000,0.000\n")
+    load_tool().summarise(str(path))
+    assert "no items" in capsys.readouterr().out
