@@ -62,7 +62,9 @@ run() { echo "=== $*"; "$@"; echo; }
   run $b bench --device cuda --model qwen3-next --batch 64,512 --ring-len 16 --ring bf16 --io bf16 --phase inphase
 } > "$out/gpu-bench.txt" 2>&1
 grep -E "^#####|^===|^ +[0-9]+ +[0-9]+ " "$out/gpu-bench.txt"
-$b bench-step --device cuda --layers 36 --batch 64 --reps 160 | tee "$out/gpu-bench-step.txt"
+{ for m in qwen3-next kimi-linear; do for B in 1 8 64 512; do
+    run $b bench-step --device cuda --model $m --layers 36 --batch $B --reps 160; done; done
+  run $b bench-step --device cuda --layers 36 --batch 64 --reps 160 --phase inphase; } | tee "$out/gpu-bench-step.txt"
 sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 2048 --arrival-gap 0 --gen 32,64)
 { echo "command: ${sim[*]}"; timeout 150 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
 { echo "command: ${sim[*]} --spec 4"; timeout 150 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"

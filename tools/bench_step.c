@@ -6,8 +6,14 @@
  *   T_1    = graph(begin + 1 layer + end),  T_0 = graph(begin + end)
  *   parts  = T_0 + N (T_1 - T_0)                (graph launch cost cancels in T_1 - T_0)
  * and reports T_full / parts - 1 (the cost of putting the step in one graph; the issue asks
- * for <= 5%). Replays advance the cursors, so timing over a multiple of L replays averages
- * whole ring cycles, folds included. On the CPU it times the same calls eagerly.
+ * for <= 5%). It also times the same N layers with packed decode (rssm_decode_packed per layer,
+ * nothing else: a packed engine has no cursor to move) and reports T_packed / T_full, the
+ * step's speed-up as an engine sees it: the planner's kernels and the one cursor move per step
+ * are shared by all N layers, where `replayssm bench` charges them to its one layer.
+ * Replays advance the cursors, so timing over a multiple of L replays averages whole ring
+ * cycles, folds included; --phase staggered (the default) starts row b at cursor b mod L, so
+ * that about B/L rows fold in each step, inphase starts every row at 0. On the CPU it times the
+ * same calls eagerly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +27,7 @@ typedef struct step_arg {
     rssm_plan *plan;
     rssm_layer layer;
     int layers; /* how many layers this unit runs */
+    int packed; /* 1: rssm_decode_packed per layer, no plan_begin / plan_end */
     void *q, *k, *v, *a, *b, *o;
     float *A_log, *dt_bias;
 } step_arg;
@@ -29,7 +36,7 @@ static int step(void *p, void *stream)
 {
     step_arg *s = p;
     rssm_context *ctx = rssm_pool_context(s->pool);
-    if (rssm_plan_begin(s->plan, RSSM_PLAN_DECODE, 1, stream) != RSSM_OK) return 1;
+    if (!s->packed && rssm_plan_begin(s->plan, RSSM_PLAN_DECODE, 1, stream) != RSSM_OK) return 1;
     for (int l = 0; l < s->layers; l++) {
         rssm_state st;
         rssm_step_io io;
@@ -37,9 +44,14 @@ static int step(void *p, void *stream)
         if (rssm_pool_state(s->pool, l, &st) != RSSM_OK || rssm_plan_io(s->plan, &io) != RSSM_OK) return 1;
         io.q = s->q, io.k = s->k, io.v = s->v, io.a = s->a, io.b = s->b, io.o = s->o;
         io.A_log = s->A_log, io.dt_bias = s->dt_bias;
-        if (rssm_decode_replay(ctx, &s->layer, &st, &io, stream) != RSSM_OK) return 1;
+        if (s->packed) {
+            io.fold = NULL;
+            if (rssm_decode_packed(ctx, &s->layer, &st, &io, stream) != RSSM_OK) return 1;
+        } else if (rssm_decode_replay(ctx, &s->layer, &st, &io, stream) != RSSM_OK) {
+            return 1;
+        }
     }
-    return rssm_plan_end(s->plan, stream) != RSSM_OK;
+    return !s->packed && rssm_plan_end(s->plan, stream) != RSSM_OK;
 }
 
 /* device buffer of n floats filled with a deterministic pattern in [-scale, scale] */
@@ -60,14 +72,24 @@ static void *filled(rssm_context *ctx, size_t n, float scale, float offset)
 int rssm_cli_bench_step(int argc, char **argv)
 {
     rssm_device dev = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
-    int layers = 36, B = 64, L = 16, reps = 160;
+    int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: replayssm bench-step [--device cpu|cuda] [--layers 36] [--batch 64] [--ring-len 16] "
-                   "[--reps 160]\n  one decode step of a Qwen3-Next-shaped model (GDN H=16 HV=32 K=V=128, f32 "
-                   "state, bf16 ring) through the runtime, as one CUDA graph vs the sum of its parts\n");
+            printf("usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
+                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--reps 160]\n  one decode step of a "
+                   "model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, kimi-linear: KDA H=HV=32; "
+                   "K=V=128, f32 state, bf16 ring, f32 io) through the runtime, as one CUDA graph vs the sum of "
+                   "its parts, and against N packed layers\n");
             return 0;
+        } else if (!strcmp(a, "--model") && v) {
+            if (strcmp(v, "qwen3-next") && strcmp(v, "kimi-linear"))
+                return fprintf(stderr, "bench-step: unknown model '%s' (qwen3-next or kimi-linear)\n", v), 2;
+            kda = !strcmp(v, "kimi-linear"), i++;
+        } else if (!strcmp(a, "--phase") && v) {
+            if (strcmp(v, "staggered") && strcmp(v, "inphase"))
+                return fprintf(stderr, "bench-step: unknown phase '%s' (staggered or inphase)\n", v), 2;
+            staggered = !strcmp(v, "staggered"), i++;
         } else if (!strcmp(a, "--device") && v) {
             dev = !strcmp(v, "cuda") ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, i++;
         } else if (!strcmp(a, "--layers") && v) {
@@ -87,7 +109,8 @@ int rssm_cli_bench_step(int argc, char **argv)
     rssm_context *ctx;
     rssm_status st = rssm_context_create(dev, 0, &ctx);
     if (st != RSSM_OK) return fprintf(stderr, "bench-step: %s\n", rssm_last_error()), 1;
-    rssm_layer layer = rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, L);
+    const int H = kda ? 32 : 16, HV = 32, gk = kda ? 128 : 1; /* gk: gate inputs per value head */
+    rssm_layer layer = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, 128, 128, L);
     layer.ring_dtype = RSSM_DTYPE_BF16;
     rssm_layer *ls = malloc(sizeof(rssm_layer) * layers);
     for (int l = 0; l < layers; l++)
@@ -100,34 +123,52 @@ int rssm_cli_bench_step(int argc, char **argv)
         fprintf(stderr, "bench-step: %s: %s\n", rssm_status_name(st), rssm_last_error());
         goto out;
     }
+    /* B slots; row b at cursor b mod L (staggered) or 0; the pool's last slot is its scratch */
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B);
+    int32_t *cursor = calloc((size_t)B + 1, sizeof(int32_t));
+    rssm_state st0;
+    if (!slot || !seq || !cursor) {
+        free(slot), free(seq), free(cursor);
+        fprintf(stderr, "bench-step: out of memory\n");
+        goto out;
+    }
     for (int b = 0; b < B; b++) {
         rssm_pool_acquire(s.pool, &slot[b]);
-        seq[b] = b; /* staggered phases are reached after the first folds; every row folds once per L */
+        seq[b] = b; /* no prefix tracking: the sequence lengths force no fold */
+        cursor[slot[b]] = staggered ? b % L : 0;
     }
-    rssm_plan_set(s.plan, B, slot, seq);
-    free(slot), free(seq);
-    const size_t nqk = (size_t)B * 16 * 128, nv = (size_t)B * 32 * 128, nab = (size_t)B * 32;
+    st = rssm_plan_set(s.plan, B, slot, seq);
+    if (st == RSSM_OK) st = rssm_pool_state(s.pool, 0, &st0);
+    if (st == RSSM_OK) st = rssm_dev_upload(ctx, st0.cursor, cursor, sizeof(int32_t) * ((size_t)B + 1));
+    free(slot), free(seq), free(cursor);
+    if (st != RSSM_OK) goto fail;
+    const size_t nqk = (size_t)B * H * 128, nv = (size_t)B * HV * 128, nab = (size_t)B * HV;
     s.q = filled(ctx, nqk, 1.0f, 0), s.k = filled(ctx, nqk, 1.0f, 0), s.v = filled(ctx, nv, 1.0f, 0);
-    s.a = filled(ctx, nab, 1.0f, 0), s.b = filled(ctx, nab, 2.0f, 0);
-    s.A_log = filled(ctx, 32, 0.5f, 0.5f), s.dt_bias = filled(ctx, 32, 0.5f, -1.0f);
+    s.a = filled(ctx, nab * gk, 1.0f, 0), s.b = filled(ctx, nab, 2.0f, 0);
+    s.A_log = filled(ctx, HV, 0.5f, 0.5f), s.dt_bias = filled(ctx, (size_t)HV * gk, 0.5f, -1.0f);
     rssm_dev_alloc(ctx, nv * sizeof(float), &s.o);
     if (!s.q || !s.k || !s.v || !s.a || !s.b || !s.A_log || !s.dt_bias || !s.o) {
         fprintf(stderr, "bench-step: out of device memory\n");
         goto out;
     }
-    double t_full, t_one, t_zero;
+    double t_full, t_one, t_zero, t_packed;
     const int warm = 2 * L;
     s.layers = layers;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_full)) != RSSM_OK) goto fail;
+    s.packed = 1;
+    if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_packed)) != RSSM_OK) goto fail;
+    s.packed = 0;
     s.layers = 1;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_one)) != RSSM_OK) goto fail;
     s.layers = 0;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_zero)) != RSSM_OK) goto fail;
     const double parts = t_zero + layers * (t_one - t_zero);
-    printf("bench-step on %s: %d layers (GDN H=16 HV=32 K=V=128, f32 state, bf16 ring, L=%d), batch %d, %d replays\n",
-           dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, L, B, reps);
-    printf("  whole step                       %10.2f us\n", t_full);
+    printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, L=%d), batch %d %s, "
+           "%d replays\n",
+           dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, kda ? "KDA" : "GDN", H,
+           HV, L, B, staggered ? "staggered" : "in phase", reps);
+    printf("  packed step (N layers)           %10.2f us\n", t_packed);
+    printf("  whole replay step                %10.2f us   (%.3fx packed)\n", t_full, t_packed / t_full);
     printf("  begin + 1 layer + end            %10.2f us\n", t_one);
     printf("  begin + end                      %10.2f us\n", t_zero);
     printf("  sum of parts  (T0 + N (T1 - T0)) %10.2f us\n", parts);
