@@ -2,8 +2,9 @@
  * cuda_pipe_trace.cuh — optional per-item timeline of the replay pipeline (cuda_replay_pipe.cu),
  * for finding where a step's time goes (start, per-item waits, folds, the last CTA).
  *
- * Off by default: PIPE_TRACE(...) compiles to nothing and the kernels are unchanged. Built with
- * `cmake -DRSSM_PIPE_TRACE=ON`, every launch of the pipeline records, from %globaltimer (ns):
+ * Off by default: the PIPE_TRACE_* macros compile to nothing and the kernels' SASS is unchanged.
+ * Built with `cmake -DRSSM_PIPE_TRACE=ON`, every launch of the pipeline records, from
+ * %globaltimer (ns):
  *   [cta][0]           kernel entry (thread 0)
  *   [cta][1 + 3 j]     consumers: item j's stage has landed (warp 0 lane 0, after the wait)
  *   [cta][2 + 3 j]     consumers: item j is done (before the stage is released)
@@ -11,7 +12,8 @@
  * for the first PTR_CTAS CTAs and PTR_ITEMS items of each; a later launch overwrites an earlier
  * one. At exit, when RSSM_PIPE_TRACE_FILE names a file, the last launch's records go there as CSV
  * (cta,item,issue_us,full_us,done_us, microseconds from the earliest entry);
- * bench/pipe_trace.py summarises them. The stores cost about 3% at B = 512 (GDN, 288 -> 298 us).
+ * bench/pipe_trace.py summarises them. The stores cost about 3% at B = 512 (GDN: 300 us in a
+ * trace build, 291-292 us without, in separate calls on the H200).
  */
 #ifndef RSSM_CUDA_PIPE_TRACE_CUH
 #define RSSM_CUDA_PIPE_TRACE_CUH
