@@ -15,12 +15,14 @@
  * that about B/L rows fold in each step, inphase starts every row at 0. On the CPU it times the
  * same calls eagerly.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "core/device.h"
+#include "harness.h"
 
 typedef struct step_arg {
     rssm_pool *pool;
@@ -54,14 +56,25 @@ static int step(void *p, void *stream)
     return !s->packed && rssm_plan_end(s->plan, stream) != RSSM_OK;
 }
 
-/* device buffer of n floats filled with a deterministic pattern in [-scale, scale] */
-static void *filled(rssm_context *ctx, size_t n, float scale, float offset)
+/* Inputs drawn as in `replayssm bench` (tools/bench.c): q, k, v, b normal; a normal clipped to
+ * [-3, 3]; A = exp(A_log) in [1, 16]; softplus(dt_bias) log-uniform in [1e-3, 0.1]. The gates
+ * matter to the timing: KDA folds early where a channel's decay passes its threshold. */
+typedef enum { IN_NORMAL, IN_GATE_A, IN_A_LOG, IN_DT_BIAS } input_kind;
+
+/* device buffer of n floats of the given kind (NULL when out of memory) */
+static void *filled(rssm_context *ctx, size_t n, input_kind kind, uint64_t seed)
 {
     float *h = malloc(n * sizeof(float));
     void *d = NULL;
     if (!h) return NULL;
-    for (size_t i = 0; i < n; i++)
-        h[i] = offset + scale * (float)(((i * 2654435761u) >> 8) % 2001 - 1000) / 1000.0f;
+    rh_rng r;
+    rh_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) {
+        double x = kind == IN_A_LOG ? log(1.0 + 15.0 * rh_uniform(&r)) : rh_normal(&r);
+        if (kind == IN_GATE_A) x = x < -3 ? -3 : x > 3 ? 3 : x;
+        if (kind == IN_DT_BIAS) x = log(expm1(exp(log(1e-3) + rh_uniform(&r) * (log(1e-1) - log(1e-3)))));
+        h[i] = (float)x;
+    }
     if (rssm_dev_alloc(ctx, n * sizeof(float), &d) != RSSM_OK ||
         rssm_dev_upload(ctx, d, h, n * sizeof(float)) != RSSM_OK)
         d = NULL;
@@ -143,9 +156,9 @@ int rssm_cli_bench_step(int argc, char **argv)
     free(slot), free(seq), free(cursor);
     if (st != RSSM_OK) goto fail;
     const size_t nqk = (size_t)B * H * 128, nv = (size_t)B * HV * 128, nab = (size_t)B * HV;
-    s.q = filled(ctx, nqk, 1.0f, 0), s.k = filled(ctx, nqk, 1.0f, 0), s.v = filled(ctx, nv, 1.0f, 0);
-    s.a = filled(ctx, nab * gk, 1.0f, 0), s.b = filled(ctx, nab, 2.0f, 0);
-    s.A_log = filled(ctx, HV, 0.5f, 0.5f), s.dt_bias = filled(ctx, (size_t)HV * gk, 0.5f, -1.0f);
+    s.q = filled(ctx, nqk, IN_NORMAL, 1), s.k = filled(ctx, nqk, IN_NORMAL, 2), s.v = filled(ctx, nv, IN_NORMAL, 3);
+    s.a = filled(ctx, nab * gk, IN_GATE_A, 4), s.b = filled(ctx, nab, IN_NORMAL, 5);
+    s.A_log = filled(ctx, HV, IN_A_LOG, 6), s.dt_bias = filled(ctx, (size_t)HV * gk, IN_DT_BIAS, 7);
     rssm_dev_alloc(ctx, nv * sizeof(float), &s.o);
     if (!s.q || !s.k || !s.v || !s.a || !s.b || !s.A_log || !s.dt_bias || !s.o) {
         fprintf(stderr, "bench-step: out of device memory\n");
