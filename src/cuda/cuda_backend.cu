@@ -84,10 +84,11 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
-/* replay decode runs on the pipeline from this many waves of fast2 CTAs (two per SM): on the
- * H200, at 32 value heads, it was faster at B = 64 (GDN 53.2 -> 52.7 us) and slower at B = 32
- * (32.9 -> 35.9 us; bench/results/gpu-pipe-switch.txt), so the switch lies at B = 58 */
-#define PIPE_WAVES 7
+/* replay decode runs on the pipeline from this many heads per SM: with the folding rows balanced
+ * over the CTAs, at 32 value heads on the H200, GDN B = 32 took 30.1 us against 32.8 us on the
+ * per-head kernel, B = 48 39.5 against 43.1 us; KDA 32.7 against 32.5 and 42.8 against 42.9 us
+ * (bench/results/gpu-ab-balance.txt, n6), so the switch lies at B = 29 */
+#define PIPE_HEADS_PER_SM 7
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {
@@ -186,10 +187,9 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
-    /* replay decode of many heads: the persistent pipeline, by grid size (at least PIPE_WAVES
-     * waves of the per-head kernel's two CTAs per SM) */
+    /* replay decode of many heads: the persistent pipeline, by grid size */
     if (im->fast && im->pipe != 0 && rssm_cuda_pipe_ok(&A) &&
-        (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= PIPE_WAVES * 2 * (int64_t)im->sm_count)) {
+        (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= PIPE_HEADS_PER_SM * (int64_t)im->sm_count)) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

@@ -10,8 +10,24 @@
  * heads run in separate warps, behind a ring of NS stages in shared memory.
  *
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
- * + group - 1, in order; units go to CTAs round robin (unit u to CTA u % gridDim.x); item j
- * of a CTA is value head j % group of its unit j / group, in stage j % NS.
+ * + group - 1, in order. Units are dealt to the CTAs round robin (position p to CTA
+ * p % gridDim.x) in this order: first the units of the rows that fold this step, then the
+ * others, each in row order (see `Balance`); item j of a CTA is value head j % group of its
+ * unit j / group, in stage j % NS.
+ *
+ * Balance: a row whose cursor is at L - 1 or L, or whose fold is forced, folds this step, and
+ * its heads cost about 3x a plain head (the fold over the ring and the 64 KiB checkpoint
+ * store: 4.5-5 us against 1.4 us per item in the per-item trace of GDN at B = 64). Dealt in
+ * plain row order, a step's folding rows could land on a few CTAs (there, 4 folding items on
+ * 24 CTAs and none on 92): those CTAs ended up to 16 us after the rest. Every CTA first builds
+ * the same order from the rows' slots and cursors: a bitmap of the folding rows and, per word
+ * of 32 rows, the folding rows before it, in shared memory. Only batches of at most PBAL_ROWS
+ * rows and grids of at most PBAL_ITEMS heads per CTA are balanced (the kernel's BAL
+ * instantiation): there the kernel lasts as long as its slowest CTA (GDN B = 64: 52.5 -> 49.1-50.0
+ * us, bench/results/gpu-ab-balance.txt); with more, the step is bound by bandwidth in aggregate
+ * and the balancing code measured slower even where it kept main's order (GDN B = 128: 85.7 ->
+ * 89.0 us), so there the BAL = false instantiation runs, with the plain round robin. (KDA's
+ * folds by the gate threshold are not known in advance.)
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
  *   producer: reads slot, cursor and (KDA) ring base of its next 32 items at once, one lane
@@ -52,6 +68,8 @@ namespace rssm_pipe
 #define PNT ((PNC + PNP) * 32) /* threads per CTA */
 #define PK 128                 /* K = V */
 #define PNS_MAX 4              /* stages */
+#define PBAL_ROWS 4096         /* the largest batch dealt with folding rows first */
+#define PBAL_ITEMS 16          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth) */
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
 __device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -109,7 +127,9 @@ static_assert(RSSM_MAX_RING_LEN <= PK, "GDN G_0 .. G_{h-1} fit stage_head.G");
 struct cta_head {
     uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
     float wk[2][RSSM_MAX_RING_LEN], wq[2][RSSM_MAX_RING_LEN];
-    float pad_[8];
+    uint32_t fold_bits[PBAL_ROWS / 32];       /* bit b % 32 of word b / 32: row b folds this step */
+    int32_t folds_before[PBAL_ROWS / 32 + 1]; /* folding rows in the words before word i */
+    float pad_[7];
 };
 static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
 
@@ -120,7 +140,38 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
 }
 
-template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
+/* position (0..31) of set bit r (0: the lowest) of x, which has more than r set bits */
+__device__ __forceinline__ int nth_set_bit(unsigned x, int r)
+{
+    int pos = 0;
+#pragma unroll
+    for (int width = 16; width > 0; width >>= 1) {
+        const int low = __popc(x & ((1u << width) - 1));
+        if (r >= low) r -= low, x >>= width, pos += width;
+    }
+    return pos;
+}
+
+/* row of the n-th (from 0) folding row (fold = true) or non-folding row (fold = false); nw
+ * words of the bitmap (0: no bitmap, every row non-folding) */
+__device__ __forceinline__ int nth_row(const cta_head &ch, int nw, int n, bool fold)
+{
+    if (nw == 0) return n;
+    auto before = [&](int i) { return fold ? ch.folds_before[i] : 32 * i - ch.folds_before[i]; };
+    int lo = 0, hi = nw - 1; /* the last word with before(word) <= n */
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (before(mid) <= n)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const unsigned bits = fold ? ch.fold_bits[lo] : ~ch.fold_bits[lo];
+    return lo * 32 + nth_set_bit(bits, n - before(lo));
+}
+
+template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL>
+__global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 {
     extern __shared__ __align__(128) unsigned char dsm[];
     cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
@@ -143,19 +194,61 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+    /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l */
+    const int B = A.io.batch;
+    const int nw = BAL ? (B + 31) >> 5 : 0;
+    if (BAL) {
+        for (int wi = w; wi < nw; wi += PNC + PNP) {
+            const int b = wi * 32 + lane;
+            bool folds = false;
+            if (b < B) {
+                const int s = A.io.slot[b];
+                if (s >= 0 && s < A.st.num_slots) {
+                    const int c = A.st.cursor[s];
+                    folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
+                }
+            }
+            const unsigned bits = __ballot_sync(F2FULL, folds);
+            if (lane == 0) ch.fold_bits[wi] = bits;
+        }
+        __syncthreads();
+        if (w == 0) { /* exclusive prefix of the words' counts; lane l sums words 4l .. 4l + 3 */
+            int cnt[4], sum = 0;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                cnt[e] = 4 * lane + e < nw ? __popc(ch.fold_bits[4 * lane + e]) : 0, sum += cnt[e];
+            int incl = sum;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const int t = __shfl_up_sync(F2FULL, incl, d);
+                if (lane >= d) incl += t;
+            }
+            int run = incl - sum;
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                if (4 * lane + e <= nw) ch.folds_before[4 * lane + e] = run;
+                run += cnt[e];
+            }
+            if (lane == 31 && nw == PBAL_ROWS / 32) ch.folds_before[nw] = run;
+        }
+    }
     __syncthreads();
 
-    const int64_t units = (int64_t)A.io.batch * H;
+    const int64_t units = (int64_t)B * H;
     const int64_t mine = (units - blockIdx.x + gridDim.x - 1) / gridDim.x;
     const int items = (int)(mine * group);
 
     if (w >= PNC) {
         /* ---------------- producer ---------------- */
         const int pw = w - PNC;
-        /* item j's (row, key head, value head) */
+        /* item j's (row, key head, value head): position p; with BAL the folding rows' units first */
+        const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * H : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
-            const int64_t u = blockIdx.x + (int64_t)(j / group) * gridDim.x;
-            b = (int)(u / H), kh = (int)(u % H), hv = kh * group + j % group;
+            const int64_t p = blockIdx.x + (int64_t)(j / group) * gridDim.x;
+            const bool fold = p < fold_units;
+            const int64_t q = fold ? p : p - fold_units;
+            b = BAL ? nth_row(ch, nw, (int)(q / H), fold) : (int)(q / H), kh = (int)(q % H),
+            hv = kh * group + j % group;
         };
         /* metadata window: lane i holds slot, cursor and ring base of this producer's item
          * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
@@ -460,15 +553,20 @@ template <bool KDA, bool SBF, bool RBF, bool IOBF> __global__ void __launch_boun
     }
 }
 
-template <bool KDA, bool SBF> static void *kernel_of(bool rbf, bool iobf)
+template <bool KDA, bool SBF, bool BAL> static void *kernel_of(bool rbf, bool iobf)
 {
-    if (rbf) return iobf ? (void *)pipe_kernel<KDA, SBF, true, true> : (void *)pipe_kernel<KDA, SBF, true, false>;
-    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true> : (void *)pipe_kernel<KDA, SBF, false, false>;
+    if (rbf)
+        return iobf ? (void *)pipe_kernel<KDA, SBF, true, true, BAL> : (void *)pipe_kernel<KDA, SBF, true, false, BAL>;
+    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL> : (void *)pipe_kernel<KDA, SBF, false, false, BAL>;
 }
-static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
+template <bool BAL> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
-    return kda ? (sbf ? kernel_of<true, true>(rbf, iobf) : kernel_of<true, false>(rbf, iobf))
-               : (sbf ? kernel_of<false, true>(rbf, iobf) : kernel_of<false, false>(rbf, iobf));
+    return kda ? (sbf ? kernel_of<true, true, BAL>(rbf, iobf) : kernel_of<true, false, BAL>(rbf, iobf))
+               : (sbf ? kernel_of<false, true, BAL>(rbf, iobf) : kernel_of<false, false, BAL>(rbf, iobf));
+}
+static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool bal)
+{
+    return bal ? kernel_for<true>(kda, sbf, rbf, iobf) : kernel_for<false>(kda, sbf, rbf, iobf);
 }
 
 static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
@@ -513,8 +611,8 @@ cudaError_t rssm_cuda_pipe_init(int device)
     PIPE_TRACE_INIT();
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
-    for (int i = 0; i < 16; i++) {
-        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8),
+    for (int i = 0; i < 32; i++) {
+        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
         if (e != cudaSuccess) return e;
     }
@@ -532,8 +630,10 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream)
     if (grid == 0) return cudaSuccess;
     const size_t smem = sizeof(cta_head) + (size_t)A.NS * stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
                                                                       l->state_dtype == RSSM_DTYPE_BF16);
+    /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
+    const bool bal = A.io.batch <= PBAL_ROWS && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)PBAL_ITEMS * grid;
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
-                         l->io_dtype == RSSM_DTYPE_BF16);
+                         l->io_dtype == RSSM_DTYPE_BF16, bal);
     void *args[] = {&A};
     return cudaLaunchKernel(k, dim3(grid), dim3(PNT), args, smem, stream);
 }
