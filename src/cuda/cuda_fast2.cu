@@ -488,13 +488,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             for (int e = 0; e < 4; e++)
                 Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
             fold_ring(Gs);
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                if (SBF) /* continue from the stored values */
-                    st4_bf16_round(A.st.checkpoint, rows_off(opaque(s)) + r * F2K, S[r]);
-                else
-                    st4(A.st.checkpoint, 0, rows_off(opaque(s)) + r * F2K, S[r]);
-            }
+            store_checkpoint_rows<SBF>(
+                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * F2K; }, S);
         }
         h = 0;
         new_base = c0;

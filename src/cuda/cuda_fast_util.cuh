@@ -141,6 +141,20 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     }
 }
 
+/* The lane's 8 rows of S into the checkpoint, row r at element offset off(r); a bf16 state rounds
+ * them, and S becomes the stored values (the fold continues from them). */
+template <bool SBF, class OFF>
+__device__ __forceinline__ void store_checkpoint_rows(void *ckpt, OFF off, float (&S)[8][4])
+{
+#pragma unroll
+    for (int r = 0; r < 8; r++) {
+        if (SBF)
+            st4_bf16_round(ckpt, off(r), S[r]);
+        else
+            st4(ckpt, 0, off(r), S[r]);
+    }
+}
+
 /* End fold, first half: the row dot products of the lane's 8 rows with x (x(e): channel
  * c4 + e) plus the ring's share, sum over entries i = lane, lane + 32, .. < h of u_i[row] w[i];
  * v is then summed over the lanes by the caller's butterfly. */

@@ -421,13 +421,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 for (int e = 0; e < 4; e++)
                     Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
                 fold_ring(Gs);
-#pragma unroll
-                for (int r = 0; r < 8; r++) {
-                    if (SBF)
-                        st4_bf16_round(A.st.checkpoint, rows_off() + r * PK, S[r]);
-                    else
-                        st4(A.st.checkpoint, 0, rows_off() + r * PK, S[r]);
-                }
+                store_checkpoint_rows<SBF>(
+                    A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, S);
             }
             h = 0;
             new_base = c0;
