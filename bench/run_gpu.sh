@@ -36,6 +36,8 @@ if [ "$phase" = check ]; then
       $b check --device cuda ${vec:+--vectors "$vec"} | grep -v '^PASS'; } > "$out/gpu-check.txt" 2>&1
   { echo "=== RSSM_CUDA_SPLIT=1 replayssm check --device cuda (small batches otherwise split heads)";
     RSSM_CUDA_SPLIT=1 $b check --device cuda | grep -v '^PASS' | tail -2
+    echo "=== RSSM_CUDA_PIPE=1 RSSM_CUDA_PIPE_BALANCE=0|1 replayssm check --device cuda (the pipeline at every size, both orders)"
+    for bal in 0 1; do RSSM_CUDA_PIPE=1 RSSM_CUDA_PIPE_BALANCE=$bal $b check --device cuda | grep -v '^PASS' | tail -1; done
     echo "=== replayssm check --suite runtime --device cuda"; $b check --suite runtime --device cuda | tail -1
   } >> "$out/gpu-check.txt" 2>&1
   cat "$out/gpu-check.txt"

@@ -30,6 +30,8 @@ typedef struct cuda_impl {
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
     int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
     int pipe;      /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
+    int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = always
+                      (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
 } cuda_impl;
 
@@ -123,7 +125,7 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
 /* cuda_replay_pipe.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
 int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
-cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream);
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
 {
@@ -190,7 +192,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     /* replay decode of many heads: the persistent pipeline, by grid size */
     if (im->fast && im->pipe != 0 && rssm_cuda_pipe_ok(&A) &&
         (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= PIPE_HEADS_PER_SM * (int64_t)im->sm_count)) {
-        CU(rssm_cuda_pipe_launch(A, im->sm_count, (cudaStream_t)stream), fn);
+        CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     if (im->fast && rssm_cuda_fast2_ok(&A)) {
@@ -371,6 +373,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         im->pf_inputs = ev && ev[0] == '1' && ev[1] == 0;
         ev = getenv("RSSM_CUDA_PIPE"); /* 0: never the replay pipeline, 1: wherever it applies */
         im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
+        ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
+        im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

@@ -614,8 +614,9 @@ cudaError_t rssm_cuda_pipe_init(int device)
     return cudaSuccess;
 }
 
-/* One CTA per SM (at most one per unit of work); A.NS = stages. */
-cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream)
+/* One CTA per SM (at most one per unit of work); A.NS = stages. balance: 1 deals the folding
+ * rows first, 0 keeps the plain round robin, -1 chooses by grid size (see Balance). */
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream)
 {
     using namespace rssm_pipe;
     const rssm_layer *l = &A.l;
@@ -626,7 +627,9 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, cudaStream_t stream)
     const size_t smem = sizeof(cta_head) + (size_t)A.NS * stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
                                                                       l->state_dtype == RSSM_DTYPE_BF16);
     /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
-    const bool bal = A.io.batch <= PBAL_ROWS && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)PBAL_ITEMS * grid;
+    const bool fits = A.io.batch <= PBAL_ROWS; /* the bitmap's size */
+    const bool bal =
+        fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)PBAL_ITEMS * grid));
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16, bal);
     void *args[] = {&A};
