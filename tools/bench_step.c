@@ -186,6 +186,9 @@ int rssm_cli_bench_step(int argc, char **argv)
     printf("  begin + end                      %10.2f us\n", t_zero);
     printf("  sum of parts  (T0 + N (T1 - T0)) %10.2f us\n", parts);
     printf("  whole step / sum of parts - 1    %+9.2f %%\n", 100.0 * (t_full / parts - 1.0));
+    /* T_1 replays one layer, whose state can stay in a GPU's L2 between replays where N layers' cannot */
+    printf("  (one layer's state: %.1f MiB; where it fits the L2 cache, T1 and the sum of parts are optimistic)\n",
+           (double)B * HV * 128 * 128 * 4 / (1 << 20));
     rc = 0;
     goto out;
 fail:
