@@ -12,8 +12,9 @@
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
  * + group - 1, in order. Units are dealt to the CTAs round robin (position p to CTA
  * p % gridDim.x) in this order: first the units of the rows that fold this step, then the
- * others, each in row order (see `Balance`); item j of a CTA is value head j % group of its
- * unit j / group, in stage j % NS.
+ * others, each in row order (see `Balance`; the mapping from p to a unit is pipe_order.h's,
+ * tested on the host by tests/test_pipe_order.c); item j of a CTA is value head j % group of
+ * its unit j / group, in stage j % NS.
  *
  * Balance: a row whose cursor is at L - 1 or L, or whose fold is forced, folds this step, and
  * its heads cost about 3x a plain head (the fold over the ring and the 64 KiB checkpoint
@@ -59,6 +60,7 @@
  */
 #include "cuda_fast_util.cuh"
 #include "cuda_pipe_trace.cuh"
+#include "pipe_order.h"
 
 namespace rssm_pipe
 {
@@ -140,36 +142,6 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
 }
 
-/* position (0..31) of set bit r (0: the lowest) of x, which has more than r set bits */
-__device__ __forceinline__ int nth_set_bit(unsigned x, int r)
-{
-    int pos = 0;
-#pragma unroll
-    for (int width = 16; width > 0; width >>= 1) {
-        const int low = __popc(x & ((1u << width) - 1));
-        if (r >= low) r -= low, x >>= width, pos += width;
-    }
-    return pos;
-}
-
-/* row of the n-th (from 0) folding row (fold = true) or non-folding row (fold = false); nw
- * words of the bitmap (0: no bitmap, every row non-folding) */
-__device__ __forceinline__ int nth_row(const cta_head &ch, int nw, int n, bool fold)
-{
-    if (nw == 0) return n;
-    auto before = [&](int i) { return fold ? ch.folds_before[i] : 32 * i - ch.folds_before[i]; };
-    int lo = 0, hi = nw - 1; /* the last word with before(word) <= n */
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) >> 1;
-        if (before(mid) <= n)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    const unsigned bits = fold ? ch.fold_bits[lo] : ~ch.fold_bits[lo];
-    return lo * 32 + nth_set_bit(bits, n - before(lo));
-}
-
 template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL>
 __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 {
@@ -245,9 +217,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * H : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
             const int64_t p = blockIdx.x + (int64_t)(j / group) * gridDim.x;
-            const bool fold = p < fold_units;
-            const int64_t q = fold ? p : p - fold_units;
-            b = BAL ? nth_row(ch, nw, (int)(q / H), fold) : (int)(q / H), kh = (int)(q % H),
+            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, H, p, &b, &kh); /* pipe_order.h */
             hv = kh * group + j % group;
         };
         /* metadata window: lane i holds slot, cursor and ring base of this producer's item
