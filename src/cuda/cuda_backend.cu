@@ -86,10 +86,10 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
-/* replay decode runs on the pipeline from this many heads per SM: with the folding rows balanced
- * over the CTAs, at 32 value heads on the H200, GDN B = 32 took 30.1 us against 32.8 us on the
- * per-head kernel, B = 48 39.5 against 43.1 us; KDA 32.7 against 32.5 and 42.8 against 42.9 us
- * (bench/results/gpu-ab-balance.txt, n6), so the switch lies at B = 29 */
+/* replay decode runs on the pipeline from this many heads per SM: with the folding rows dealt
+ * first, at 32 value heads on the H200, GDN B = 32 took 30.0-30.2 us against 32.9 us on the
+ * per-head kernel, B = 48 39.8-40.0 against 43.1 us; KDA 32.8 against 32.6 and 43.0 against
+ * 42.9 us (bench/results/gpu-ab-balance-small.txt), so the switch lies at B = 29 */
 #define PIPE_HEADS_PER_SM 7
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
