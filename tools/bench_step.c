@@ -61,24 +61,24 @@ static int step(void *p, void *stream)
  * matter to the timing: KDA folds early where a channel's decay passes its threshold. */
 typedef enum { IN_NORMAL, IN_GATE_A, IN_A_LOG, IN_DT_BIAS } input_kind;
 
-/* device buffer of n floats of the given kind (NULL when out of memory) */
-static void *filled(rssm_context *ctx, size_t n, input_kind kind, uint64_t seed)
+/* device buffer of n elements of dtype dt and the given kind (NULL when out of memory) */
+static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind, uint64_t seed)
 {
-    float *h = malloc(n * sizeof(float));
-    void *d = NULL;
-    if (!h) return NULL;
-    rh_rng r;
-    rh_rng_seed(&r, seed);
-    for (size_t i = 0; i < n; i++) {
-        double x = kind == IN_A_LOG ? log(1.0 + 15.0 * rh_uniform(&r)) : rh_normal(&r);
-        if (kind == IN_GATE_A) x = x < -3 ? -3 : x > 3 ? 3 : x;
-        if (kind == IN_DT_BIAS) x = log(expm1(exp(log(1e-3) + rh_uniform(&r) * (log(1e-1) - log(1e-3)))));
-        h[i] = (float)x;
+    const size_t bytes = n * (dt == RSSM_DTYPE_BF16 ? 2 : 4);
+    double *x = malloc(n * sizeof(double));
+    void *h = malloc(bytes), *d = NULL;
+    if (x && h) {
+        rh_rng r;
+        rh_rng_seed(&r, seed);
+        for (size_t i = 0; i < n; i++) {
+            x[i] = kind == IN_A_LOG ? log(1.0 + 15.0 * rh_uniform(&r)) : rh_normal(&r);
+            if (kind == IN_GATE_A) x[i] = x[i] < -3 ? -3 : x[i] > 3 ? 3 : x[i];
+            if (kind == IN_DT_BIAS) x[i] = log(expm1(exp(log(1e-3) + rh_uniform(&r) * (log(1e-1) - log(1e-3)))));
+        }
+        rh_pack(x, (int64_t)n, dt, h);
+        if (rssm_dev_alloc(ctx, bytes, &d) != RSSM_OK || rssm_dev_upload(ctx, d, h, bytes) != RSSM_OK) d = NULL;
     }
-    if (rssm_dev_alloc(ctx, n * sizeof(float), &d) != RSSM_OK ||
-        rssm_dev_upload(ctx, d, h, n * sizeof(float)) != RSSM_OK)
-        d = NULL;
-    free(h);
+    free(x), free(h);
     return d;
 }
 
@@ -86,14 +86,18 @@ int rssm_cli_bench_step(int argc, char **argv)
 {
     rssm_device dev = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
     int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1;
+    rssm_dtype io = RSSM_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
-                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--reps 160]\n  one decode step of a "
-                   "model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, kimi-linear: KDA H=HV=32; "
-                   "K=V=128, f32 state, bf16 ring, f32 io) through the runtime, as one CUDA graph vs the sum of "
-                   "its parts, and against N packed layers\n");
+            printf(
+                "usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
+                "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160]\n  one decode "
+                "step of a "
+                "model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, kimi-linear: KDA H=HV=32; "
+                "K=V=128, f32 state, bf16 ring, f32 io by default) through the runtime, as one CUDA graph vs the sum "
+                "of "
+                "its parts, and against N packed layers\n");
             return 0;
         } else if (!strcmp(a, "--model") && v) {
             if (strcmp(v, "qwen3-next") && strcmp(v, "kimi-linear"))
@@ -103,6 +107,10 @@ int rssm_cli_bench_step(int argc, char **argv)
             if (strcmp(v, "staggered") && strcmp(v, "inphase"))
                 return fprintf(stderr, "bench-step: unknown phase '%s' (staggered or inphase)\n", v), 2;
             staggered = !strcmp(v, "staggered"), i++;
+        } else if (!strcmp(a, "--io") && v) {
+            if (strcmp(v, "f32") && strcmp(v, "bf16"))
+                return fprintf(stderr, "bench-step: unknown io dtype '%s' (f32 or bf16)\n", v), 2;
+            io = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, i++;
         } else if (!strcmp(a, "--device") && v) {
             dev = !strcmp(v, "cuda") ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, i++;
         } else if (!strcmp(a, "--layers") && v) {
@@ -125,6 +133,7 @@ int rssm_cli_bench_step(int argc, char **argv)
     const int H = kda ? 32 : 16, HV = 32, gk = kda ? 128 : 1; /* gk: gate inputs per value head */
     rssm_layer layer = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, 128, 128, L);
     layer.ring_dtype = RSSM_DTYPE_BF16;
+    layer.io_dtype = io;
     rssm_layer *ls = malloc(sizeof(rssm_layer) * layers);
     for (int l = 0; l < layers; l++)
         ls[l] = layer;
@@ -156,10 +165,12 @@ int rssm_cli_bench_step(int argc, char **argv)
     free(slot), free(seq), free(cursor);
     if (st != RSSM_OK) goto fail;
     const size_t nqk = (size_t)B * H * 128, nv = (size_t)B * HV * 128, nab = (size_t)B * HV;
-    s.q = filled(ctx, nqk, IN_NORMAL, 1), s.k = filled(ctx, nqk, IN_NORMAL, 2), s.v = filled(ctx, nv, IN_NORMAL, 3);
-    s.a = filled(ctx, nab * gk, IN_GATE_A, 4), s.b = filled(ctx, nab, IN_NORMAL, 5);
-    s.A_log = filled(ctx, HV, IN_A_LOG, 6), s.dt_bias = filled(ctx, (size_t)HV * gk, IN_DT_BIAS, 7);
-    rssm_dev_alloc(ctx, nv * sizeof(float), &s.o);
+    const rssm_dtype f32 = RSSM_DTYPE_F32;
+    s.q = filled(ctx, nqk, io, IN_NORMAL, 1), s.k = filled(ctx, nqk, io, IN_NORMAL, 2);
+    s.v = filled(ctx, nv, io, IN_NORMAL, 3), s.a = filled(ctx, nab * gk, io, IN_GATE_A, 4);
+    s.b = filled(ctx, nab, io, IN_NORMAL, 5), s.A_log = filled(ctx, HV, f32, IN_A_LOG, 6);
+    s.dt_bias = filled(ctx, (size_t)HV * gk, f32, IN_DT_BIAS, 7);
+    rssm_dev_alloc(ctx, nv * sizeof(float), &s.o); /* room for f32 or bf16 */
     if (!s.q || !s.k || !s.v || !s.a || !s.b || !s.A_log || !s.dt_bias || !s.o) {
         fprintf(stderr, "bench-step: out of device memory\n");
         goto out;
@@ -176,10 +187,10 @@ int rssm_cli_bench_step(int argc, char **argv)
     s.layers = 0;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_zero)) != RSSM_OK) goto fail;
     const double parts = t_zero + layers * (t_one - t_zero);
-    printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, L=%d), batch %d %s, "
-           "%d replays\n",
+    printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, %s io, L=%d), batch %d "
+           "%s, %d replays\n",
            dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, kda ? "KDA" : "GDN", H,
-           HV, L, B, staggered ? "staggered" : "in phase", reps);
+           HV, io == RSSM_DTYPE_BF16 ? "bf16" : "f32", L, B, staggered ? "staggered" : "in phase", reps);
     printf("  packed step (N layers)           %10.2f us\n", t_packed);
     printf("  whole replay step                %10.2f us   (%.3fx packed)\n", t_full, t_packed / t_full);
     printf("  begin + 1 layer + end            %10.2f us\n", t_one);
