@@ -11,7 +11,7 @@
 #include "common.h"
 #include "cuda/pipe_order.h"
 
-#define MAX_ROWS 4096
+#define MAX_ROWS RSSM_PO_MAX_ROWS
 
 /* 1 when the folding-rows-first order of B rows with H key heads is right; why in *msg */
 static int check_order(int B, int H, const uint8_t *folds, const char **msg)

@@ -76,7 +76,12 @@ static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind,
             if (kind == IN_DT_BIAS) x[i] = log(expm1(exp(log(1e-3) + rh_uniform(&r) * (log(1e-1) - log(1e-3)))));
         }
         rh_pack(x, (int64_t)n, dt, h);
-        if (rssm_dev_alloc(ctx, bytes, &d) != RSSM_OK || rssm_dev_upload(ctx, d, h, bytes) != RSSM_OK) d = NULL;
+        if (rssm_dev_alloc(ctx, bytes, &d) != RSSM_OK) {
+            d = NULL;
+        } else if (rssm_dev_upload(ctx, d, h, bytes) != RSSM_OK) {
+            rssm_dev_free(ctx, d);
+            d = NULL;
+        }
     }
     free(x), free(h);
     return d;
@@ -90,14 +95,11 @@ int rssm_cli_bench_step(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf(
-                "usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
-                "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160]\n  one decode "
-                "step of a "
-                "model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, kimi-linear: KDA H=HV=32; "
-                "K=V=128, f32 state, bf16 ring, f32 io by default) through the runtime, as one CUDA graph vs the sum "
-                "of "
-                "its parts, and against N packed layers\n");
+            printf("usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
+                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160]\n"
+                   "  one decode step of a model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, "
+                   "kimi-linear: KDA H=HV=32; K=V=128, f32 state, bf16 ring, f32 io by default) through the "
+                   "runtime, as one CUDA graph vs the sum of its parts, and against N packed layers\n");
             return 0;
         } else if (!strcmp(a, "--model") && v) {
             if (strcmp(v, "qwen3-next") && strcmp(v, "kimi-linear"))

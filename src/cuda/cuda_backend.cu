@@ -30,8 +30,8 @@ typedef struct cuda_impl {
     int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
     int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
     int pipe;      /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
-    int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = always
-                      (RSSM_CUDA_PIPE_BALANCE) */
+    int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = up to
+                      4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
 } cuda_impl;
 

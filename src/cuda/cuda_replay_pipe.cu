@@ -22,13 +22,14 @@
  * plain row order, a step's folding rows could land on a few CTAs (there, 4 folding items on
  * 24 CTAs and none on 92): those CTAs ended up to 16 us after the rest. Every CTA first builds
  * the same order from the rows' slots and cursors: a bitmap of the folding rows and, per word
- * of 32 rows, the folding rows before it, in shared memory. Only batches of at most PBAL_ROWS
- * rows and grids of at most PBAL_ITEMS heads per CTA are balanced (the kernel's BAL
- * instantiation): there the kernel lasts as long as its slowest CTA (GDN B = 64: 52.5 -> 49.1-50.0
- * us, bench/results/gpu-ab-balance.txt); with more, the step is bound by bandwidth in aggregate
- * and the balancing code measured slower even where it kept main's order (GDN B = 128: 85.7 ->
- * 89.0 us), so there the BAL = false instantiation runs, with the plain round robin. (KDA's
- * folds by the gate threshold are not known in advance.)
+ * of 32 rows, the folding rows before it, in shared memory. That is the kernel's BAL
+ * instantiation, chosen by default for batches of at most PBAL_ROWS rows on grids of at most
+ * PBAL_ITEMS heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B = 64: 52.7 ->
+ * 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). Larger grids are bound by bandwidth in
+ * aggregate; there the balancing code measured slower even where it kept the plain order (GDN
+ * B = 128: 85.7 -> 89.0 us), so they run the BAL = false instantiation, the plain round robin.
+ * RSSM_CUDA_PIPE_BALANCE=0|1 forces either (BAL within PBAL_ROWS rows). (KDA's early folds,
+ * by the gate threshold, are not known in advance.)
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
  *   producer: reads slot, cursor and (KDA) ring base of its next 32 items at once, one lane
@@ -65,13 +66,14 @@
 namespace rssm_pipe
 {
 
-#define PNC 16                 /* consumer warps */
-#define PNP 2                  /* producer warps */
-#define PNT ((PNC + PNP) * 32) /* threads per CTA */
-#define PK 128                 /* K = V */
-#define PNS_MAX 4              /* stages */
-#define PBAL_ROWS 4096         /* the largest batch dealt with folding rows first */
-#define PBAL_ITEMS 16          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth) */
+#define PNC 16                     /* consumer warps */
+#define PNP 2                      /* producer warps */
+#define PNT ((PNC + PNP) * 32)     /* threads per CTA */
+#define PK 128                     /* K = V */
+#define PNS_MAX 4                  /* stages */
+#define PBAL_ROWS RSSM_PO_MAX_ROWS /* the largest batch dealt with folding rows first */
+#define PBAL_ITEMS 16              /* ... and the most heads per CTA (beyond, the step is bound by bandwidth) */
+static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words per lane");
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
 __device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -125,7 +127,8 @@ struct stage_head {
 };
 static_assert(sizeof(stage_head) % 128 == 0, "stage parts stay 128-byte aligned");
 static_assert(RSSM_MAX_RING_LEN <= PK, "GDN G_0 .. G_{h-1} fit stage_head.G");
-/* the CTA's fixed part: barriers and the consumers' ring weights (two items' worth) */
+/* the CTA's fixed part: barriers, the consumers' ring weights (two items' worth) and (BAL) the
+ * bitmap of this step's folding rows with its prefix counts (pipe_order.h) */
 struct cta_head {
     uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
     float wk[2][RSSM_MAX_RING_LEN], wq[2][RSSM_MAX_RING_LEN];

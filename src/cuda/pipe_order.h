@@ -14,6 +14,10 @@
 
 #include <stdint.h>
 
+/* the most rows the bitmap holds: the kernel forms its prefix counts in one warp, 4 words of
+ * 32 rows per lane */
+#define RSSM_PO_MAX_ROWS 4096
+
 #ifdef __CUDACC__
 #define RSSM_PO_HD __host__ __device__ __forceinline__
 #else
