@@ -800,7 +800,7 @@ static void print_json(const sim_config *c, const sim_result *pk, const sim_resu
 static void usage(void)
 {
     printf("usage: replayssm simulate [options]\n"
-           "  --device cpu|cuda        where the mixers run (default cpu; dense layers run on the CPU)\n"
+           "  --device cpu|cuda        where the model runs (default cpu; cuda: mixers and dense layers on the GPU)\n"
            "  --model NAME             demo (default) | demo-kda | qwen3-next | kimi-linear\n"
            "  --layers N               number of linear-attention layers (preset's default)\n"
            "  --requests N             requests in the workload (default 48)\n"
