@@ -569,20 +569,9 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
     if (ONE) {
-        for (int p = w; p < h; p += NW) {
-            float k4[4];
-            ld4(sK, rbf, p * F2K + c4, k4);
-            float dk = 0.0f, dq = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                dk = __fmaf_rn(k4[e], wa4[e], dk), dq = __fmaf_rn(k4[e], wb4[e], dq);
-            dk = warp_sum(dk), dq = warp_sum(dq);
-            if (lane == 0) {
-                const float f = KDA ? 1.0f : expf(G1 - sG[p]);
-                sm.wk[0][p] = dk * f;
-                sm.wq[0][p] = dq * f;
-            }
-        }
+        ring_weights<KDA>(
+            sm.wk[0], sm.wq[0], sK, rbf, sG, G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
+            [&](int e) { return wb4[e]; });
         if (MODE != MODE_PACKED && !end && part == 0 && w == NW - 1) { /* the new entry's k and G */
             float ks4[4], G4[4];
 #pragma unroll

@@ -141,6 +141,30 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     }
 }
 
+/* Ring weights of entries p = w, w + nw, .. < h (warp w of nw warps), over the warp's 128 channels
+ * (lane: c4 .. c4 + 3; a(e), b(e) the lane's channels of the two vectors):
+ *   wk[p] = (k_p . a) f_p,  wq[p] = (k_p . b) f_p,  f_p = 1 (KDA) or e^{G - G_p} (GDN, G_p = sG[p])
+ * ring k [h][128] in shared memory (rbf: bf16); lane 0 writes. */
+template <bool KDA, class AV, class BV>
+__device__ __forceinline__ void ring_weights(float *wk, float *wq, const unsigned char *sK, int rbf, const float *sG,
+                                             float G, int h, int w, int nw, int c4, int lane, AV a, BV b)
+{
+    for (int p = w; p < h; p += nw) {
+        float k4[4];
+        ld4(sK, rbf, p * 128 + c4, k4);
+        float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dk = __fmaf_rn(k4[e], a(e), dk), dq = __fmaf_rn(k4[e], b(e), dq);
+        dk = warp_sum(dk), dq = warp_sum(dq);
+        if (lane == 0) {
+            const float f = KDA ? 1.0f : expf(G - sG[p]);
+            wk[p] = dk * f;
+            wq[p] = dq * f;
+        }
+    }
+}
+
 /* The lane's 8 rows of S into the checkpoint, row r at element offset off(r); a bf16 state rounds
  * them, and S becomes the stored values (the fold continues from them). */
 template <bool SBF, class OFF>

@@ -426,20 +426,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
          * between two uses of one buffer) */
         float *wk = ch.wk[done & 1], *wq = ch.wq[done & 1];
         done++;
-        for (int p = w; p < h; p += PNC) {
-            float k4[4];
-            ld4(sK, RBF, p * PK + c4, k4);
-            float dk = 0.0f, dq = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                dk = __fmaf_rn(k4[e], KDA ? xk4[e] : kn4[e], dk), dq = __fmaf_rn(k4[e], KDA ? xq4[e] : qn4[e], dq);
-            dk = warp_sum(dk), dq = warp_sum(dq);
-            if (lane == 0) {
-                const float f = KDA ? 1.0f : expf(G4[0] - sG[p]);
-                wk[p] = dk * f;
-                wq[p] = dq * f;
-            }
-        }
+        ring_weights<KDA>(
+            wk, wq, sK, RBF, sG, G4[0], h, w, PNC, c4, lane, [&](int e) { return KDA ? xk4[e] : kn4[e]; },
+            [&](int e) { return KDA ? xq4[e] : qn4[e]; });
         /* the new entry's k (GDN: by the group's last value head, see Races) and G */
         if (!end && w == PNC - 1) {
             float ks4[4];
