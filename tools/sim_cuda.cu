@@ -1,16 +1,18 @@
 /*
  * sim_cuda.cu — the dense parts of the simulate model on the GPU (sim_model.h), so that
  * `replayssm simulate --device cuda` measures the runtime, not host matrix products.
- * Projections and logits are cuBLAS SGEMMs on TF32 tensor cores (the toy model's dense parts
- * only; the mixers stay exact f32 in the library); RMSNorm, embedding gather and argmax are
- * small kernels. Everything runs on the context's stream.
+ * Projections and logits are cuBLAS GEMMs on bf16 tensor cores with f32 accumulation (weights
+ * and GEMM inputs bf16, as sim_model.h defines the model); RMSNorm (f32, rounded to bf16 on the
+ * way out), embedding gather and argmax are small kernels. Everything runs on the context's stream.
  *
  * Row-major matrices seen by column-major cuBLAS: out[n][P] = in[n][D] @ W[D][P] is
  * out^T (P x n) = W^T (P x D) * in^T (D x n) with leading dimensions P, D, P.
  */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "core/device.h"
 #include "sim_model.h"
@@ -18,10 +20,11 @@
 typedef struct sim_gpu {
     cublasHandle_t blas;
     cudaStream_t stream;
-    float *embed;          /* [vocab][D] */
-    float **w_in, **w_out; /* per layer, device */
+    __nv_bfloat16 *embed;          /* [vocab][D] */
+    __nv_bfloat16 **w_in, **w_out; /* per layer, device */
     float *A_log, *dt_bias;
-    float *h, *logits;      /* scratch [rows][D], [rows][vocab] */
+    __nv_bfloat16 *h;       /* scratch [rows][D]: rmsnorm(x) in bf16 */
+    float *logits;          /* scratch [rows][vocab] */
     int32_t *tokens, *next; /* [rows] */
     int rows;
 } sim_gpu;
@@ -30,6 +33,19 @@ static int upload_new(const float *host, size_t n, float **dev)
 {
     if (cudaMalloc((void **)dev, n * sizeof(float)) != cudaSuccess) return -1;
     return cudaMemcpy(*dev, host, n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -1;
+}
+
+/* host f32 weights (bf16 values) -> a new device bf16 array */
+static int upload_bf16(const float *host, size_t n, __nv_bfloat16 **dev)
+{
+    __nv_bfloat16 *tmp = (__nv_bfloat16 *)malloc(n * sizeof(__nv_bfloat16));
+    if (!tmp) return -1;
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = __float2bfloat16_rn(host[i]);
+    int rc = cudaMalloc((void **)dev, n * sizeof(__nv_bfloat16)) != cudaSuccess ||
+             cudaMemcpy(*dev, tmp, n * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice) != cudaSuccess;
+    free(tmp);
+    return rc ? -1 : 0;
 }
 
 extern "C" int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows)
@@ -43,18 +59,17 @@ extern "C" int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows)
     g->rows = max_rows;
     if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) return -1;
     cublasSetStream(g->blas, g->stream);
-    cublasSetMathMode(g->blas, CUBLAS_TF32_TENSOR_OP_MATH);
-    g->w_in = (float **)calloc(m->cfg.n_layers, sizeof(float *));
-    g->w_out = (float **)calloc(m->cfg.n_layers, sizeof(float *));
+    g->w_in = (__nv_bfloat16 **)calloc(m->cfg.n_layers, sizeof(__nv_bfloat16 *));
+    g->w_out = (__nv_bfloat16 **)calloc(m->cfg.n_layers, sizeof(__nv_bfloat16 *));
     if (!g->w_in || !g->w_out) return -1;
-    if (upload_new(m->embed, (size_t)m->cfg.vocab * D, &g->embed)) return -1;
+    if (upload_bf16(m->embed, (size_t)m->cfg.vocab * D, &g->embed)) return -1;
     for (int i = 0; i < m->cfg.n_layers; i++) {
-        if (upload_new(m->w_in[i], (size_t)D * m->proj, &g->w_in[i])) return -1;
-        if (upload_new(m->w_out[i], (size_t)HV * l->head_v_dim * D, &g->w_out[i])) return -1;
+        if (upload_bf16(m->w_in[i], (size_t)D * m->proj, &g->w_in[i])) return -1;
+        if (upload_bf16(m->w_out[i], (size_t)HV * l->head_v_dim * D, &g->w_out[i])) return -1;
     }
     if (upload_new(m->A_log, (size_t)m->cfg.n_layers * HV, &g->A_log)) return -1;
     if (upload_new(m->dt_bias, (size_t)m->cfg.n_layers * HV * gk, &g->dt_bias)) return -1;
-    if (cudaMalloc((void **)&g->h, sizeof(float) * (size_t)max_rows * D) != cudaSuccess) return -1;
+    if (cudaMalloc((void **)&g->h, sizeof(__nv_bfloat16) * (size_t)max_rows * D) != cudaSuccess) return -1;
     if (cudaMalloc((void **)&g->logits, sizeof(float) * (size_t)max_rows * m->cfg.vocab) != cudaSuccess) return -1;
     if (cudaMalloc((void **)&g->tokens, sizeof(int32_t) * max_rows) != cudaSuccess) return -1;
     if (cudaMalloc((void **)&g->next, sizeof(int32_t) * max_rows) != cudaSuccess) return -1;
@@ -81,15 +96,15 @@ extern "C" const float *sim_gpu_A_log(const sim_model *m) { return ((sim_gpu *)m
 extern "C" const float *sim_gpu_dt_bias(const sim_model *m) { return ((sim_gpu *)m->gpu)->dt_bias; }
 
 /* x[i] = embed[tokens[i]] */
-__global__ void gather_kernel(const float *embed, const int32_t *tokens, int D, float *x)
+__global__ void gather_kernel(const __nv_bfloat16 *embed, const int32_t *tokens, int D, float *x)
 {
     const int i = blockIdx.x;
     for (int d = threadIdx.x; d < D; d += blockDim.x)
-        x[(size_t)i * D + d] = embed[(size_t)tokens[i] * D + d];
+        x[(size_t)i * D + d] = __bfloat162float(embed[(size_t)tokens[i] * D + d]);
 }
 
-/* y[i] = x[i] / sqrt(mean(x[i]^2) + 1e-6), one block per row */
-__global__ void rmsnorm_kernel(const float *x, float *y, int D)
+/* y[i] = bf16(x[i] / sqrt(mean(x[i]^2) + 1e-6)), one block per row */
+__global__ void rmsnorm_kernel(const float *x, __nv_bfloat16 *y, int D)
 {
     __shared__ float part[32];
     const float *xr = x + (size_t)blockIdx.x * D;
@@ -108,7 +123,7 @@ __global__ void rmsnorm_kernel(const float *x, float *y, int D)
     }
     __syncthreads();
     for (int d = threadIdx.x; d < D; d += blockDim.x)
-        y[(size_t)blockIdx.x * D + d] = xr[d] * part[0];
+        y[(size_t)blockIdx.x * D + d] = __float2bfloat16_rn(xr[d] * part[0]);
 }
 
 /* next[i] = argmax_v logits[i][v] (lowest index on ties), one block per row */
@@ -136,11 +151,15 @@ __global__ void argmax_kernel(const float *logits, int V, int32_t *next)
     }
 }
 
-static int sgemm(sim_gpu *g, const float *in, const float *w, float *out, int n, int din, int p, float beta)
+/* out[n][p] (= or +=, beta 0 or 1) in[n][din] @ w[din][p]: bf16 inputs, f32 accumulation, out of
+ * type out_type (CUDA_R_16BF or CUDA_R_32F); op_w CUBLAS_OP_T reads w as [p][din] (the logits) */
+static int gemm(sim_gpu *g, cublasOperation_t op_w, const void *in, const void *w, void *out, cudaDataType out_type,
+                int n, int din, int p, float beta)
 {
     const float alpha = 1.0f;
-    return cublasSgemm(g->blas, CUBLAS_OP_N, CUBLAS_OP_N, p, n, din, &alpha, w, p, in, din, &beta, out, p) ==
-                   CUBLAS_STATUS_SUCCESS
+    const int ldw = op_w == CUBLAS_OP_N ? p : din;
+    return cublasGemmEx(g->blas, op_w, CUBLAS_OP_N, p, n, din, &alpha, w, CUDA_R_16BF, ldw, in, CUDA_R_16BF, din, &beta,
+                        out, out_type, p, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS
                ? 0
                : -1;
 }
@@ -154,29 +173,27 @@ extern "C" int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, f
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 
-extern "C" int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj)
+extern "C" int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, sim_bf16 *proj)
 {
     sim_gpu *g = (sim_gpu *)m->gpu;
     rmsnorm_kernel<<<n, 256, 0, g->stream>>>(x, g->h, m->cfg.d_model);
-    return sgemm(g, g->h, g->w_in[layer], proj, n, m->cfg.d_model, m->proj, 0.0f);
+    return gemm(g, CUBLAS_OP_N, g->h, g->w_in[layer], proj, CUDA_R_16BF, n, m->cfg.d_model, m->proj, 0.0f);
 }
 
-extern "C" int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x)
+extern "C" int sim_gpu_project_out(const sim_model *m, int layer, const sim_bf16 *mix, int n, float *x)
 {
     sim_gpu *g = (sim_gpu *)m->gpu;
     const rssm_layer *l = &m->cfg.layer;
-    return sgemm(g, mix, g->w_out[layer], x, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model, 1.0f);
+    return gemm(g, CUBLAS_OP_N, mix, g->w_out[layer], x, CUDA_R_32F, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model,
+                1.0f);
 }
 
 extern "C" int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next)
 {
     sim_gpu *g = (sim_gpu *)m->gpu;
     const int D = m->cfg.d_model, V = m->cfg.vocab;
-    const float alpha = 1.0f, beta = 0.0f;
     rmsnorm_kernel<<<n, 256, 0, g->stream>>>(x, g->h, D);
-    if (cublasSgemm(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, V, n, D, &alpha, g->embed, D, g->h, D, &beta, g->logits, V) !=
-        CUBLAS_STATUS_SUCCESS)
-        return -1;
+    if (gemm(g, CUBLAS_OP_T, g->h, g->embed, g->logits, CUDA_R_32F, n, D, V, 0.0f)) return -1;
     argmax_kernel<<<n, 256, 0, g->stream>>>(g->logits, V, g->next);
     if (cudaMemcpyAsync(next, g->next, sizeof(int32_t) * n, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess)
         return -1;

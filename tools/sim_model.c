@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/params.h"
 #include "cpu/cpu.h"
 #include "sim_model.h"
 
@@ -14,8 +15,8 @@ void sim_gpu_free(sim_model *m);
 const float *sim_gpu_A_log(const sim_model *m);
 const float *sim_gpu_dt_bias(const sim_model *m);
 int sim_gpu_embed(const sim_model *m, const int32_t *tokens, int n, float *x);
-int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, float *proj);
-int sim_gpu_project_out(const sim_model *m, int layer, const float *mix, int n, float *x);
+int sim_gpu_project_in(const sim_model *m, int layer, const float *x, int n, sim_bf16 *proj);
+int sim_gpu_project_out(const sim_model *m, int layer, const sim_bf16 *mix, int n, float *x);
 int sim_gpu_next_tokens(const sim_model *m, const float *x, int n, int32_t *next);
 int sim_gpu_copy2d(const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                    size_t rows);
@@ -44,16 +45,17 @@ static float normal(uint64_t *s)
     return (float)(sqrt(-2.0 * log(uniform01(s))) * cos(6.283185307179586 * uniform01(s)));
 }
 
+static float round_bf16(float x) { return rssm_bf16_to_f32(rssm_f32_to_bf16(x)); }
+
+/* normal(0, std) weights rounded to bf16 values */
 static float *normal_matrix(uint64_t *s, size_t n, float std)
 {
     float *w = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
     if (w)
         for (size_t i = 0; i < n; i++)
-            w[i] = normal(s) * std;
+            w[i] = round_bf16(normal(s) * std);
     return w;
 }
-
-static int pad4(int n) { return (n + 3) / 4 * 4; }
 
 int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx, int max_rows)
 {
@@ -63,11 +65,11 @@ int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx,
     const int D = cfg->d_model, L = cfg->n_layers, HV = l->num_v_heads;
     const int gk = l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1;
     m->off_q = 0;
-    m->off_k = m->off_q + pad4(l->num_k_heads * l->head_k_dim);
-    m->off_v = m->off_k + pad4(l->num_k_heads * l->head_k_dim);
-    m->off_a = m->off_v + pad4(HV * l->head_v_dim);
-    m->off_b = m->off_a + pad4(HV * gk);
-    m->proj = m->off_b + pad4(HV);
+    m->off_k = m->off_q + sim_pad(l->num_k_heads * l->head_k_dim);
+    m->off_v = m->off_k + sim_pad(l->num_k_heads * l->head_k_dim);
+    m->off_a = m->off_v + sim_pad(HV * l->head_v_dim);
+    m->off_b = m->off_a + sim_pad(HV * gk);
+    m->proj = m->off_b + sim_pad(HV);
     uint64_t s = cfg->seed;
     m->embed = normal_matrix(&s, (size_t)cfg->vocab * D, 1.0f);
     m->w_in = calloc(L, sizeof(float *));
@@ -138,12 +140,14 @@ int sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int 
     return 0;
 }
 
-/* ---- out[n][P] (+)= in[n][Din] @ W[Din][P], parallel over column blocks ----------------- */
+/* ---- out[n][P] = in[n][Din] @ W[Din][P], parallel over column blocks ---------------------
+ * in f32 (holding bf16 values); out either f32, added to (out_f32), or rounded to bf16 (out_bf16) */
 
 typedef struct matmul_job {
     const float *in, *w;
-    float *out;
-    int n, din, p, accumulate;
+    float *out_f32;
+    sim_bf16 *out_bf16;
+    int n, din, p;
 } matmul_job;
 
 #define COLS 64
@@ -157,7 +161,7 @@ static void matmul_task(void *arg, int64_t begin, int64_t end, int thread)
         for (int i = 0; i < j->n; i++) {
             float acc[COLS];
             for (int c = c0; c < c1; c++)
-                acc[c - c0] = j->accumulate ? j->out[(size_t)i * j->p + c] : 0.0f;
+                acc[c - c0] = j->out_f32 ? j->out_f32[(size_t)i * j->p + c] : 0.0f;
             const float *x = j->in + (size_t)i * j->din;
             for (int d = 0; d < j->din; d++) {
                 const float xd = x[d];
@@ -165,19 +169,24 @@ static void matmul_task(void *arg, int64_t begin, int64_t end, int thread)
                 for (int c = c0; c < c1; c++)
                     acc[c - c0] += xd * wr[c];
             }
-            for (int c = c0; c < c1; c++)
-                j->out[(size_t)i * j->p + c] = acc[c - c0];
+            for (int c = c0; c < c1; c++) {
+                if (j->out_f32)
+                    j->out_f32[(size_t)i * j->p + c] = acc[c - c0];
+                else
+                    j->out_bf16[(size_t)i * j->p + c] = rssm_f32_to_bf16(acc[c - c0]);
+            }
         }
     }
 }
 
-static void matmul(rssm_context *ctx, const float *in, const float *w, float *out, int n, int din, int p, int acc)
+static void matmul(rssm_context *ctx, const float *in, const float *w, float *out_f32, sim_bf16 *out_bf16, int n,
+                   int din, int p)
 {
-    matmul_job j = {in, w, out, n, din, p, acc};
+    matmul_job j = {in, w, out_f32, out_bf16, n, din, p};
     rssm_cpu_parallel_for(ctx, (p + COLS - 1) / COLS, matmul_task, &j);
 }
 
-/* y = x / sqrt(mean(x^2) + 1e-6) */
+/* y = bf16(x / sqrt(mean(x^2) + 1e-6)): the GEMMs' bf16 input */
 static void rmsnorm(const float *x, float *y, int d)
 {
     double ss = 0;
@@ -185,10 +194,10 @@ static void rmsnorm(const float *x, float *y, int d)
         ss += (double)x[i] * x[i];
     const float r = (float)(1.0 / sqrt(ss / d + 1e-6));
     for (int i = 0; i < d; i++)
-        y[i] = x[i] * r;
+        y[i] = round_bf16(x[i] * r);
 }
 
-int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj)
+int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, sim_bf16 *proj)
 {
     ON_GPU(m, sim_gpu_project_in(m, layer, x, n, proj));
     const int D = m->cfg.d_model;
@@ -196,16 +205,22 @@ int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float
     if (!h) return -1;
     for (int i = 0; i < n; i++)
         rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
-    matmul(ctx, h, m->w_in[layer], proj, n, D, m->proj, 0);
+    matmul(ctx, h, m->w_in[layer], NULL, proj, n, D, m->proj);
     free(h);
     return 0;
 }
 
-int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x)
+int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const sim_bf16 *mix, int n, float *x)
 {
     ON_GPU(m, sim_gpu_project_out(m, layer, mix, n, x));
     const rssm_layer *l = &m->cfg.layer;
-    matmul(ctx, mix, m->w_out[layer], x, n, l->num_v_heads * l->head_v_dim, m->cfg.d_model, 1);
+    const size_t width = (size_t)l->num_v_heads * l->head_v_dim;
+    float *in = malloc(sizeof(float) * (size_t)n * width);
+    if (!in) return -1;
+    for (size_t i = 0; i < (size_t)n * width; i++)
+        in[i] = rssm_bf16_to_f32(mix[i]);
+    matmul(ctx, in, m->w_out[layer], x, NULL, n, (int)width, m->cfg.d_model);
+    free(in);
     return 0;
 }
 

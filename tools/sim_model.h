@@ -4,9 +4,12 @@
  * linear-attention mixer (run by the caller through the runtime), an output projection
  * and a residual; a final RMSNorm, tied unembedding and a greedy argmax.
  *
- * Activations are f32 in the context's device memory: on a CPU context the dense parts run on
- * the CPU thread pool; on a CUDA context on the GPU (tools/sim_cuda.cu, cuBLAS).
- * Fused projection row layout (one row per token), each segment padded to 4 floats so
+ * Numbers as a bf16 model serves them: weights hold bf16 values; the residual stream is f32;
+ * the GEMMs take bf16 inputs and accumulate in f32; what the mixers read (the fused projection)
+ * and write (their output) is bf16, the layers' io dtype. On a CPU context the dense parts run
+ * on the CPU thread pool (weights kept as f32 holding bf16 values); on a CUDA context on the GPU
+ * (tools/sim_cuda.cu, cuBLAS on bf16 tensor cores). Buffers live in the context's memory.
+ * Fused projection row layout (one row per token), each segment padded to 8 elements so
  * every view is 16-byte aligned and can be passed to the kernels with a token stride:
  *   [ q: H*K | k: H*K | v: HV*V | a: HV*gk | b: HV ]
  */
@@ -16,6 +19,13 @@
 #include <stdint.h>
 
 #include "replayssm.h"
+
+/* bf16 bits (the activations the mixers read and write; rssm_f32_to_bf16 rounds to them) */
+typedef uint16_t sim_bf16;
+
+/* Segments of a projection row are padded to this many elements (16 bytes of bf16). */
+#define SIM_PAD 8
+static inline int sim_pad(int n) { return (n + SIM_PAD - 1) / SIM_PAD * SIM_PAD; }
 
 typedef struct sim_model_config {
     int vocab;
@@ -29,9 +39,9 @@ typedef struct sim_model {
     sim_model_config cfg;
     int proj; /* padded width of the fused projection row */
     int off_q, off_k, off_v, off_a, off_b;
-    float *embed;   /* [vocab][d_model], tied with the unembedding */
-    float **w_in;   /* per layer [d_model][proj] */
-    float **w_out;  /* per layer [HV*V][d_model] */
+    float *embed;   /* [vocab][d_model], tied with the unembedding (bf16 values) */
+    float **w_in;   /* per layer [d_model][proj] (bf16 values) */
+    float **w_out;  /* per layer [HV*V][d_model] (bf16 values) */
     float *A_log;   /* per layer [HV] */
     float *dt_bias; /* per layer [HV*gk] */
     void *gpu;      /* device copies and cuBLAS (CUDA contexts), else NULL */
@@ -45,14 +55,15 @@ void sim_model_free(sim_model *m);
 const float *sim_A_log(const sim_model *m, int layer);
 const float *sim_dt_bias(const sim_model *m, int layer);
 
-/* All return 0 on success. x, proj and mix are device buffers (host memory on CPU). */
+/* All return 0 on success. x (f32), proj and mix (bf16) are device buffers (host memory on CPU);
+ * bf16(.) below rounds to bf16, to nearest even. */
 /* x[n][d_model] = embed[tokens[i]]  (tokens on the host) */
 int sim_embed(rssm_context *ctx, const sim_model *m, const int32_t *tokens, int n, float *x);
-/* proj[n][proj] = rmsnorm(x) @ w_in[layer] */
-int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, float *proj);
-/* x += mix[n][HV*V] @ w_out[layer] */
-int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const float *mix, int n, float *x);
-/* next[i] = argmax(rmsnorm(x[i]) @ embed^T)  (next on the host) */
+/* proj[n][proj] = bf16(bf16(rmsnorm(x)) @ w_in[layer]) */
+int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float *x, int n, sim_bf16 *proj);
+/* x += mix[n][HV*V] @ w_out[layer]  (f32 accumulation) */
+int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const sim_bf16 *mix, int n, float *x);
+/* next[i] = argmax(bf16(rmsnorm(x[i])) @ embed^T)  (next on the host) */
 int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n, int32_t *next);
 
 /* dst[r][0 .. width) = src[r][0 .. width) for r < rows, pitches and width in bytes, in the

@@ -12,7 +12,7 @@
 static int pad4(int n) { return (n + 3) / 4 * 4; }
 
 int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, int rank, int max_rows,
-                   float *full_proj, float *full_mix)
+                   sim_bf16 *full_proj, sim_bf16 *full_mix)
 {
     memset(s, 0, sizeof *s);
     const rssm_layer *l = &m->cfg.layer;
@@ -31,11 +31,11 @@ int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, 
     const rssm_layer *h = &s->layer;
     const int gk = h->gate == RSSM_GATE_KDA ? h->head_k_dim : 1, nl = m->cfg.n_layers;
     s->off_q = 0;
-    s->off_k = s->off_q + pad4(h->num_k_heads * h->head_k_dim);
-    s->off_v = s->off_k + pad4(h->num_k_heads * h->head_k_dim);
-    s->off_a = s->off_v + pad4(h->num_v_heads * h->head_v_dim);
-    s->off_b = s->off_a + pad4(h->num_v_heads * gk);
-    s->proj = s->off_b + pad4(h->num_v_heads);
+    s->off_k = s->off_q + sim_pad(h->num_k_heads * h->head_k_dim);
+    s->off_v = s->off_k + sim_pad(h->num_k_heads * h->head_k_dim);
+    s->off_a = s->off_v + sim_pad(h->num_v_heads * h->head_v_dim);
+    s->off_b = s->off_a + sim_pad(h->num_v_heads * gk);
+    s->proj = s->off_b + sim_pad(h->num_v_heads);
     /* gate parameters of the shard's value heads, every layer's row 16-byte aligned */
     s->a_row = pad4(h->num_v_heads), s->d_row = pad4(h->num_v_heads * gk);
     float *ha = calloc((size_t)nl * s->a_row, sizeof(float)), *hd = calloc((size_t)nl * s->d_row, sizeof(float));
@@ -50,8 +50,8 @@ int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, 
          rssm_dev_alloc(ctx, sizeof(float) * nl * s->d_row, (void **)&s->dt_bias) ||
          rssm_dev_upload(ctx, s->A_log, ha, sizeof(float) * nl * s->a_row) ||
          rssm_dev_upload(ctx, s->dt_bias, hd, sizeof(float) * nl * s->d_row) ||
-         rssm_dev_alloc(ctx, sizeof(float) * (size_t)max_rows * s->proj, (void **)&s->d_proj) ||
-         rssm_dev_alloc(ctx, sizeof(float) * (size_t)max_rows * h->num_v_heads * h->head_v_dim, (void **)&s->d_mix)))
+         rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * s->proj, (void **)&s->d_proj) ||
+         rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * h->num_v_heads * h->head_v_dim, (void **)&s->d_mix)))
         rc = -1;
     free(ha), free(hd);
     if (rc) fprintf(stderr, "simulate: could not allocate rank %d's buffers: %s\n", rank, rssm_last_error());
@@ -77,12 +77,12 @@ const float *sim_shard_dt_bias(const sim_shard *s, const sim_model *m, int layer
     return s->sliced ? s->dt_bias + (size_t)layer * s->d_row : sim_dt_bias(m, layer);
 }
 
-int sim_shard_slice(rssm_context *ctx, const sim_model *m, const sim_shard *s, const float *proj, int n)
+int sim_shard_slice(rssm_context *ctx, const sim_model *m, const sim_shard *s, const sim_bf16 *proj, int n)
 {
     if (!s->sliced) return 0;
     const rssm_layer *h = &s->layer;
     const int gk = h->gate == RSSM_GATE_KDA ? h->head_k_dim : 1, K = h->head_k_dim, V = h->head_v_dim;
-    /* segment: destination offset, source offset, floats */
+    /* segment: destination offset, source offset, elements */
     const int seg[5][3] = {
         {s->off_q, m->off_q + s->k_head0 * K, h->num_k_heads * K},
         {s->off_k, m->off_k + s->k_head0 * K, h->num_k_heads * K},
@@ -91,36 +91,36 @@ int sim_shard_slice(rssm_context *ctx, const sim_model *m, const sim_shard *s, c
         {s->off_b, m->off_b + s->v_head0, h->num_v_heads},
     };
     for (int i = 0; i < 5; i++)
-        if (sim_copy2d(ctx, m, s->d_proj + seg[i][0], sizeof(float) * s->proj, proj + seg[i][1],
-                       sizeof(float) * m->proj, sizeof(float) * seg[i][2], n))
+        if (sim_copy2d(ctx, m, s->d_proj + seg[i][0], sizeof(sim_bf16) * s->proj, proj + seg[i][1],
+                       sizeof(sim_bf16) * m->proj, sizeof(sim_bf16) * seg[i][2], n))
             return -1;
     return 0;
 }
 
-int sim_tp_gather_local(rssm_context *ctx, const sim_model *m, const sim_shard *shards, int n, float *mix)
+int sim_tp_gather_local(rssm_context *ctx, const sim_model *m, const sim_shard *shards, int n, sim_bf16 *mix)
 {
     const rssm_layer *l = &m->cfg.layer;
     const size_t full = (size_t)l->num_v_heads * l->head_v_dim;
     for (int r = 0; r < shards[0].tp; r++) {
         const size_t w = (size_t)shards[r].layer.num_v_heads * l->head_v_dim;
-        if (sim_copy2d(ctx, m, mix + (size_t)shards[r].v_head0 * l->head_v_dim, sizeof(float) * full, shards[r].d_mix,
-                       sizeof(float) * w, sizeof(float) * w, n))
+        if (sim_copy2d(ctx, m, mix + (size_t)shards[r].v_head0 * l->head_v_dim, sizeof(sim_bf16) * full,
+                       shards[r].d_mix, sizeof(sim_bf16) * w, sizeof(sim_bf16) * w, n))
             return -1;
     }
     return 0;
 }
 
-int sim_tp_gather_nccl(rssm_context *ctx, const sim_model *m, const sim_shard *s, sim_nccl *comm, float *staging, int n,
-                       float *mix)
+int sim_tp_gather_nccl(rssm_context *ctx, const sim_model *m, const sim_shard *s, sim_nccl *comm, sim_bf16 *staging,
+                       int n, sim_bf16 *mix)
 {
     const rssm_layer *l = &m->cfg.layer;
     const size_t full = (size_t)l->num_v_heads * l->head_v_dim, w = (size_t)s->layer.num_v_heads * l->head_v_dim;
     /* staging [tp][n][w]: rank r's rows at r * n * w */
-    if (sim_nccl_allgather(comm, s->d_mix, staging, sizeof(float) * n * w, rssm_dev_stream(ctx)))
+    if (sim_nccl_allgather(comm, s->d_mix, staging, sizeof(sim_bf16) * n * w, rssm_dev_stream(ctx)))
         return fprintf(stderr, "simulate: rank %d: %s\n", s->rank, sim_nccl_error()), -1;
     for (int r = 0; r < s->tp; r++)
-        if (sim_copy2d(ctx, m, mix + (size_t)r * w, sizeof(float) * full, staging + (size_t)r * n * w,
-                       sizeof(float) * w, sizeof(float) * w, n))
+        if (sim_copy2d(ctx, m, mix + (size_t)r * w, sizeof(sim_bf16) * full, staging + (size_t)r * n * w,
+                       sizeof(sim_bf16) * w, sizeof(sim_bf16) * w, n))
             return -1;
     return 0;
 }

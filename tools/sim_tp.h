@@ -11,7 +11,7 @@
  *                          tiling may be picked for another width), and the token streams must
  *                          equal the single-GPU run's exactly.
  *   s.proj [n][s.proj]   the rank's rows in the model's layout, with H/tp and HV/tp heads:
- *                          [ q: Hs*K | k: Hs*K | v: HVs*V | a: HVs*gk | b: HVs ], each padded to 4
+ *                          [ q: Hs*K | k: Hs*K | v: HVs*V | a: HVs*gk | b: HVs ], each padded to 8
  *   s.mix  [n][HVs*V]    the mixer's output on the shard
  *   mix   [n][HV*V]      all ranks' outputs side by side (rank r at columns r*HVs*V): an
  *                          all-gather ([rank][n][HVs*V] with NCCL, reordered by 2-D copies) or,
@@ -32,8 +32,8 @@ typedef struct sim_shard {
     float *A_log;                                /* [n_layers][a_row] (sliced copy, 16-byte aligned rows) */
     float *dt_bias;                              /* [n_layers][d_row] */
     int a_row, d_row;
-    float *d_proj; /* [max_rows][proj] */
-    float *d_mix;  /* [max_rows][HVs*V] */
+    sim_bf16 *d_proj; /* [max_rows][proj] */
+    sim_bf16 *d_mix;  /* [max_rows][HVs*V] */
     /* the rank's runtime objects (created by the caller) */
     rssm_layer *layers;
     rssm_pool *pool, *snap_pool;
@@ -45,16 +45,16 @@ typedef struct sim_shard {
  * gather); tp >= 1: rank `rank`'s shard with its own buffers for max_rows rows. 0 on success;
  * -1 with a message on stderr (e.g. tp does not divide the heads). */
 int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, int rank, int max_rows,
-                   float *full_proj, float *full_mix);
+                   sim_bf16 *full_proj, sim_bf16 *full_mix);
 void sim_shard_free(sim_shard *s, rssm_context *ctx);
 const float *sim_shard_A_log(const sim_shard *s, const sim_model *m, int layer);
 const float *sim_shard_dt_bias(const sim_shard *s, const sim_model *m, int layer);
 /* s->d_proj[n] <- the shard's heads of proj[n][m->proj] (no-op when not sliced). */
-int sim_shard_slice(rssm_context *ctx, const sim_model *m, const sim_shard *s, const float *proj, int n);
+int sim_shard_slice(rssm_context *ctx, const sim_model *m, const sim_shard *s, const sim_bf16 *proj, int n);
 /* mix[n][HV*V] <- every shard's d_mix[n][HVs*V], shards[0 .. tp) in this process. */
-int sim_tp_gather_local(rssm_context *ctx, const sim_model *m, const sim_shard *shards, int n, float *mix);
+int sim_tp_gather_local(rssm_context *ctx, const sim_model *m, const sim_shard *shards, int n, sim_bf16 *mix);
 /* mix[n][HV*V] <- every rank's d_mix over NCCL; staging [tp][max_rows][HVs*V] on the device. */
-int sim_tp_gather_nccl(rssm_context *ctx, const sim_model *m, const sim_shard *s, sim_nccl *comm, float *staging, int n,
-                       float *mix);
+int sim_tp_gather_nccl(rssm_context *ctx, const sim_model *m, const sim_shard *s, sim_nccl *comm, sim_bf16 *staging,
+                       int n, sim_bf16 *mix);
 
 #endif /* RSSM_SIM_TP_H */

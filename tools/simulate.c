@@ -52,8 +52,8 @@ static int set_preset(sim_config *c, const char *name)
     } else if (!strcmp(name, "demo-kda")) {
         m->vocab = 512, m->d_model = 256, m->n_layers = 4;
         m->layer = rssm_layer_default(RSSM_GATE_KDA, 4, 4, 64, 64, 16);
-    } else if (!strcmp(name, "qwen3-next")) { /* Qwen3-Next linear-attention layer shapes */
-        m->vocab = 2048, m->d_model = 2048, m->n_layers = 4;
+    } else if (!strcmp(name, "qwen3-next")) { /* Qwen3-Next-80B: its 36 Gated DeltaNet layers' shapes */
+        m->vocab = 2048, m->d_model = 2048, m->n_layers = 36;
         m->layer = rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, 16);
     } else if (!strcmp(name, "kimi-linear")) { /* Kimi-Linear KDA layer shapes */
         m->vocab = 2048, m->d_model = 2048, m->n_layers = 4;
@@ -192,11 +192,12 @@ typedef struct engine {
      * tokens), which the host calls check */
     sim_shard *sh;
     int nsh;
-    sim_nccl *comm; /* NCCL all-gather of the mixer outputs (CUDA --tp), else NULL */
-    float *d_stage; /* [tp][rows][HV/tp*V] all-gather staging (NCCL) */
+    sim_nccl *comm;    /* NCCL all-gather of the mixer outputs (CUDA --tp), else NULL */
+    sim_bf16 *d_stage; /* [tp][rows][HV/tp*V] all-gather staging (NCCL) */
     /* device buffers: activations [rows][d_model], fused projections [rows][proj], mixer
      * outputs [rows][HV*V] (all heads), slot tables */
-    float *d_x, *d_proj, *d_mix;
+    float *d_x;
+    sim_bf16 *d_proj, *d_mix; /* bf16, the layers' io dtype (sim_model.h) */
     int32_t *d_slot;
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
@@ -235,7 +236,7 @@ static int tok_index(const engine *e, int row, int t)
 }
 
 /* Fills io's per-token tensors from a shard's fused projection rows ([rows][h->proj], device). */
-static void io_from_proj(const engine *e, const sim_shard *h, int layer, const float *proj, rssm_step_io *io)
+static void io_from_proj(const engine *e, const sim_shard *h, int layer, const sim_bf16 *proj, rssm_step_io *io)
 {
     io->q = proj + h->off_q, io->k = proj + h->off_k, io->v = proj + h->off_v;
     io->a = proj + h->off_a, io->b = proj + h->off_b;
@@ -424,13 +425,13 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
     e->max_rows = B * T > 256 ? B * T : 256; /* as sim_model_init's scratch */
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
-    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
-    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
+    CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
+    CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
     e->comm = comm;
     e->nsh = tp > 0 && !comm ? tp : 1;
     e->sh = calloc(e->nsh, sizeof *e->sh);
     if (!e->sh) return -1;
-    if (comm) CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
+    if (comm) CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
     const int scratch = (!replay && T > 1) ? B * T : 0;
     for (int s = 0; s < e->nsh; s++) {
         sim_shard *h = &e->sh[s];
@@ -682,6 +683,8 @@ static void print_table(const sim_config *c, const sim_model *m, const sim_resul
            c->preset, l->gate == RSSM_GATE_GDN ? "GDN" : "KDA", l->num_k_heads, l->num_v_heads, l->head_k_dim,
            l->head_v_dim, m->cfg.n_layers, m->cfg.d_model, m->cfg.vocab,
            c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu");
+    printf("numbers: bf16 weights and activations (mixer io), f32 residual, %s state\n",
+           l->state_dtype == RSSM_DTYPE_BF16 ? "bf16" : "f32");
     printf("workload: %d requests, batch %d, system prompt %d tokens, follow-ups %.0f%%, ring L=%d (%s), "
            "track interval %d, %s\n\n",
            c->requests, c->max_batch, c->system_len, c->followup * 100, l->ring_len,
@@ -802,7 +805,7 @@ static void usage(void)
     printf("usage: replayssm simulate [options]\n"
            "  --device cpu|cuda        where the model runs (default cpu; cuda: mixers and dense layers on the GPU)\n"
            "  --model NAME             demo (default) | demo-kda | qwen3-next | kimi-linear\n"
-           "  --layers N               number of linear-attention layers (preset's default)\n"
+           "  --layers N               number of linear-attention layers (preset's default: 4; qwen3-next 36)\n"
            "  --requests N             requests in the workload (default 48)\n"
            "  --batch N                concurrent requests (default 16)\n"
            "  --ring-len L             replay ring length (default 16)\n"
@@ -949,6 +952,7 @@ int rssm_cli_simulate(int argc, char **argv)
     if (layers > 0) c.model.n_layers = layers;
     c.model.layer.ring_len = ring_len;
     c.model.layer.ring_dtype = ring;
+    c.model.layer.io_dtype = RSSM_DTYPE_BF16; /* the model's activations (sim_model.h) */
     if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 || c.gen_min < 1 ||
         c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
