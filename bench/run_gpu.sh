@@ -67,10 +67,13 @@ grep -E "^#####|^===|^ +[0-9]+ +[0-9]+ " "$out/gpu-bench.txt"
 { for m in qwen3-next kimi-linear; do for B in 1 8 64 512; do
     run $b bench-step --device cuda --model $m --layers 36 --batch $B --reps 160; done; done
   run $b bench-step --device cuda --layers 36 --batch 64 --reps 160 --phase inphase; } | tee "$out/gpu-bench-step.txt"
+# simulate (qwen3-next: 36 layers, bf16 weights and activations; each run about 2 minutes)
 sim=($b simulate --device cuda --model qwen3-next --batch 256 --requests 2048 --arrival-gap 0 --gen 32,64)
-{ echo "command: ${sim[*]}"; timeout 150 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
-{ echo "command: ${sim[*]} --spec 4"; timeout 150 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"
-{ echo "command: ${sim[*]} --profile"; timeout 150 "${sim[@]}" --profile; } > "$out/gpu-simulate-profile.txt" 2>&1; tail -10 "$out/gpu-simulate-profile.txt"
+{ echo "command: ${sim[*]}"; timeout 300 "${sim[@]}"; } > "$out/gpu-simulate.txt" 2>&1; tail -16 "$out/gpu-simulate.txt"
+{ echo "command: ${sim[*]} --ring bf16"; timeout 300 "${sim[@]}" --ring bf16; } > "$out/gpu-simulate-ring-bf16.txt" 2>&1; tail -16 "$out/gpu-simulate-ring-bf16.txt"
+{ echo "command: ${sim[*]} --spec 4"; timeout 300 "${sim[@]}" --spec 4; } > "$out/gpu-simulate-spec.txt" 2>&1; tail -16 "$out/gpu-simulate-spec.txt"
+{ echo "command: ${sim[*]} --profile"; timeout 300 "${sim[@]}" --profile; } > "$out/gpu-simulate-profile.txt" 2>&1; tail -10 "$out/gpu-simulate-profile.txt"
+timeout 120 build/bench_dense_gemm > "$out/gpu-dense-gemm.txt" 2>&1; cat "$out/gpu-dense-gemm.txt"
 timeout 120 python3 -m pytest python/tests -q -rs > "$out/gpu-pytest.log" 2>&1; tail -12 "$out/gpu-pytest.log"
 # several GPUs (issue 6): simulate --tp through NCCL and the prefill/decode hand-off
 timeout 200 bench/run_tp.sh build "$out/tp" > "$out/gpu-tp.txt" 2>&1; tail -40 "$out/gpu-tp.txt"
