@@ -386,6 +386,24 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
     }
     rssm_plan_free(plan);
     model_free(&m);
+    /* rssm_plan_set's duplicate check: earlier calls (good or refused) never count as duplicates,
+     * a repeat anywhere in the batch does, and the message names both rows */
+    plan = NULL;
+    if (rssm_plan_create(p, 6, 8, &plan) != RSSM_OK) {
+        rt_case(c, 0, "plan duplicate-check setup");
+    } else {
+        const int32_t all6[6] = {s[5], s[4], s[3], s[2], s[1], s[0]}, rep[5] = {s[2], -1, s[4], -1, s[2]};
+        const int32_t two[2] = {s[2], s[4]}, late[5] = {s[5], s[3], s[1], s[0], s[3]};
+        int dup_ok = rssm_plan_set(plan, 6, all6, NULL) == RSSM_OK && rssm_plan_set(plan, 6, all6, NULL) == RSSM_OK;
+        dup_ok &= rssm_plan_set(plan, 5, rep, NULL) == RSSM_ERROR_BAD_SLOT &&
+                  strstr(rssm_last_error(), "rows 0 and 4") != NULL;
+        dup_ok &= rssm_plan_set(plan, 2, two, NULL) == RSSM_OK;
+        dup_ok &= rssm_plan_set(plan, 5, late, NULL) == RSSM_ERROR_BAD_SLOT &&
+                  strstr(rssm_last_error(), "rows 1 and 4") != NULL;
+        dup_ok &= rssm_plan_set(plan, 6, all6, NULL) == RSSM_OK;
+        rt_case(c, dup_ok, "plan_set: repeated slots refused naming both rows; earlier calls never count");
+    }
+    rssm_plan_free(plan);
     rssm_pool_free(p);
 }
 

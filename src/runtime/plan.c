@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/device.h"
 #include "runtime/runtime.h"
@@ -27,8 +28,12 @@ struct rssm_plan {
     size_t bytes, off_seq, off_acc, off_fold;
     int32_t *slot, *seq, *acc; /* device */
     uint8_t *fold;             /* device */
-    int set;                   /* rssm_plan_set was called */
-    int begun;                 /* between begin and end */
+    /* rssm_plan_set's duplicate check in O(n): mark[s] = (call << 32) | row of the first row that
+     * named slot s in call number `call` (host [pool n_slots]; stale entries have an older call) */
+    uint64_t *mark;
+    uint32_t call;
+    int set;   /* rssm_plan_set was called */
+    int begun; /* between begin and end */
     rssm_plan_mode mode;
     int32_t tokens;
 };
@@ -59,14 +64,16 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->off_fold = 3 * n4;
     p->bytes = 3 * n4 + al((size_t)batch);
     p->host = calloc(1, p->off_acc);
-    if (!p->host) {
+    p->mark = calloc((size_t)pool->n_slots, sizeof *p->mark);
+    if (!p->host || !p->mark) {
+        free(p->host), free(p->mark);
         free(p);
         return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     void *mem = NULL;
     rssm_status st = rssm_dev_alloc(pool->ctx, p->bytes, &mem);
     if (st != RSSM_OK) {
-        free(p->host);
+        free(p->host), free(p->mark);
         free(p);
         return st;
     }
@@ -94,7 +101,7 @@ void rssm_plan_free(rssm_plan *plan)
 {
     if (!plan) return;
     rssm_dev_free(plan->pool->ctx, plan->mem);
-    free(plan->host);
+    free(plan->host), free(plan->mark);
     free(plan);
 }
 
@@ -114,13 +121,20 @@ rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const
     if (n > 0 && !slot) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: slot is NULL", fn);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     const rssm_pool *pool = plan->pool;
+    if (++plan->call == 0) { /* 2^32 calls: every mark would look current again */
+        memset(plan->mark, 0, sizeof *plan->mark * (size_t)pool->n_slots);
+        plan->call = 1;
+    }
+    const uint64_t now = (uint64_t)plan->call << 32;
     for (int32_t i = 0; i < n; i++) {
         if (slot[i] == -1) continue;
         rssm_status st = rssm_rt_check_user(fn, pool, slot[i], "slot");
         if (st != RSSM_OK) return st;
-        for (int32_t j = 0; j < i; j++)
-            if (slot[j] == slot[i])
-                return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: slot %d is given to rows %d and %d", fn, slot[i], j, i);
+        uint64_t *m = &plan->mark[slot[i]];
+        if ((*m & ~0xffffffffull) == now)
+            return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: slot %d is given to rows %d and %d", fn, slot[i],
+                             (int32_t)(*m & 0xffffffffu), i);
+        *m = now | (uint32_t)i;
         if (seq_len && seq_len[i] < 0)
             return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: seq_len[%d] = %d < 0", fn, i, seq_len[i]);
     }
