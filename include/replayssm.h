@@ -409,7 +409,8 @@ size_t rssm_plan_memory(const rssm_plan *plan); /* device bytes it allocated */
 int32_t rssm_plan_batch(const rssm_plan *plan);
 /* Host: rows [0, n) get `slot[i]` (a held slot of the pool or -1) and `seq_len[i]` (tokens
  * already committed for that row, >= 0; NULL = all 0); rows [n, batch) become padding.
- * One upload; not capturable. Slots must be distinct and held by the caller (not snapshots).
+ * One upload; not capturable; host work linear in n. Slots must be distinct and held by the
+ * caller (not snapshots).
  * The planner keeps these slots until the next rssm_plan_set: do not step it after releasing
  * one of them. */
 rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const int32_t *seq_len);
