@@ -87,15 +87,17 @@ int sim_model_init(sim_model *m, const sim_model_config *cfg, rssm_context *ctx,
         for (int j = 0; j < HV * gk; j++)
             m->dt_bias[i * HV * gk + j] = -4.0f + (float)uniform01(&s);
     }
+    m->max_rows = max_rows;
     if (rssm_context_device(ctx) == RSSM_DEVICE_CUDA) {
 #ifdef RSSM_SIM_CUDA
         return sim_gpu_init(m, ctx, max_rows);
 #else
-        (void)max_rows;
         return -1;
 #endif
     }
-    return 0;
+    const int width = HV * l->head_v_dim > D ? HV * l->head_v_dim : D;
+    m->scratch = malloc(sizeof(float) * (size_t)max_rows * width);
+    return m->scratch ? 0 : -1;
 }
 
 const float *sim_A_log(const sim_model *m, int layer)
@@ -126,7 +128,7 @@ void sim_model_free(sim_model *m)
         free(m->w_in[i]);
     for (int i = 0; m->w_out && i < m->cfg.n_layers; i++)
         free(m->w_out[i]);
-    free(m->w_in), free(m->w_out), free(m->embed), free(m->A_log), free(m->dt_bias);
+    free(m->w_in), free(m->w_out), free(m->embed), free(m->A_log), free(m->dt_bias), free(m->scratch);
     memset(m, 0, sizeof *m);
 }
 
@@ -201,12 +203,11 @@ int sim_project_in(rssm_context *ctx, const sim_model *m, int layer, const float
 {
     ON_GPU(m, sim_gpu_project_in(m, layer, x, n, proj));
     const int D = m->cfg.d_model;
-    float *h = malloc(sizeof(float) * (size_t)n * D);
-    if (!h) return -1;
+    if (n > m->max_rows) return -1;
+    float *h = m->scratch;
     for (int i = 0; i < n; i++)
         rmsnorm(x + (size_t)i * D, h + (size_t)i * D, D);
     matmul(ctx, h, m->w_in[layer], NULL, proj, n, D, m->proj);
-    free(h);
     return 0;
 }
 
@@ -215,12 +216,11 @@ int sim_project_out(rssm_context *ctx, const sim_model *m, int layer, const sim_
     ON_GPU(m, sim_gpu_project_out(m, layer, mix, n, x));
     const rssm_layer *l = &m->cfg.layer;
     const size_t width = (size_t)l->num_v_heads * l->head_v_dim;
-    float *in = malloc(sizeof(float) * (size_t)n * width);
-    if (!in) return -1;
+    if (n > m->max_rows) return -1;
+    float *in = m->scratch;
     for (size_t i = 0; i < (size_t)n * width; i++)
         in[i] = rssm_bf16_to_f32(mix[i]);
     matmul(ctx, in, m->w_out[layer], x, NULL, n, (int)width, m->cfg.d_model);
-    free(in);
     return 0;
 }
 

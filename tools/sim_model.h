@@ -45,6 +45,9 @@ typedef struct sim_model {
     float *A_log;   /* per layer [HV] */
     float *dt_bias; /* per layer [HV*gk] */
     void *gpu;      /* device copies and cuBLAS (CUDA contexts), else NULL */
+    /* CPU contexts: the GEMMs' f32 input, [max_rows][max(d_model, HV*V)] */
+    float *scratch;
+    int max_rows;
 } sim_model;
 
 /* Builds the weights (and their device copies on a CUDA context, with scratch for up to
