@@ -27,7 +27,8 @@ run() { # name, command...
   timeout 170 "$@" >> "$out/$name.txt" 2>&1 || { echo "FAILED (exit $?): $name"; fail=1; }
   tail -14 "$out/$name.txt"; echo
 }
-sim=(simulate --device cuda --model qwen3-next --batch 64 --requests 256 --arrival-gap 0 --gen 32,64)
+# 4 layers: the size of the recorded runs (tp/, 7b6d484), and each rank builds its own weights
+sim=(simulate --device cuda --model qwen3-next --layers 4 --batch 64 --requests 256 --arrival-gap 0 --gen 32,64)
 tps=(1); [ "$gpus" -ge 2 ] && tps+=(2)
 for tp in "${tps[@]}"; do
   run "tp-simulate-tp$tp" "$b" "${sim[@]}" --tp "$tp"

@@ -2,8 +2,10 @@
  * sim_cuda.cu — the dense parts of the simulate model on the GPU (sim_model.h), so that
  * `replayssm simulate --device cuda` measures the runtime, not host matrix products.
  * Projections and logits are cuBLAS GEMMs on bf16 tensor cores with f32 accumulation (weights
- * and GEMM inputs bf16, as sim_model.h defines the model); RMSNorm (f32, rounded to bf16 on the
- * way out), embedding gather and argmax are small kernels. Everything runs on the context's stream.
+ * and GEMM inputs bf16, as sim_model.h defines the model; cuBLAS's default math mode, so a GEMM
+ * with a bf16 output may round split-K partial sums to bf16 before adding them); RMSNorm (f32,
+ * rounded to bf16 on the way out), embedding gather and argmax are small kernels. Everything runs
+ * on the context's stream. The host's f32 weights are freed once uploaded.
  *
  * Row-major matrices seen by column-major cuBLAS: out[n][P] = in[n][D] @ W[D][P] is
  * out^T (P x n) = W^T (P x D) * in^T (D x n) with leading dimensions P, D, P.
@@ -67,6 +69,14 @@ extern "C" int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows)
         if (upload_bf16(m->w_in[i], (size_t)D * m->proj, &g->w_in[i])) return -1;
         if (upload_bf16(m->w_out[i], (size_t)HV * l->head_v_dim * D, &g->w_out[i])) return -1;
     }
+    /* the device holds the weights now: the host copies (f32, the larger part of host memory
+     * at 36 layers) go; A_log and dt_bias stay (the tensor-parallel shards slice them) */
+    for (int i = 0; i < m->cfg.n_layers; i++) {
+        free(m->w_in[i]), free(m->w_out[i]);
+        m->w_in[i] = m->w_out[i] = NULL;
+    }
+    free(m->embed);
+    m->embed = NULL;
     if (upload_new(m->A_log, (size_t)m->cfg.n_layers * HV, &g->A_log)) return -1;
     if (upload_new(m->dt_bias, (size_t)m->cfg.n_layers * HV * gk, &g->dt_bias)) return -1;
     if (cudaMalloc((void **)&g->h, sizeof(__nv_bfloat16) * (size_t)max_rows * D) != cudaSuccess) return -1;

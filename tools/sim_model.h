@@ -39,9 +39,10 @@ typedef struct sim_model {
     sim_model_config cfg;
     int proj; /* padded width of the fused projection row */
     int off_q, off_k, off_v, off_a, off_b;
-    float *embed;   /* [vocab][d_model], tied with the unembedding (bf16 values) */
-    float **w_in;   /* per layer [d_model][proj] (bf16 values) */
-    float **w_out;  /* per layer [HV*V][d_model] (bf16 values) */
+    /* host weights (bf16 values in f32); on a CUDA context freed (NULL) once on the device */
+    float *embed;   /* [vocab][d_model], tied with the unembedding */
+    float **w_in;   /* per layer [d_model][proj] */
+    float **w_out;  /* per layer [HV*V][d_model] */
     float *A_log;   /* per layer [HV] */
     float *dt_bias; /* per layer [HV*gk] */
     void *gpu;      /* device copies and cuBLAS (CUDA contexts), else NULL */

@@ -51,6 +51,7 @@ namespace rssm_fast2
 #define F2NW 16
 #define F2K 128
 #define F2LMAX (RSSM_MAX_RING_LEN + 8)
+static_assert(F2K == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
 {

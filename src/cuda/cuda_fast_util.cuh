@@ -145,6 +145,7 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
  * (lane: c4 .. c4 + 3; a(e), b(e) the lane's channels of the two vectors):
  *   wk[p] = (k_p . a) f_p,  wq[p] = (k_p . b) f_p,  f_p = 1 (KDA) or e^{G - G_p} (GDN, G_p = sG[p])
  * ring k [h][128] in shared memory (rbf: bf16); lane 0 writes. */
+#define RSSM_RING_WEIGHTS_K 128 /* the head dim ring_weights assumes (static_assert at each caller) */
 template <bool KDA, class AV, class BV>
 __device__ __forceinline__ void ring_weights(float *wk, float *wq, const unsigned char *sK, int rbf, const float *sG,
                                              float G, int h, int w, int nw, int c4, int lane, AV a, BV b)

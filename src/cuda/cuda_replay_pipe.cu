@@ -74,6 +74,7 @@ namespace rssm_pipe
 #define PBAL_ROWS RSSM_PO_MAX_ROWS /* the largest batch dealt with folding rows first */
 #define PBAL_ITEMS 16              /* ... and the most heads per CTA (beyond, the step is bound by bandwidth) */
 static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words per lane");
+static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
 __device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
