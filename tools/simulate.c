@@ -23,24 +23,10 @@
 #include "core/device.h"
 #include "core/params.h"
 #include "sim_model.h"
+#include "simulate.h"
 #include "sim_tp.h"
 
 /* ---- configuration ------------------------------------------------------------------------ */
-
-typedef struct sim_config {
-    rssm_device device;
-    int threads;
-    sim_model_config model;
-    const char *preset;
-    int requests, max_batch, system_len, user_min, user_max, gen_min, gen_max, arrival_gap;
-    int spec;           /* tokens per verify window (1 = no speculative decoding) */
-    int track_interval; /* prefix snapshot every this many tokens */
-    int snapshots;      /* snapshot slots of the prefix cache */
-    double followup;    /* share of requests that continue an earlier conversation */
-    int json, progress;
-    int profile; /* synchronise around each part of a decode step to time it (slower) */
-    int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
-} sim_config;
 
 static int set_preset(sim_config *c, const char *name)
 {
@@ -64,122 +50,7 @@ static int set_preset(sim_config *c, const char *name)
     return 0;
 }
 
-/* ---- deterministic workload ------------------------------------------------------------------ */
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int rng_int(uint64_t *s, int lo, int hi) { return lo + (int)(rng_next(s) % (uint64_t)(hi - lo + 1)); }
-
-typedef struct request {
-    int arrival;   /* step at which it may be admitted */
-    int parent;    /* -1, or the request whose conversation it continues */
-    int32_t *user; /* its own new tokens */
-    int user_len, max_new;
-    /* filled while running */
-    int32_t *hist; /* prompt then generated tokens */
-    int hist_len, hist_cap, prompt_len, generated, done, slot, row;
-    int seq_len; /* tokens processed (in the state) */
-    int cursor;  /* host mirror of the slot's cursor, for the byte model */
-    int matched; /* prefix tokens reused from the cache */
-} request;
-
-static int hist_push(request *r, int32_t tok)
-{
-    if (r->hist_len == r->hist_cap) {
-        int cap = r->hist_cap ? 2 * r->hist_cap : 256;
-        int32_t *h = realloc(r->hist, sizeof(int32_t) * cap);
-        if (!h) return -1;
-        r->hist = h, r->hist_cap = cap;
-    }
-    r->hist[r->hist_len++] = tok;
-    return 0;
-}
-
-static request *make_workload(const sim_config *c, int32_t **system)
-{
-    uint64_t s = c->model.seed ^ 0x5157u;
-    request *rq = calloc(c->requests, sizeof *rq);
-    *system = malloc(sizeof(int32_t) * c->system_len);
-    if (!rq || !*system) return NULL;
-    for (int i = 0; i < c->system_len; i++)
-        (*system)[i] = rng_int(&s, 0, c->model.vocab - 1);
-    for (int i = 0; i < c->requests; i++) {
-        request *r = &rq[i];
-        r->arrival = i * c->arrival_gap;
-        r->parent = (i > 0 && (rng_next(&s) % 1000) < c->followup * 1000) ? rng_int(&s, 0, i - 1) : -1;
-        r->user_len = rng_int(&s, c->user_min, c->user_max);
-        r->max_new = rng_int(&s, c->gen_min, c->gen_max);
-        r->user = malloc(sizeof(int32_t) * r->user_len);
-        if (!r->user) return NULL;
-        for (int j = 0; j < r->user_len; j++)
-            r->user[j] = rng_int(&s, 0, c->model.vocab - 1);
-        r->slot = r->row = -1;
-    }
-    return rq;
-}
-
-static void free_workload(request *rq, int n)
-{
-    for (int i = 0; rq && i < n; i++)
-        free(rq[i].user), free(rq[i].hist);
-    free(rq);
-}
-
-/* The prompt of r: system prompt, or the parent's whole conversation, then its own tokens. */
-static int build_prompt(request *r, const request *all, const int32_t *system, int system_len)
-{
-    r->hist_len = 0;
-    if (r->parent >= 0) {
-        const request *p = &all[r->parent];
-        for (int i = 0; i < p->hist_len; i++)
-            if (hist_push(r, p->hist[i])) return -1;
-    } else {
-        for (int i = 0; i < system_len; i++)
-            if (hist_push(r, system[i])) return -1;
-    }
-    for (int i = 0; i < r->user_len; i++)
-        if (hist_push(r, r->user[i])) return -1;
-    r->prompt_len = r->hist_len;
-    return 0;
-}
-
-/* n-gram drafter: find the latest earlier occurrence of the last 2 tokens of hist[0..n) and
- * propose the tokens that followed it; pads with the last token. */
-static void draft(const int32_t *hist, int n, int count, int32_t *out)
-{
-    int found = -1;
-    if (n >= 3)
-        for (int i = n - 3; i >= 1 && found < 0; i--)
-            if (hist[i] == hist[n - 1] && hist[i - 1] == hist[n - 2]) found = i + 1;
-    for (int j = 0; j < count; j++)
-        out[j] = (found >= 0 && found + j < n) ? hist[found + j] : hist[n - 1];
-}
-
 /* ---- one run ------------------------------------------------------------------------------- */
-
-typedef struct sim_result {
-    int replay;
-    double seconds, decode_seconds;
-    long long prompt_tokens, reused_tokens, generated, decode_steps, drafted, accepted;
-    int hits, admitted;
-    double state_bytes; /* byte model, decode and verify steps */
-    double decode_tokens;
-    /* seconds of decode steps spent in: host preparation (tokens, drafts, plan upload),
-     * the forward (embedding, layers, logits, argmax and the read-back of the next tokens),
-     * bookkeeping after it (cursor move, snapshots, copies, retirement); with --profile the
-     * forward is split further into mixers and dense parts (each synchronised) */
-    double t_prep, t_forward, t_book, t_mixer, t_dense;
-    long long active_rows; /* sum over decode steps of the rows holding a request */
-    size_t memory;         /* state memory of one rank (pools and planner; the whole run without --tp) */
-    int tp;                /* 0: unsharded; N: heads split over N ranks */
-    request *rq;           /* the run's requests (token streams) */
-} sim_result;
 
 typedef struct engine {
     const sim_config *cfg;
@@ -396,7 +267,7 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         if (end == r->prompt_len) {
             int32_t next;
             if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(n - 1) * D, 1, &next)) return -1;
-            if (hist_push(r, next)) return -1;
+            if (sim_hist_push(r, next)) return -1;
             r->generated = 1;
             res->generated++;
         }
@@ -415,7 +286,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     memset(res, 0, sizeof *res);
     res->replay = replay, res->tp = tp;
     int32_t *system = NULL;
-    request *rq = make_workload(c, &system);
+    request *rq = sim_make_workload(c, &system);
     if (!rq) return -1;
     res->rq = rq;
     engine E = {0}, *e = &E;
@@ -491,7 +362,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             for (int i = next_req; !r && i < c->requests && rq[i].arrival <= step; i++)
                 if (rq[i].row < 0 && (rq[i].parent < 0 || rq[rq[i].parent].done)) r = &rq[i];
             if (!r) break;
-            if (build_prompt(r, rq, system, c->system_len)) return -1;
+            if (sim_build_prompt(r, rq, system, c->system_len)) return -1;
             if (admit(e, res, r, row)) return -1;
             rows[row] = r;
         }
@@ -512,7 +383,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (!r) continue;
             e->tokens[tok_index(e, row, 0)] = r->hist[r->seq_len];
             if (T > 1) {
-                draft(r->hist, r->seq_len + 1, T - 1, drafts);
+                sim_draft(r->hist, r->seq_len + 1, T - 1, drafts);
                 for (int t = 1; t < T; t++)
                     e->tokens[tok_index(e, row, t)] = drafts[t - 1];
             }
@@ -593,7 +464,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                     CHECK(rssm_pool_copy_checkpoint(h->pool, scratch_slot[row * T + a - 1], h->pool, r->slot));
                 if ((r->seq_len + a) % c->track_interval == 0) {
                     for (int t = 0; t < a; t++)
-                        if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
+                        if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
                     r->hist_len -= a; /* pushed again below */
                     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                         CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
@@ -609,7 +480,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                                                              RSSM_SNAPSHOT_CHECKPOINT, rssm_dev_stream(ctx)));
             }
             for (int t = 0; t < a; t++)
-                if (hist_push(r, e->next[tok_index(e, row, t)])) return -1;
+                if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
             r->seq_len += a;
             r->generated += a;
             res->generated += a;
@@ -651,153 +522,6 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     rssm_dev_free(ctx, e->d_slot);
     free(e->tokens), free(e->next);
     return 0;
-}
-
-/* ---- report --------------------------------------------------------------------------------- */
-
-/* 1 when every request generated the same tokens in both runs. */
-static int same_streams(const sim_result *a, const sim_result *b, int n, int *first_diff)
-{
-    for (int i = 0; i < n; i++) {
-        const request *x = &a->rq[i], *y = &b->rq[i];
-        if (x->hist_len != y->hist_len || memcmp(x->hist, y->hist, sizeof(int32_t) * x->hist_len)) {
-            *first_diff = i;
-            return 0;
-        }
-    }
-    *first_diff = -1;
-    return 1;
-}
-
-static double tok_s(const sim_result *r) { return r->generated / r->seconds; }
-static double bytes_tok(const sim_result *r) { return r->state_bytes / r->decode_tokens; }
-static double hit_rate(const sim_result *r) { return r->admitted ? (double)r->hits / r->admitted : 0; }
-static double reuse(const sim_result *r) { return r->prompt_tokens ? (double)r->reused_tokens / r->prompt_tokens : 0; }
-static double acceptance(const sim_result *r) { return r->drafted ? (double)r->accepted / r->drafted : 0; }
-
-static void print_table(const sim_config *c, const sim_model *m, const sim_result *pk, const sim_result *rp, int same,
-                        int diff)
-{
-    const rssm_layer *l = &m->cfg.layer;
-    printf("\nreplayssm simulate: model %s (%s H=%d HV=%d K=%d V=%d, %d layers, d_model %d, vocab %d), device %s\n",
-           c->preset, l->gate == RSSM_GATE_GDN ? "GDN" : "KDA", l->num_k_heads, l->num_v_heads, l->head_k_dim,
-           l->head_v_dim, m->cfg.n_layers, m->cfg.d_model, m->cfg.vocab,
-           c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu");
-    printf("numbers: bf16 weights and activations (mixer io), f32 residual, %s state\n",
-           l->state_dtype == RSSM_DTYPE_BF16 ? "bf16" : "f32");
-    printf("workload: %d requests, batch %d, system prompt %d tokens, follow-ups %.0f%%, ring L=%d (%s), "
-           "track interval %d, %s\n\n",
-           c->requests, c->max_batch, c->system_len, c->followup * 100, l->ring_len,
-           l->ring_dtype == RSSM_DTYPE_BF16 ? "bf16" : "f32", c->track_interval,
-           c->spec > 1 ? "speculative decoding (n-gram drafts)" : "no speculative decoding");
-    printf("%-28s %14s %14s %9s\n", "", "packed", "replay", "ratio");
-    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (whole run)", tok_s(pk), tok_s(rp), tok_s(rp) / tok_s(pk));
-    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (decode steps)", pk->decode_tokens / pk->decode_seconds,
-           rp->decode_tokens / rp->decode_seconds,
-           (rp->decode_tokens / rp->decode_seconds) / (pk->decode_tokens / pk->decode_seconds));
-    printf("%-28s %14.0f %14.0f %8.2fx\n", "state bytes moved / token", bytes_tok(pk), bytes_tok(rp),
-           bytes_tok(rp) / bytes_tok(pk));
-    printf("%-28s %14.2f %14.2f %8.2fx\n", "memory held (MiB)", pk->memory / 1048576.0, rp->memory / 1048576.0,
-           (double)rp->memory / pk->memory);
-    printf("%-28s %13.1f%% %13.1f%%\n", "prefix hit rate (requests)", 100 * hit_rate(pk), 100 * hit_rate(rp));
-    printf("%-28s %13.1f%% %13.1f%%\n", "prompt tokens from cache", 100 * reuse(pk), 100 * reuse(rp));
-    if (c->spec > 1)
-        printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
-    printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
-    printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
-    printf("%-28s %14.1f %14.1f\n", "requests per decode step",
-           pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
-           rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
-    const sim_result *r2[2] = {pk, rp};
-    double ms[2][6];
-    for (int i = 0; i < 2; i++) {
-        const double k = 1e3 / (r2[i]->decode_steps ? r2[i]->decode_steps : 1);
-        ms[i][0] = r2[i]->decode_seconds * k, ms[i][1] = r2[i]->t_prep * k, ms[i][2] = r2[i]->t_forward * k;
-        ms[i][3] = r2[i]->t_mixer * k, ms[i][4] = r2[i]->t_dense * k, ms[i][5] = r2[i]->t_book * k;
-    }
-    static const char *part[6] = {"ms / decode step",       "  host preparation",    "  forward (GPU or CPU)",
-                                  "    mixers (--profile)", "    dense (--profile)", "  bookkeeping after"};
-    for (int j = 0; j < 6; j++) {
-        if ((j == 3 || j == 4) && !c->profile) continue;
-        printf("%-28s %14.3f %14.3f %8.2fx\n", part[j], ms[0][j], ms[1][j], ms[0][j] > 0 ? ms[1][j] / ms[0][j] : 0.0);
-    }
-    if (same)
-        printf("\ntoken streams: identical (%d requests)\n", c->requests);
-    else
-        printf("\ntoken streams: DIFFERENT (first at request %d)\n", diff);
-}
-
-/* FNV-1a 64 over every request's token stream (length, then tokens): compared across ranks. */
-static uint64_t stream_hash(const sim_result *r, int n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int i = 0; i < n; i++) {
-        const request *q = &r->rq[i];
-        const int32_t len = q->hist_len;
-        const unsigned char *p[2] = {(const unsigned char *)&len, (const unsigned char *)q->hist};
-        const size_t bytes[2] = {sizeof len, sizeof(int32_t) * (size_t)len};
-        for (int k = 0; k < 2; k++)
-            for (size_t j = 0; j < bytes[k]; j++)
-                h = (h ^ p[k][j]) * 0x100000001b3ull;
-    }
-    return h;
-}
-
-/* the --tp run against the unsharded replay run */
-typedef struct tp_report {
-    const sim_result *run;
-    int same;  /* token streams identical to the tp=1 (unsharded) replay run */
-    int diff;  /* first differing request, else -1 */
-    int agree; /* every rank generated the same streams (hash all-gathered; 1 in one process) */
-    int nccl;  /* ranks are processes with NCCL (else all in this process) */
-} tp_report;
-
-static const char *tp_transport(const tp_report *t)
-{
-    if (!t->nccl) return "all ranks in this process, one after another; outputs gathered by memcpy";
-    return t->run->tp == 1 ? "one process, a 1-rank NCCL communicator (the NCCL path on one GPU)"
-                           : "one process per GPU; mixer outputs all-gathered with NCCL";
-}
-
-static void print_tp(const sim_config *c, const sim_result *rp, const tp_report *t)
-{
-    const sim_result *r[2] = {rp, t->run};
-    printf("\ntensor parallel (replay): heads split over %d ranks: %s\n", t->run->tp, tp_transport(t));
-    printf("%-28s %14s %11s%-3d %9s\n", "", "tp=1", "tp=", t->run->tp, "ratio");
-    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (whole run)", tok_s(r[0]), tok_s(r[1]), tok_s(r[1]) / tok_s(r[0]));
-    const double d0 = r[0]->decode_tokens / r[0]->decode_seconds, d1 = r[1]->decode_tokens / r[1]->decode_seconds;
-    printf("%-28s %14.1f %14.1f %8.2fx\n", "tokens/s (decode steps)", d0, d1, d1 / d0);
-    printf("%-28s %14.2f %14.2f %8.2fx\n", "state memory per GPU (MiB)", r[0]->memory / 1048576.0,
-           r[1]->memory / 1048576.0, (double)r[1]->memory / r[0]->memory);
-    if (t->same)
-        printf("token streams: identical to tp=1 (%d requests)%s\n", c->requests,
-               t->agree ? (t->nccl ? "; every rank generated the same streams" : "") : "; but the RANKS DIFFER");
-    else
-        printf("token streams: DIFFERENT from tp=1 (first at request %d)\n", t->diff);
-}
-
-static void print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same, const tp_report *t)
-{
-    const sim_result *r[2] = {pk, rp};
-    printf("{\"model\": \"%s\", \"device\": \"%s\", \"requests\": %d, \"batch\": %d, \"spec\": %d, \"identical\": %s",
-           c->preset, c->device == RSSM_DEVICE_CUDA ? "cuda" : "cpu", c->requests, c->max_batch, c->spec,
-           same ? "true" : "false");
-    for (int i = 0; i < 2; i++)
-        printf(", \"%s\": {\"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"state_bytes_per_token\": %.1f, "
-               "\"memory_bytes\": %zu, \"prefix_hit_rate\": %.4f, \"prompt_reuse\": %.4f, \"acceptance\": %.4f, "
-               "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prep_seconds\": %.4f, "
-               "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
-               "%.4f}",
-               i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
-               r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
-               r[i]->decode_seconds, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
-    if (t)
-        printf(
-            ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
-            "\"memory_bytes_per_gpu\": %zu, \"identical_to_tp1\": %s, \"ranks_agree\": %s}",
-            t->run->tp, tp_transport(t), tok_s(t->run), t->run->decode_tokens / t->run->decode_seconds, t->run->memory,
-            t->same ? "true" : "false", t->agree ? "true" : "false");
-    printf("}\n");
 }
 
 static void usage(void)
@@ -857,12 +581,12 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     if (run_once(c, ctx, &model, 0, 0, NULL, &pk) == 0 && run_once(c, ctx, &model, 1, 0, NULL, &rp) == 0 &&
         (c->tp == 0 || run_once(c, ctx, &model, 1, c->tp, comm, &tr) == 0)) {
         int diff;
-        const int same = same_streams(&pk, &rp, c->requests, &diff);
+        const int same = sim_same_streams(&pk, &rp, c->requests, &diff);
         tp_report t = {&tr, 1, -1, 1, nccl};
-        if (c->tp) t.same = same_streams(&rp, &tr, c->requests, &t.diff);
+        if (c->tp) t.same = sim_same_streams(&rp, &tr, c->requests, &t.diff);
         if (comm) {
             /* every rank's stream hash, all-gathered: the ranks must have generated the same tokens */
-            uint64_t mine = stream_hash(&tr, c->requests), *all = calloc(nranks, sizeof *all);
+            uint64_t mine = sim_stream_hash(&tr, c->requests), *all = calloc(nranks, sizeof *all);
             void *d = NULL;
             t.agree = all && rssm_dev_alloc(ctx, 8 * (size_t)(nranks + 1), &d) == RSSM_OK &&
                       rssm_dev_upload(ctx, d, &mine, 8) == RSSM_OK &&
@@ -874,15 +598,15 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
         }
         if (rank == 0) {
             if (c->json) {
-                print_json(c, &pk, &rp, same, c->tp ? &t : NULL);
+                sim_print_json(c, &pk, &rp, same, c->tp ? &t : NULL);
             } else {
-                print_table(c, &model, &pk, &rp, same, diff);
-                if (c->tp) print_tp(c, &rp, &t);
+                sim_print_table(c, &model, &pk, &rp, same, diff);
+                if (c->tp) sim_print_tp(c, &rp, &t);
             }
         }
         rc = same && t.same && t.agree ? 0 : 1;
     }
-    free_workload(pk.rq, c->requests), free_workload(rp.rq, c->requests), free_workload(tr.rq, c->requests);
+    sim_free_workload(pk.rq, c->requests), sim_free_workload(rp.rq, c->requests), sim_free_workload(tr.rq, c->requests);
     sim_model_free(&model);
     rssm_context_free(ctx);
     sim_nccl_free(comm);

@@ -1,0 +1,90 @@
+/*
+ * simulate.h — the parts of `replayssm simulate` (tools/simulate.c: configuration, the engine
+ * loop and the command line) shared with its workload (sim_workload.c: deterministic requests,
+ * prompts, n-gram drafts) and its report (sim_report.c: the comparison table, --tp and --json).
+ */
+#ifndef RSSM_SIMULATE_H
+#define RSSM_SIMULATE_H
+
+#include <stdint.h>
+
+#include "sim_model.h"
+
+typedef struct sim_config {
+    rssm_device device;
+    int threads;
+    sim_model_config model;
+    const char *preset;
+    int requests, max_batch, system_len, user_min, user_max, gen_min, gen_max, arrival_gap;
+    int spec;           /* tokens per verify window (1 = no speculative decoding) */
+    int track_interval; /* prefix snapshot every this many tokens */
+    int snapshots;      /* snapshot slots of the prefix cache */
+    double followup;    /* share of requests that continue an earlier conversation */
+    int json, progress;
+    int profile; /* synchronise around each part of a decode step to time it (slower) */
+    int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
+} sim_config;
+
+typedef struct request {
+    int arrival;   /* step at which it may be admitted */
+    int parent;    /* -1, or the request whose conversation it continues */
+    int32_t *user; /* its own new tokens */
+    int user_len, max_new;
+    /* filled while running */
+    int32_t *hist; /* prompt then generated tokens */
+    int hist_len, hist_cap, prompt_len, generated, done, slot, row;
+    int seq_len; /* tokens processed (in the state) */
+    int cursor;  /* host mirror of the slot's cursor, for the byte model */
+    int matched; /* prefix tokens reused from the cache */
+} request;
+
+typedef struct sim_result {
+    int replay;
+    double seconds, decode_seconds;
+    long long prompt_tokens, reused_tokens, generated, decode_steps, drafted, accepted;
+    int hits, admitted;
+    double state_bytes; /* byte model, decode and verify steps */
+    double decode_tokens;
+    /* seconds of decode steps spent in: host preparation (tokens, drafts, plan upload),
+     * the forward (embedding, layers, logits, argmax and the read-back of the next tokens),
+     * bookkeeping after it (cursor move, snapshots, copies, retirement); with --profile the
+     * forward is split further into mixers and dense parts (each synchronised) */
+    double t_prep, t_forward, t_book, t_mixer, t_dense;
+    long long active_rows; /* sum over decode steps of the rows holding a request */
+    size_t memory;         /* state memory of one rank (pools and planner; the whole run without --tp) */
+    int tp;                /* 0: unsharded; N: heads split over N ranks */
+    request *rq;           /* the run's requests (token streams) */
+} sim_result;
+
+/* --tp: the sharded run against the unsharded replay run */
+typedef struct tp_report {
+    const sim_result *run;
+    int same;  /* token streams identical to the tp=1 (unsharded) replay run */
+    int diff;  /* first differing request, else -1 */
+    int agree; /* every rank generated the same streams (hash all-gathered; 1 in one process) */
+    int nccl;  /* ranks are processes with NCCL (else all in this process) */
+} tp_report;
+
+/* ---- sim_workload.c ---- */
+/* Appends a token to r's history (grows it). 0, or -1 out of memory. */
+int sim_hist_push(request *r, int32_t tok);
+/* The run's requests (arrival step, parent conversation, own tokens, generation length) and
+ * the system prompt, from c's seed; NULL out of memory. */
+request *sim_make_workload(const sim_config *c, int32_t **system);
+void sim_free_workload(request *rq, int n);
+/* The prompt of r: system prompt, or the parent's whole conversation, then its own tokens. */
+int sim_build_prompt(request *r, const request *all, const int32_t *system, int system_len);
+/* n-gram drafter: count tokens proposed after hist[0 .. n) */
+void sim_draft(const int32_t *hist, int n, int count, int32_t *out);
+
+/* ---- sim_report.c ---- */
+/* 1 when every request generated the same tokens in both runs (else *first_diff = the first that did not). */
+int sim_same_streams(const sim_result *a, const sim_result *b, int n, int *first_diff);
+/* FNV-1a of every request's tokens (the ranks of an NCCL run compare it) */
+uint64_t sim_stream_hash(const sim_result *r, int n);
+void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *pk, const sim_result *rp, int same,
+                     int diff);
+void sim_print_tp(const sim_config *c, const sim_result *rp, const tp_report *t);
+void sim_print_json(const sim_config *c, const sim_result *pk, const sim_result *rp, int same, const tp_report *t);
+
+#endif /* RSSM_SIMULATE_H */
