@@ -2,9 +2,10 @@
  * simulate.c — `replayssm simulate`: a serving workload end to end through the runtime.
  *
  * A small hybrid model (sim_model.h) serves requests that share a system prompt and come
- * back as multi-turn follow-ups. Continuous batching admits requests as slots free up;
- * prefill reuses the prefix cache (radix tree of state snapshots, inserted every
- * track_interval tokens); decode runs the replay path (or the packed baseline); optional
+ * back as multi-turn follow-ups. Continuous batching admits requests as slots free up; the
+ * requests admitted in one step prefill together (admit_wave), each from the longest prefix
+ * the prefix cache holds (radix tree of state snapshots, inserted every track_interval
+ * tokens); decode runs the replay path (or the packed baseline); optional
  * speculative decoding drafts by n-gram lookup and verifies through the ring, rolling back by
  * cursor (packed: one state copy per draft token, the accepted one copied back).
  * The same workload runs once with packed decode and once with replay; the report compares
@@ -73,6 +74,7 @@ typedef struct engine {
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
     int max_rows;    /* max_batch * T */
+    int pf_rows;     /* prefill: requests in the forward (each with n / pf_rows tokens) */
     sim_result *res; /* decode steps: where --profile charges its times (NULL in prefill) */
 } engine;
 
@@ -159,11 +161,11 @@ static int forward(engine *e, int n, mixer_fn mixer)
     return 0;
 }
 
-/* prefill: one request (row 0), T = n tokens */
+/* prefill: pf_rows requests (slots in d_slot), n / pf_rows tokens each, activations [row][token] */
 static int mixer_prefill(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
     rssm_step_io io = {0};
-    io.batch = 1, io.tokens = n;
+    io.batch = e->pf_rows, io.tokens = n / e->pf_rows;
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
     io.slot = e->d_slot;
@@ -217,21 +219,20 @@ static int mixer_verify_packed(engine *e, sim_shard *h, int layer, int n, const 
     return 0;
 }
 
+/* Token rows of the activation buffers: a verify step's B * T, or a prefill round's chunks of
+ * every row (B * track interval, at most 4096), and at least 256. */
+static int max_rows(const sim_config *c)
+{
+    int n = c->max_batch * c->track_interval < 4096 ? c->max_batch * c->track_interval : 4096;
+    if (n < c->max_batch * c->spec) n = c->max_batch * c->spec;
+    return n > 256 ? n : 256;
+}
+
 static double state_bytes_token(const rssm_layer *l) { return rssm_bm_packed_token(l) - rssm_bm_io_token(l); }
 
-/* Admits request r into row `row`: acquire, prefix match, chunked prefill with snapshots at
- * every multiple of the track interval, first generated token. */
-static int admit(engine *e, sim_result *res, request *r, int row)
+/* Prefix match of r into its slot (every rank); sets r->matched. */
+static int match_prefix(engine *e, request *r)
 {
-    const sim_config *c = e->cfg;
-    const int D = e->model->cfg.d_model;
-    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
-        int32_t slot;
-        CHECK(rssm_pool_acquire(h->pool, &slot));
-        if (h == e->sh) r->slot = slot;
-        if (agree("a slot", r->slot, slot)) return -1;
-    }
-    r->row = row;
     int32_t matched = 0;
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         int32_t mh = 0;
@@ -240,25 +241,32 @@ static int admit(engine *e, sim_result *res, request *r, int row)
         if (agree("a prefix match", matched, mh)) return -1;
     }
     r->matched = matched;
-    res->prompt_tokens += r->prompt_len;
-    res->reused_tokens += matched;
-    res->hits += matched > 0;
-    res->admitted++;
-    int32_t slot_row[4] = {r->slot, -1, -1, -1};
-    if (upload(e, e->d_slot, slot_row, sizeof slot_row)) return -1;
-    int pos = matched;
-    while (pos < r->prompt_len) {
-        int end = (pos / c->track_interval + 1) * c->track_interval;
-        if (end > r->prompt_len) end = r->prompt_len;
-        if (end - pos > e->max_rows) end = pos + e->max_rows;
-        const int n = end - pos;
-        if (sim_embed(e->ctx, e->model, r->hist + pos, n, e->d_x)) return -1;
-        if (forward(e, n, mixer_prefill)) return -1;
-        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
-            rssm_state st0;
-            CHECK(rssm_pool_state(h->pool, 0, &st0));
-            CHECK(rssm_reset_cursors(e->ctx, &st0, 1, e->d_slot, rssm_dev_stream(e->ctx)));
-        }
+    return 0;
+}
+
+/* Prefills chunk [pos, pos + T) of each of the k requests in grp (one forward, k rows of T
+ * tokens), then resets their cursors, snapshots the chunks that end on an interval boundary
+ * before the prompt's end, and takes the first generated token of the prompts it completes. */
+static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, int k, int T)
+{
+    const sim_config *c = e->cfg;
+    const int D = e->model->cfg.d_model;
+    for (int i = 0; i < k; i++) {
+        memcpy(e->tokens + (size_t)i * T, grp[i]->hist + pos[i], sizeof(int32_t) * T);
+        e->next[i] = grp[i]->slot; /* the slot table, staged in the next-token buffer */
+    }
+    if (upload(e, e->d_slot, e->next, sizeof(int32_t) * k)) return -1;
+    if (sim_embed(e->ctx, e->model, e->tokens, k * T, e->d_x)) return -1;
+    e->pf_rows = k;
+    if (forward(e, k * T, mixer_prefill)) return -1;
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+        rssm_state st0;
+        CHECK(rssm_pool_state(h->pool, 0, &st0));
+        CHECK(rssm_reset_cursors(e->ctx, &st0, k, e->d_slot, rssm_dev_stream(e->ctx)));
+    }
+    for (int i = 0; i < k; i++) {
+        request *r = grp[i];
+        const int end = pos[i] + T;
         r->cursor = 0;
         if (end % c->track_interval == 0 && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
@@ -266,14 +274,91 @@ static int admit(engine *e, sim_result *res, request *r, int row)
                                                      rssm_dev_stream(e->ctx)));
         if (end == r->prompt_len) {
             int32_t next;
-            if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(n - 1) * D, 1, &next)) return -1;
+            if (sim_next_tokens(e->ctx, e->model, e->d_x + ((size_t)i * T + T - 1) * D, 1, &next)) return -1;
             if (sim_hist_push(r, next)) return -1;
             r->generated = 1;
+            r->seq_len = r->prompt_len;
             res->generated++;
         }
-        pos = end;
     }
-    r->seq_len = r->prompt_len;
+    return 0;
+}
+
+/* Admits the k requests of wave (rows already chosen) as an engine batches prefill: each gets a
+ * slot and its longest cached prefix, then all prefill together in rounds. In a round every
+ * running request advances by the same T tokens, the shortest distance of any of them to its
+ * next snapshot boundary (a multiple of the track interval) or prompt end, in one forward. A
+ * request that has not started waits while an earlier running request shares its prompt up to
+ * its next boundary and has yet to snapshot it, then matches the cache again: a shared prefix
+ * is computed once, as when requests were admitted one by one. */
+static int admit_wave(engine *e, sim_result *res, request **wave, int k)
+{
+    const sim_config *c = e->cfg;
+    request **grp = malloc(sizeof *grp * (size_t)k);
+    int *pos = malloc(sizeof(int) * (size_t)k), *end = malloc(sizeof(int) * (size_t)k);
+    int *gpos = malloc(sizeof(int) * (size_t)k), *state = calloc((size_t)k, sizeof(int)); /* 0 new, 1 running, 2 done */
+    if (!grp || !pos || !end || !gpos || !state) return -1;
+    for (int i = 0; i < k; i++) {
+        request *r = wave[i];
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+            int32_t slot;
+            CHECK(rssm_pool_acquire(h->pool, &slot));
+            if (h == e->sh) r->slot = slot;
+            if (agree("a slot", r->slot, slot)) return -1;
+        }
+        res->prompt_tokens += r->prompt_len;
+        res->admitted++;
+    }
+    for (int left = k; left > 0;) {
+        /* requests that have not started match again (earlier rounds may have cached more) */
+        for (int i = 0; i < k; i++) {
+            if (state[i] != 0) continue;
+            if (match_prefix(e, wave[i])) return -1;
+            pos[i] = wave[i]->matched;
+        }
+        /* this round's chunk of each request; a repeat of an earlier request's chunk waits */
+        int running = 0;
+        for (int i = 0; i < k; i++) {
+            if (state[i] == 2) continue;
+            const request *r = wave[i];
+            end[i] = (pos[i] / c->track_interval + 1) * c->track_interval;
+            if (end[i] > r->prompt_len) end[i] = r->prompt_len;
+            if (end[i] - pos[i] > e->max_rows) end[i] = pos[i] + e->max_rows;
+            /* not started, and an earlier running request will snapshot this chunk's end: wait */
+            int wait = 0;
+            if (state[i] == 0 && end[i] % c->track_interval == 0)
+                for (int j = 0; j < i && !wait; j++)
+                    wait = state[j] == 1 && pos[j] < end[i] && end[i] < wave[j]->prompt_len &&
+                           !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * end[i]);
+            if (wait) {
+                end[i] = -1;
+                continue;
+            }
+            if (state[i] == 0) {
+                res->reused_tokens += r->matched;
+                res->hits += r->matched > 0;
+                state[i] = 1;
+            }
+            running++;
+        }
+        /* every running request advances by the shortest of their chunks, T tokens (so no chunk
+         * crosses a snapshot boundary), in forwards of at most max_rows tokens */
+        int T = e->max_rows;
+        for (int i = 0; i < k; i++)
+            if (state[i] == 1 && end[i] >= 0 && end[i] - pos[i] < T) T = end[i] - pos[i];
+        for (int i = 0; i < k && running > 0;) {
+            int g = 0;
+            for (; i < k && (g + 1) * T <= e->max_rows; i++) {
+                if (state[i] != 1 || end[i] < 0) continue;
+                grp[g] = wave[i], gpos[g] = pos[i], g++;
+                pos[i] += T;
+                if (pos[i] == wave[i]->prompt_len) state[i] = 2, left--;
+            }
+            if (g && prefill_group(e, res, grp, gpos, g, T)) return -1;
+            running -= g;
+        }
+    }
+    free(grp), free(pos), free(end), free(gpos), free(state);
     return 0;
 }
 
@@ -294,7 +379,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const rssm_layer *ml = &model->cfg.layer;
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
-    e->max_rows = B * T > 256 ? B * T : 256; /* as sim_model_init's scratch */
+    e->max_rows = max_rows(c); /* as sim_model_init's scratch */
     CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
     CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
     CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
@@ -336,11 +421,11 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (agree("a scratch slot", scratch_slot[i], sl)) return -1;
         }
 
-    request **rows = calloc(B, sizeof *rows);
+    request **rows = calloc(B, sizeof *rows), **wave = calloc(B, sizeof *wave);
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
-    if (!rows || !slot || !seq || !acc || !fold || !drafts) return -1;
+    if (!rows || !wave || !slot || !seq || !acc || !fold || !drafts) return -1;
     /* NCCL connects its peers on the first collectives: warm the all-gather up at the smallest
      * and largest sizes before the clock starts, as an engine does before it serves */
     if (comm) {
@@ -354,6 +439,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     for (int step = 0; finished < c->requests; step++) {
         /* admit arrivals in order while rows are free; a follow-up waits for the request it
          * continues without holding back the ones behind it (next_req: first not admitted) */
+        int k = 0;
         for (int row = 0; row < B; row++) {
             if (rows[row]) continue;
             while (next_req < c->requests && rq[next_req].row >= 0)
@@ -363,9 +449,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                 if (rq[i].row < 0 && (rq[i].parent < 0 || rq[rq[i].parent].done)) r = &rq[i];
             if (!r) break;
             if (sim_build_prompt(r, rq, system, c->system_len)) return -1;
-            if (admit(e, res, r, row)) return -1;
-            rows[row] = r;
+            r->row = row;
+            rows[row] = wave[k++] = r;
         }
+        if (k && admit_wave(e, res, wave, k)) return -1;
         int n = 0;
         for (int row = 0; row < B; row++) {
             slot[row] = rows[row] ? rows[row]->slot : -1;
@@ -507,7 +594,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     }
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
-    free(rows), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system), free(scratch_slot);
+    free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
+        free(scratch_slot);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_prefix_cache_free(h->cache);
         rssm_plan_free(h->plan);
@@ -567,9 +655,9 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
         return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
     }
     sim_model model;
-    const int max_rows = c->max_batch * c->spec > 256 ? c->max_batch * c->spec : 256;
+    const int rows = max_rows(c);
     int rc = 1;
-    if (sim_model_init(&model, &c->model, ctx, max_rows)) {
+    if (sim_model_init(&model, &c->model, ctx, rows)) {
         fprintf(stderr, "simulate: could not build the model on this device\n");
         sim_model_free(&model);
         rssm_context_free(ctx);
