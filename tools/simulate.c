@@ -316,7 +316,7 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             if (match_prefix(e, wave[i])) return -1;
             pos[i] = wave[i]->matched;
         }
-        /* this round's chunk of each request; a repeat of an earlier request's chunk waits */
+        /* this round's chunk of each request, up to its next snapshot boundary or prompt end */
         int running = 0;
         for (int i = 0; i < k; i++) {
             if (state[i] == 2) continue;
