@@ -73,8 +73,12 @@ typedef struct engine {
     int32_t *d_slot;
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
-    int max_rows;    /* max_batch * T */
-    int pf_rows;     /* prefill: requests in the forward (each with n / pf_rows tokens) */
+    int max_rows; /* max_batch * T */
+    int pf_rows;  /* prefill: requests in the forward (each with n / pf_rows tokens) */
+    /* admit_wave's scratch, [max_batch] each: a forward's requests and their positions, every
+     * admitted request's position, chunk end and state (0 not started, 1 running, 2 done) */
+    request **pf_grp;
+    int *pf_gpos, *pf_pos, *pf_end, *pf_state;
     sim_result *res; /* decode steps: where --profile charges its times (NULL in prefill) */
 } engine;
 
@@ -294,10 +298,9 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
 static int admit_wave(engine *e, sim_result *res, request **wave, int k)
 {
     const sim_config *c = e->cfg;
-    request **grp = malloc(sizeof *grp * (size_t)k);
-    int *pos = malloc(sizeof(int) * (size_t)k), *end = malloc(sizeof(int) * (size_t)k);
-    int *gpos = malloc(sizeof(int) * (size_t)k), *state = calloc((size_t)k, sizeof(int)); /* 0 new, 1 running, 2 done */
-    if (!grp || !pos || !end || !gpos || !state) return -1;
+    request **grp = e->pf_grp;
+    int *gpos = e->pf_gpos, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
+    memset(state, 0, sizeof(int) * (size_t)k);
     for (int i = 0; i < k; i++) {
         request *r = wave[i];
         for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
@@ -358,7 +361,6 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             running -= g;
         }
     }
-    free(grp), free(pos), free(end), free(gpos), free(state);
     return 0;
 }
 
@@ -422,6 +424,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         }
 
     request **rows = calloc(B, sizeof *rows), **wave = calloc(B, sizeof *wave);
+    e->pf_grp = calloc(B, sizeof *e->pf_grp);
+    e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
+    e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int));
+    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state) return -1;
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
@@ -594,6 +600,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     }
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
+    free(e->pf_grp), free(e->pf_gpos), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
         free(scratch_slot);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
