@@ -7,8 +7,6 @@
 
 #include "simulate.h"
 
-/* ---- report --------------------------------------------------------------------------------- */
-
 /* 1 when every request generated the same tokens in both runs. */
 int sim_same_streams(const sim_result *a, const sim_result *b, int n, int *first_diff)
 {

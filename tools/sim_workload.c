@@ -6,8 +6,6 @@
 
 #include "simulate.h"
 
-/* ---- deterministic workload ------------------------------------------------------------------ */
-
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -60,7 +58,6 @@ void sim_free_workload(request *rq, int n)
     free(rq);
 }
 
-/* The prompt of r: system prompt, or the parent's whole conversation, then its own tokens. */
 int sim_build_prompt(request *r, const request *all, const int32_t *system, int system_len)
 {
     r->hist_len = 0;
