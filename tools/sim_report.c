@@ -60,6 +60,18 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
     printf("%-28s %14.1f %14.1f\n", "requests per decode step",
            pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
            rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
+    printf("%-28s %14lld %14lld\n", "prefill forwards", pk->prefill_forwards, rp->prefill_forwards);
+    printf("%-28s %14lld %14lld\n", "prompt tokens computed", pk->prefill_tokens, rp->prefill_tokens);
+    printf("%-28s %14.3f %14.3f %8.2fx\n", "s in admission (prefill)", pk->prefill_seconds, rp->prefill_seconds,
+           pk->prefill_seconds > 0 ? rp->prefill_seconds / pk->prefill_seconds : 0.0);
+    if (c->profile) {
+        static const char *pf[3] = {"  mixers (--profile)", "  dense (--profile)", "  prefix matches (--profile)"};
+        const double v[2][3] = {{pk->pf_mixer, pk->pf_dense, pk->pf_match}, {rp->pf_mixer, rp->pf_dense, rp->pf_match}};
+        for (int j = 0; j < 3; j++)
+            printf("%-28s %14.3f %14.3f %8.2fx\n", pf[j], v[0][j], v[1][j], v[0][j] > 0 ? v[1][j] / v[0][j] : 0.0);
+    }
+    printf("%-28s %14.3f %14.3f %8.2fx\n", "s in decode steps", pk->decode_seconds, rp->decode_seconds,
+           pk->decode_seconds > 0 ? rp->decode_seconds / pk->decode_seconds : 0.0);
     const sim_result *r2[2] = {pk, rp};
     double ms[2][6];
     for (int i = 0; i < 2; i++) {
@@ -130,12 +142,14 @@ void sim_print_json(const sim_config *c, const sim_result *pk, const sim_result 
     for (int i = 0; i < 2; i++)
         printf(", \"%s\": {\"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"state_bytes_per_token\": %.1f, "
                "\"memory_bytes\": %zu, \"prefix_hit_rate\": %.4f, \"prompt_reuse\": %.4f, \"acceptance\": %.4f, "
-               "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prep_seconds\": %.4f, "
+               "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prefill_seconds\": %.4f, "
+               "\"prefill_forwards\": %lld, \"prefill_tokens\": %lld, \"prep_seconds\": %.4f, "
                "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
                "%.4f}",
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
                r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
-               r[i]->decode_seconds, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
+               r[i]->decode_seconds, r[i]->prefill_seconds, r[i]->prefill_forwards, r[i]->prefill_tokens, r[i]->t_prep,
+               r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
     if (t)
         printf(
             ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "

@@ -79,7 +79,8 @@ typedef struct engine {
      * admitted request's position, chunk end and state (0 not started, 1 running, 2 done) */
     request **pf_grp;
     int *pf_gpos, *pf_pos, *pf_end, *pf_state;
-    sim_result *res; /* decode steps: where --profile charges its times (NULL in prefill) */
+    /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
+    double *prof_mixer, *prof_dense;
 } engine;
 
 #define CHECK(call) RSSM_CLI_TRY("simulate", call)
@@ -130,7 +131,7 @@ typedef int (*mixer_fn)(engine *e, sim_shard *h, int layer, int n, const rssm_st
 static int forward(engine *e, int n, mixer_fn mixer)
 {
     const sim_model *m = e->model;
-    const int prof = e->cfg->profile && e->res;
+    const int prof = e->prof_mixer != NULL;
     double t = prof ? now_s() : 0;
     /* --profile: synchronise after each part and charge it to the dense or mixer time */
 #define PROFILE_MARK(field)                                                                                            \
@@ -138,12 +139,12 @@ static int forward(engine *e, int n, mixer_fn mixer)
         if (prof) {                                                                                                    \
             CHECK(rssm_dev_sync(e->ctx));                                                                              \
             const double t1_ = now_s();                                                                                \
-            e->res->field += t1_ - t, t = t1_;                                                                         \
+            *e->field += t1_ - t, t = t1_;                                                                             \
         }                                                                                                              \
     } while (0)
     for (int layer = 0; layer < m->cfg.n_layers; layer++) {
         if (sim_project_in(e->ctx, m, layer, e->d_x, n, e->d_proj)) return -1;
-        PROFILE_MARK(t_dense);
+        PROFILE_MARK(prof_dense);
         /* each rank: its heads of the projection, its mixer; then every rank's outputs */
         for (int s = 0; s < e->nsh; s++) {
             sim_shard *h = &e->sh[s];
@@ -157,9 +158,9 @@ static int forward(engine *e, int n, mixer_fn mixer)
         } else if (e->sh[0].sliced) {
             if (sim_tp_gather_local(e->ctx, m, e->sh, n, e->d_mix)) return -1;
         }
-        PROFILE_MARK(t_mixer);
+        PROFILE_MARK(prof_mixer);
         if (sim_project_out(e->ctx, m, layer, e->d_mix, n, e->d_x)) return -1;
-        PROFILE_MARK(t_dense);
+        PROFILE_MARK(prof_dense);
     }
 #undef PROFILE_MARK
     return 0;
@@ -262,7 +263,12 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     if (upload(e, e->d_slot, e->next, sizeof(int32_t) * k)) return -1;
     if (sim_embed(e->ctx, e->model, e->tokens, k * T, e->d_x)) return -1;
     e->pf_rows = k;
-    if (forward(e, k * T, mixer_prefill)) return -1;
+    if (c->profile) e->prof_mixer = &res->pf_mixer, e->prof_dense = &res->pf_dense;
+    const int fw = forward(e, k * T, mixer_prefill);
+    e->prof_mixer = e->prof_dense = NULL;
+    if (fw) return -1;
+    res->prefill_forwards++;
+    res->prefill_tokens += (long long)k * T;
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_state st0;
         CHECK(rssm_pool_state(h->pool, 0, &st0));
@@ -314,10 +320,19 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
     }
     for (int left = k; left > 0;) {
         /* requests that have not started match again (earlier rounds may have cached more) */
+        double tm = 0;
+        if (c->profile) {
+            CHECK(rssm_dev_sync(e->ctx));
+            tm = now_s();
+        }
         for (int i = 0; i < k; i++) {
             if (state[i] != 0) continue;
             if (match_prefix(e, wave[i])) return -1;
             pos[i] = wave[i]->matched;
+        }
+        if (c->profile) {
+            CHECK(rssm_dev_sync(e->ctx));
+            res->pf_match += now_s() - tm;
         }
         /* this round's chunk of each request, up to its next snapshot boundary or prompt end */
         int running = 0;
@@ -458,7 +473,11 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             r->row = row;
             rows[row] = wave[k++] = r;
         }
-        if (k && admit_wave(e, res, wave, k)) return -1;
+        if (k) {
+            const double ta = now_s();
+            if (admit_wave(e, res, wave, k)) return -1;
+            res->prefill_seconds += now_s() - ta;
+        }
         int n = 0;
         for (int row = 0; row < B; row++) {
             slot[row] = rows[row] ? rows[row]->slot : -1;
@@ -486,7 +505,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         CHECK(rssm_plan_fold_rows(e->sh[0].plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
         const double tf = now_s();
         res->t_prep += tf - td;
-        e->res = res;
+        if (c->profile) e->prof_mixer = &res->t_mixer, e->prof_dense = &res->t_dense;
         if (sim_embed(ctx, model, e->tokens, B * T, e->d_x)) return -1;
         if (!replay && T > 1) {
             /* slot tables: [0] request slots, [t+1] scratch slots of token t */
@@ -508,7 +527,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
         if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
-        e->res = NULL;
+        e->prof_mixer = e->prof_dense = NULL;
         const double tb = now_s();
         res->t_forward += tb - tf;
         /* acceptance: token t's prediction must equal draft t+1 for the next to count */

@@ -44,6 +44,11 @@ typedef struct sim_result {
     long long prompt_tokens, reused_tokens, generated, decode_steps, drafted, accepted;
     int hits, admitted;
     double state_bytes; /* byte model, decode and verify steps */
+    /* admission: seconds in it (prefix matches, prefill forwards, snapshots, first tokens), its
+     * forwards and the prompt tokens they computed */
+    double prefill_seconds;
+    double pf_mixer, pf_dense, pf_match; /* --profile: its mixers, dense parts and prefix matches */
+    long long prefill_forwards, prefill_tokens;
     double decode_tokens;
     /* seconds of decode steps spent in: host preparation (tokens, drafts, plan upload),
      * the forward (embedding, layers, logits, argmax and the read-back of the next tokens),
