@@ -33,6 +33,7 @@ typedef struct cuda_impl {
     int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = up to
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
+    int pf_chunks; /* prefill in chunks of RSSM_PF_TC tokens (same bits); 0 = one token at a time (RSSM_CUDA_PREFILL) */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -185,6 +186,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         break;
     case RSSM_OP_PREFILL:
         A.mode = MODE_PREFILL, fn = "rssm_prefill";
+        /* the chunked token loop where its shared memory fits (always for K <= 128) */
+        if (im->pf_chunks && smem_bytes(&A.l, config_of(&A.l), RSSM_PF_TC) <= RSSM_SMEM_MAX) tc = RSSM_PF_TC;
         break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
@@ -323,7 +326,7 @@ static cudaError_t raise_smem(void)
 {
     for (int config = 0; config <= CFG_GEN_BF16; config++)
         for (int kda = 0; kda <= 1; kda++)
-            for (int tc = 1; tc <= 4; tc += 3) {
+            for (int tc : {1, 4, RSSM_PF_TC}) {
                 cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, tc),
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
                 if (e != cudaSuccess) return e;
@@ -375,6 +378,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
+        ev = getenv("RSSM_CUDA_PREFILL"); /* 0: prefill one token at a time (for comparisons) */
+        im->pf_chunks = !(ev && ev[0] == '0' && ev[1] == 0);
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

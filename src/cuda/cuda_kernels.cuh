@@ -268,6 +268,110 @@ __device__ __forceinline__ void cluster_sync_all()
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
+/* ---- prefill's token loop ------------------------------------------------------------------ */
+
+#define RSSM_PF_TC 16 /* prefill: tokens per chunk of prefill_chunks (the step kernel's TC) */
+
+/* Prefill's tokens once phase 2 has folded the ring into the registers (h = 0, G = 0). Per
+ * chunk of TC tokens, first the token-side vectors of every token of the chunk (one warp per
+ * token), then each thread's rows walk the chunk's tokens with no block barrier in between:
+ *   d = S (e^{g_t} k_t),  u = beta_t (v_t - d),  S = S e^{g_t} + u k_t^T  (KDA: S diag(e^{g_t})),
+ *   o_t = S q_t
+ * with k_t, q_t normalised (q_t scaled). These are the one-token loop's operations in its
+ * order: the norms are summed in block_reduce's tree (a warp sum per 32 channels, then the
+ * warps' sums in order), G_t = 0 + g_t, d + 0 for the empty ring's part, so the outputs and
+ * the final state are the same bits as with TC = 1.
+ * Shared memory (the step layout at TC): kn, qn normalised k_t, q_t [TC][K]; xk e^{G_t} k_t;
+ * eg e^{G_t} [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt); vv v_t of the slice's
+ * rows [TC][VS]; sbeta [TC]. */
+template <class CF, bool KDA, int TC>
+__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int hv, int j0,
+                                               float *kn, float *qn, float *xk, float *eg, float *vv, float *sbeta)
+{
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    constexpr int NCH = (C * LANES + 31) / 32; /* blocks of 32 channels (block_reduce's warps) */
+    const rssm_layer &l = A.l;
+    const int K = l.head_k_dim, V = l.head_v_dim, T = A.io.tokens, gk = KDA ? K : 1, iodt = l.io_dtype;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
+    const int kh = hv / A.group;
+    for (int cs = 0; cs < T; cs += TC) {
+        const int nt = T - cs < TC ? T - cs : TC;
+        const int64_t bt0 = (int64_t)b * T + cs;
+        /* token side: warp w takes tokens w, w + 8, ...; lane holds channels lane + 32 i */
+        for (int t = w; t < nt; t += RSSM_NW) {
+            const int64_t bt = bt0 + t;
+            float kr[NCH], qr[NCH], nk = 0.0f, nq = 0.0f;
+#pragma unroll
+            for (int i = 0; i < NCH; i++) {
+                const int cc = lane + 32 * i;
+                kr[i] = qr[i] = 0.0f;
+                if (cc < K) {
+                    kr[i] = ld_dt(A.io.k, iodt, bt * A.io.k_stride + (int64_t)kh * K + cc);
+                    qr[i] = ld_dt(A.io.q, iodt, bt * A.io.q_stride + (int64_t)kh * K + cc);
+                }
+                /* (block_reduce also adds the idle warps' +0: no change to a sum of squares) */
+                if (l.qk_l2norm && 32 * i < K) {
+                    const float sk2 = warp_sum(kr[i] * kr[i]), sq2 = warp_sum(qr[i] * qr[i]);
+                    nk = i ? nk + sk2 : sk2, nq = i ? nq + sq2 : sq2;
+                }
+            }
+            const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
+            const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
+            const float Gg = KDA ? 0.0f : 0.0f + gate_of(A, bt, hv, gk, 0);
+            const float egg = expf(Gg);
+#pragma unroll
+            for (int i = 0; i < NCH; i++) {
+                const int cc = lane + 32 * i;
+                if (cc >= K) break;
+                const float kv = kr[i] * sk, qv = qr[i] * sq * l.scale;
+                float e = egg;
+                if (KDA) e = expf(0.0f + gate_of(A, bt, hv, gk, cc)), eg[t * K + cc] = e;
+                kn[t * K + cc] = kv;
+                qn[t * K + cc] = qv;
+                xk[t * K + cc] = e * kv;
+            }
+            if (lane == 0) {
+                sbeta[t] = beta_of(A, bt, hv);
+                if (!KDA) eg[t] = egg;
+            }
+            for (int jl = lane; jl < VS; jl += 32) {
+                const int j = j0 + jl;
+                vv[t * VS + jl] = j < V ? ld_dt(A.io.v, iodt, bt * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
+            }
+        }
+        __syncthreads();
+        /* the rows, token after token */
+        for (int t = 0; t < nt; t++) {
+            const float beta = sbeta[t], eg0 = KDA ? 0.0f : eg[t];
+#pragma unroll
+            for (int r = 0; r < RPT; r++) {
+                const int jl = (w * RG + rg) * RPT + r, j = j0 + jl;
+                float d = 0.0f;
+#pragma unroll
+                for (int e = 0; e < C; e++) {
+                    const int cc = chan<CF>(li, e);
+                    d = __fmaf_rn(sreg[r][e], cc < K ? xk[t * K + cc] : 0.0f, d);
+                }
+                d = group_sum<LANES>(d) + 0.0f;
+                const float u = beta * (vv[t * VS + jl] - d);
+                float oo = 0.0f;
+#pragma unroll
+                for (int e = 0; e < C; e++) {
+                    const int cc = chan<CF>(li, e);
+                    const int c1 = cc < K ? cc : 0;
+                    float acc = KDA ? sreg[r][e] * eg[t * K + c1] : sreg[r][e] * eg0;
+                    acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
+                    sreg[r][e] = acc;
+                    oo = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, oo);
+                }
+                const float o = group_sum<LANES>(oo);
+                if (li == 0 && j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
+            }
+        }
+        __syncthreads();
+    }
+}
+
 /* ---- the step kernel ------------------------------------------------------------------------ */
 
 template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
@@ -439,10 +543,13 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     __syncthreads();
 
     /* ---- phase 3: tokens, in chunks of TC (packed/prefill: one at a time, state in registers) ---- */
+    /* (the prefill instantiation, TC = RSSM_PF_TC, runs prefill_chunks instead) */
+    if constexpr (TC == RSSM_PF_TC)
+        prefill_chunks<CF, KDA, TC>(A, sreg, b, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
     const bool seq = mode == MODE_PACKED || mode == MODE_PREFILL;
     const float scale = l.scale;
     int hp = h; /* positions filled before the chunk */
-    for (int cs = 0; cs < T; cs += TC) {
+    for (int cs = 0; TC != RSSM_PF_TC && cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
         const int64_t bt0 = (int64_t)b * T + cs;
 
@@ -706,11 +813,17 @@ typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
 typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
 
-/* The step kernel of a configuration: tc = 1 (decode, prefill, materialise) or 4 (verify). */
+/* The step kernel of a configuration: tc = 1 (decode, prefill, materialise), 4 (verify) or
+ * RSSM_PF_TC (prefill in chunks). */
+template <class CF, bool KDA> static void *step_kernel_tc(int tc)
+{
+    return tc == 1   ? (void *)step_kernel<CF, KDA, 1>
+           : tc == 4 ? (void *)step_kernel<CF, KDA, 4>
+                     : (void *)step_kernel<CF, KDA, RSSM_PF_TC>;
+}
 template <class CF> static void *step_kernel_of(int kda, int tc)
 {
-    if (kda) return tc == 1 ? (void *)step_kernel<CF, true, 1> : (void *)step_kernel<CF, true, 4>;
-    return tc == 1 ? (void *)step_kernel<CF, false, 1> : (void *)step_kernel<CF, false, 4>;
+    return kda ? step_kernel_tc<CF, true>(tc) : step_kernel_tc<CF, false>(tc);
 }
 void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
 void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
