@@ -273,17 +273,19 @@ __device__ __forceinline__ void cluster_sync_all()
 #define RSSM_PF_TC 16 /* prefill: tokens per chunk of prefill_chunks (the step kernel's TC) */
 
 /* Prefill's tokens once phase 2 has folded the ring into the registers (h = 0, G = 0). Per
- * chunk of TC tokens, first the token-side vectors of every token of the chunk (one warp per
- * token), then each thread's rows walk the chunk's tokens with no block barrier in between:
+ * chunk of TC tokens: (1) every thread loads a share of the chunk's raw k, q, v, gates and
+ * beta into shared memory (all loads in flight at once); (2) one warp per token normalises
+ * k_t and q_t and forms the gated key; (3) each thread's rows walk the chunk's tokens with no
+ * block barrier in between, its RPT rows side by side (their sums interleave):
  *   d = S (e^{g_t} k_t),  u = beta_t (v_t - d),  S = S e^{g_t} + u k_t^T  (KDA: S diag(e^{g_t})),
  *   o_t = S q_t
  * with k_t, q_t normalised (q_t scaled). These are the one-token loop's operations in its
  * order: the norms are summed in block_reduce's tree (a warp sum per 32 channels, then the
  * warps' sums in order), G_t = 0 + g_t, d + 0 for the empty ring's part, so the outputs and
  * the final state are the same bits as with TC = 1.
- * Shared memory (the step layout at TC): kn, qn normalised k_t, q_t [TC][K]; xk e^{G_t} k_t;
- * eg e^{G_t} [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt); vv v_t of the slice's
- * rows [TC][VS]; sbeta [TC]. */
+ * Shared memory (the step layout at TC): kn, qn raw then normalised k_t, q_t [TC][K]; xk
+ * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
+ * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
 template <class CF, bool KDA, int TC>
 __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int hv, int j0,
                                                float *kn, float *qn, float *xk, float *eg, float *vv, float *sbeta)
@@ -297,18 +299,29 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
     for (int cs = 0; cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
         const int64_t bt0 = (int64_t)b * T + cs;
-        /* token side: warp w takes tokens w, w + 8, ...; lane holds channels lane + 32 i */
+        /* (1) raw inputs of the chunk */
+        for (int i = tid; i < nt * K; i += RSSM_NT) {
+            const int64_t bt = bt0 + i / K;
+            const int cc = i % K;
+            kn[i] = ld_dt(A.io.k, iodt, bt * A.io.k_stride + (int64_t)kh * K + cc);
+            qn[i] = ld_dt(A.io.q, iodt, bt * A.io.q_stride + (int64_t)kh * K + cc);
+            if (KDA) eg[i] = 0.0f + gate_of(A, bt, hv, gk, cc);
+        }
+        for (int i = tid; i < nt * VS; i += RSSM_NT) {
+            const int j = j0 + i % VS;
+            vv[i] = j < V ? ld_dt(A.io.v, iodt, (bt0 + i / VS) * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
+        }
+        if (tid < nt) sbeta[tid] = beta_of(A, bt0 + tid, hv);
+        if (!KDA && tid >= 32 && tid < 32 + nt) eg[tid - 32] = 0.0f + gate_of(A, bt0 + tid - 32, hv, gk, 0);
+        __syncthreads();
+        /* (2) one warp per token: norms, normalised k and q, e^{G} and the gated key */
         for (int t = w; t < nt; t += RSSM_NW) {
-            const int64_t bt = bt0 + t;
             float kr[NCH], qr[NCH], nk = 0.0f, nq = 0.0f;
 #pragma unroll
             for (int i = 0; i < NCH; i++) {
                 const int cc = lane + 32 * i;
-                kr[i] = qr[i] = 0.0f;
-                if (cc < K) {
-                    kr[i] = ld_dt(A.io.k, iodt, bt * A.io.k_stride + (int64_t)kh * K + cc);
-                    qr[i] = ld_dt(A.io.q, iodt, bt * A.io.q_stride + (int64_t)kh * K + cc);
-                }
+                kr[i] = cc < K ? kn[t * K + cc] : 0.0f;
+                qr[i] = cc < K ? qn[t * K + cc] : 0.0f;
                 /* (block_reduce also adds the idle warps' +0: no change to a sum of squares) */
                 if (l.qk_l2norm && 32 * i < K) {
                     const float sk2 = warp_sum(kr[i] * kr[i]), sq2 = warp_sum(qr[i] * qr[i]);
@@ -317,44 +330,42 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
             }
             const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
             const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
-            const float Gg = KDA ? 0.0f : 0.0f + gate_of(A, bt, hv, gk, 0);
-            const float egg = expf(Gg);
+            const float egg = KDA ? 0.0f : expf(eg[t]);
 #pragma unroll
             for (int i = 0; i < NCH; i++) {
                 const int cc = lane + 32 * i;
                 if (cc >= K) break;
                 const float kv = kr[i] * sk, qv = qr[i] * sq * l.scale;
                 float e = egg;
-                if (KDA) e = expf(0.0f + gate_of(A, bt, hv, gk, cc)), eg[t * K + cc] = e;
+                if (KDA) e = expf(eg[t * K + cc]), eg[t * K + cc] = e;
                 kn[t * K + cc] = kv;
                 qn[t * K + cc] = qv;
                 xk[t * K + cc] = e * kv;
             }
-            if (lane == 0) {
-                sbeta[t] = beta_of(A, bt, hv);
-                if (!KDA) eg[t] = egg;
-            }
-            for (int jl = lane; jl < VS; jl += 32) {
-                const int j = j0 + jl;
-                vv[t * VS + jl] = j < V ? ld_dt(A.io.v, iodt, bt * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
-            }
+            __syncwarp();
+            if (!KDA && lane == 0) eg[t] = egg;
         }
         __syncthreads();
-        /* the rows, token after token */
+        /* (3) the rows, token after token */
         for (int t = 0; t < nt; t++) {
             const float beta = sbeta[t], eg0 = KDA ? 0.0f : eg[t];
+            float d[RPT], o[RPT];
 #pragma unroll
             for (int r = 0; r < RPT; r++) {
-                const int jl = (w * RG + rg) * RPT + r, j = j0 + jl;
-                float d = 0.0f;
+                d[r] = 0.0f;
 #pragma unroll
                 for (int e = 0; e < C; e++) {
                     const int cc = chan<CF>(li, e);
-                    d = __fmaf_rn(sreg[r][e], cc < K ? xk[t * K + cc] : 0.0f, d);
+                    d[r] = __fmaf_rn(sreg[r][e], cc < K ? xk[t * K + cc] : 0.0f, d[r]);
                 }
-                d = group_sum<LANES>(d) + 0.0f;
-                const float u = beta * (vv[t * VS + jl] - d);
-                float oo = 0.0f;
+            }
+#pragma unroll
+            for (int r = 0; r < RPT; r++)
+                d[r] = group_sum<LANES>(d[r]) + 0.0f;
+#pragma unroll
+            for (int r = 0; r < RPT; r++) {
+                const float u = beta * (vv[t * VS + (w * RG + rg) * RPT + r] - d[r]);
+                o[r] = 0.0f;
 #pragma unroll
                 for (int e = 0; e < C; e++) {
                     const int cc = chan<CF>(li, e);
@@ -362,11 +373,17 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
                     float acc = KDA ? sreg[r][e] * eg[t * K + c1] : sreg[r][e] * eg0;
                     acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
                     sreg[r][e] = acc;
-                    oo = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, oo);
+                    o[r] = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, o[r]);
                 }
-                const float o = group_sum<LANES>(oo);
-                if (li == 0 && j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
             }
+#pragma unroll
+            for (int r = 0; r < RPT; r++)
+                o[r] = group_sum<LANES>(o[r]);
+            const int j = j0 + (w * RG + rg) * RPT;
+            if (li == 0)
+#pragma unroll
+                for (int r = 0; r < RPT; r++)
+                    if (j + r < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j + r, o[r]);
         }
         __syncthreads();
     }
