@@ -2,8 +2,9 @@
  * test_cuda_prefill.c — CUDA prefill in chunks of tokens (the default) against the one-token
  * loop (RSSM_CUDA_PREFILL=0): outputs and the whole state must be the same bits, for GDN and
  * KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one, prompts shorter
- * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row.
- * Skips (exit 0) without a CUDA device.
+ * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row;
+ * and ragged rows (cu_seqlens) against each row's own call, on both loops. Skips (exit 0)
+ * without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,27 @@ int main(void)
                     free(oa), free(ob);
                     rh_inputs_free(&in);
                     rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b);
+                }
+    /* ragged rows (cu_seqlens) against each row alone, on both loops */
+    static const int32_t rslot[5] = {3, -1, 0, 5, 1}, rlen[5] = {7, 3, 1, 40, 16};
+    for (int ci = 0; ci < 2; ci++)
+        for (int gate = 0; gate < 3; gate++)
+            for (int sh = 0; sh < 3; sh++)
+                for (int d = 0; d < 3; d += 2) {
+                    const shape *p = &shapes[sh];
+                    rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, p->H, p->HV, p->K, p->V, 8);
+                    l.state_dtype = dts[d][0], l.ring_dtype = dts[d][1], l.io_dtype = dts[d][2];
+                    if (gate == 2) l.has_lower_bound = 1, l.lower_bound = -5.0f;
+                    int same = 0;
+                    seed++;
+                    const int r = rh_prefill_ragged_check(ci ? one : chunked, &l, 5, rslot, rlen, 8, 0xfeed + seed,
+                                                          seed & 1, &same);
+                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s",
+                           ci ? "one token" : "chunks",
+                           gate == 0   ? "gdn"
+                           : gate == 1 ? "kda"
+                                       : "kda-lb",
+                           p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
                 }
     rssm_context_free(chunked);
     rssm_context_free(one);

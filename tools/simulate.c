@@ -74,11 +74,14 @@ typedef struct engine {
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
     int max_rows; /* max_batch * T */
-    int pf_rows;  /* prefill: requests in the forward (each with n / pf_rows tokens) */
-    /* admit_wave's scratch, [max_batch] each: a forward's requests and their positions, every
-     * admitted request's position, chunk end and state (0 not started, 1 running, 2 done) */
+    int pf_rows;  /* prefill: requests in the forward (ragged rows, d_cu) */
+    int pf_tmax;  /* prefill: the forward's longest row */
+    /* admit_wave's scratch, [max_batch] each: a forward's requests, their positions and chunk
+     * lengths, every admitted request's position, chunk end and state (0 not started, 1
+     * running, 2 done); the forward's row offsets [max_batch + 1] (host and device) */
     request **pf_grp;
-    int *pf_gpos, *pf_pos, *pf_end, *pf_state;
+    int *pf_gpos, *pf_glen, *pf_pos, *pf_end, *pf_state;
+    int32_t *pf_cu, *d_cu;
     /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
     double *prof_mixer, *prof_dense;
 } engine;
@@ -166,11 +169,13 @@ static int forward(engine *e, int n, mixer_fn mixer)
     return 0;
 }
 
-/* prefill: pf_rows requests (slots in d_slot), n / pf_rows tokens each, activations [row][token] */
+/* prefill: pf_rows requests (slots in d_slot) of ragged lengths (offsets in d_cu), their n
+ * tokens packed row after row */
 static int mixer_prefill(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
+    (void)n;
     rssm_step_io io = {0};
-    io.batch = e->pf_rows, io.tokens = n / e->pf_rows;
+    io.batch = e->pf_rows, io.tokens = e->pf_tmax, io.cu_seqlens = e->d_cu;
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
     io.slot = e->d_slot;
@@ -249,26 +254,33 @@ static int match_prefix(engine *e, request *r)
     return 0;
 }
 
-/* Prefills chunk [pos, pos + T) of each of the k requests in grp (one forward, k rows of T
- * tokens), then resets their cursors, snapshots the chunks that end on an interval boundary
- * before the prompt's end, and takes the first generated token of the prompts it completes. */
-static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, int k, int T)
+/* Prefills chunk [pos[i], pos[i] + len[i]) of each of the k requests in grp (one forward, the
+ * chunks as ragged rows), then resets their cursors, snapshots the chunks that end on an
+ * interval boundary before the prompt's end, and takes the first generated token of the
+ * prompts it completes. */
+static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, const int *len, int k)
 {
     const sim_config *c = e->cfg;
     const int D = e->model->cfg.d_model;
+    int32_t *cu = e->pf_cu;
+    cu[0] = 0, e->pf_tmax = 1;
     for (int i = 0; i < k; i++) {
-        memcpy(e->tokens + (size_t)i * T, grp[i]->hist + pos[i], sizeof(int32_t) * T);
+        memcpy(e->tokens + cu[i], grp[i]->hist + pos[i], sizeof(int32_t) * len[i]);
+        cu[i + 1] = cu[i] + len[i];
+        if (len[i] > e->pf_tmax) e->pf_tmax = len[i];
         e->next[i] = grp[i]->slot; /* the slot table, staged in the next-token buffer */
     }
+    const int n = cu[k];
     if (upload(e, e->d_slot, e->next, sizeof(int32_t) * k)) return -1;
-    if (sim_embed(e->ctx, e->model, e->tokens, k * T, e->d_x)) return -1;
+    if (upload(e, e->d_cu, cu, sizeof(int32_t) * (k + 1))) return -1;
+    if (sim_embed(e->ctx, e->model, e->tokens, n, e->d_x)) return -1;
     e->pf_rows = k;
     if (c->profile) e->prof_mixer = &res->pf_mixer, e->prof_dense = &res->pf_dense;
-    const int fw = forward(e, k * T, mixer_prefill);
+    const int fw = forward(e, n, mixer_prefill);
     e->prof_mixer = e->prof_dense = NULL;
     if (fw) return -1;
     res->prefill_forwards++;
-    res->prefill_tokens += (long long)k * T;
+    res->prefill_tokens += n;
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_state st0;
         CHECK(rssm_pool_state(h->pool, 0, &st0));
@@ -276,7 +288,7 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     }
     for (int i = 0; i < k; i++) {
         request *r = grp[i];
-        const int end = pos[i] + T;
+        const int end = pos[i] + len[i];
         r->cursor = 0;
         if (end % c->track_interval == 0 && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
@@ -284,7 +296,7 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
                                                      rssm_dev_stream(e->ctx)));
         if (end == r->prompt_len) {
             int32_t next;
-            if (sim_next_tokens(e->ctx, e->model, e->d_x + ((size_t)i * T + T - 1) * D, 1, &next)) return -1;
+            if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(cu[i + 1] - 1) * D, 1, &next)) return -1;
             if (sim_hist_push(r, next)) return -1;
             r->generated = 1;
             r->seq_len = r->prompt_len;
@@ -296,8 +308,8 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
 
 /* Admits the k requests of wave (rows already chosen) as an engine batches prefill: each gets a
  * slot and its longest cached prefix, then all prefill together in rounds. In a round every
- * running request advances by the same T tokens, the shortest distance of any of them to its
- * next snapshot boundary (a multiple of the track interval) or prompt end, in one forward. A
+ * running request advances to its next snapshot boundary (a multiple of the track interval) or
+ * its prompt's end, all of them as ragged rows of one forward (of at most max_rows tokens). A
  * request that has not started waits while an earlier running request shares its prompt up to
  * its next boundary and has yet to snapshot it, then matches the cache again: a shared prefix
  * is computed once, as when requests were admitted one by one. */
@@ -305,7 +317,7 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
 {
     const sim_config *c = e->cfg;
     request **grp = e->pf_grp;
-    int *gpos = e->pf_gpos, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
+    int *gpos = e->pf_gpos, *glen = e->pf_glen, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
     memset(state, 0, sizeof(int) * (size_t)k);
     for (int i = 0; i < k; i++) {
         request *r = wave[i];
@@ -359,20 +371,17 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             }
             running++;
         }
-        /* every running request advances by the shortest of their chunks, T tokens (so no chunk
-         * crosses a snapshot boundary), in forwards of at most max_rows tokens */
-        int T = e->max_rows;
-        for (int i = 0; i < k; i++)
-            if (state[i] == 1 && end[i] >= 0 && end[i] - pos[i] < T) T = end[i] - pos[i];
+        /* every running request advances to its chunk's end, in forwards of at most max_rows tokens */
         for (int i = 0; i < k && running > 0;) {
-            int g = 0;
-            for (; i < k && (g + 1) * T <= e->max_rows; i++) {
+            int g = 0, n = 0;
+            for (; i < k; i++) {
                 if (state[i] != 1 || end[i] < 0) continue;
-                grp[g] = wave[i], gpos[g] = pos[i], g++;
-                pos[i] += T;
+                if (n + end[i] - pos[i] > e->max_rows) break;
+                grp[g] = wave[i], gpos[g] = pos[i], glen[g] = end[i] - pos[i], n += glen[g], g++;
+                pos[i] = end[i];
                 if (pos[i] == wave[i]->prompt_len) state[i] = 2, left--;
             }
-            if (g && prefill_group(e, res, grp, gpos, g, T)) return -1;
+            if (g && prefill_group(e, res, grp, gpos, glen, g)) return -1;
             running -= g;
         }
     }
@@ -441,8 +450,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     request **rows = calloc(B, sizeof *rows), **wave = calloc(B, sizeof *wave);
     e->pf_grp = calloc(B, sizeof *e->pf_grp);
     e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
-    e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int));
-    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state) return -1;
+    e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int)), e->pf_glen = calloc(B, sizeof(int));
+    e->pf_cu = calloc((size_t)B + 1, sizeof(int32_t));
+    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cu) return -1;
+    CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
@@ -619,7 +630,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     }
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
-    free(e->pf_grp), free(e->pf_gpos), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
+    free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
+    free(e->pf_cu);
+    rssm_dev_free(ctx, e->d_cu);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
         free(scratch_slot);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {

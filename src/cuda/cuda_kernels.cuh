@@ -287,18 +287,19 @@ __device__ __forceinline__ void cluster_sync_all()
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
 template <class CF, bool KDA, int TC>
-__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int hv, int j0,
-                                               float *kn, float *qn, float *xk, float *eg, float *vv, float *sbeta)
+__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int T, int hv,
+                                               int j0, float *kn, float *qn, float *xk, float *eg, float *vv,
+                                               float *sbeta)
 {
     constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
     constexpr int NCH = (C * LANES + 31) / 32; /* blocks of 32 channels (block_reduce's warps) */
     const rssm_layer &l = A.l;
-    const int K = l.head_k_dim, V = l.head_v_dim, T = A.io.tokens, gk = KDA ? K : 1, iodt = l.io_dtype;
+    const int K = l.head_k_dim, V = l.head_v_dim, gk = KDA ? K : 1, iodt = l.io_dtype;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
     const int kh = hv / A.group;
     for (int cs = 0; cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
-        const int64_t bt0 = (int64_t)b * T + cs;
+        const int64_t bt0 = rssm_bt(&A.io, b, cs);
         /* (1) raw inputs of the chunk */
         for (int i = tid; i < nt * K; i += RSSM_NT) {
             const int64_t bt = bt0 + i / K;
@@ -402,7 +403,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     const int b = blockIdx.y, hv = blockIdx.x / A.NS, slice = blockIdx.x % A.NS, kh = hv / A.group;
     const int j0 = slice * VS;
     const int mode = A.mode;
-    const int T = mode == MODE_MAT ? 0 : A.io.tokens;
+    int T = mode == MODE_MAT ? 0 : A.io.tokens; /* this row's tokens */
     const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
     float *ek = sm + S.ek, *eG = sm + S.eG, *ringu = sm + S.ringu, *xk = sm + S.xk, *xq = sm + S.xq;
     float *kn = sm + S.kn, *qn = sm + S.misc, *Gt = sm + S.Gt, *wk = sm + S.wk, *wq = sm + S.wq;
@@ -427,6 +428,11 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             if (d < 0) s = -1;
         }
     }
+    /* ragged prefill: the row's own length (a bad one pads the row, writing no outputs) */
+    if (mode == MODE_PREFILL && A.io.cu_seqlens) {
+        T = rssm_row_tokens(&A.io, b);
+        if (T < (s >= 0 ? 1 : 0) || T > A.io.tokens) bad = true, s = -1, T = 0;
+    }
     /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
     int c = 0, base = 0, h = 0;
     if (s >= 0 && mode != MODE_PACKED) {
@@ -440,7 +446,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         if (mode != MODE_MAT)
             for (int i = tid; i < T * VS; i += RSSM_NT) {
                 const int t = i / VS, j = j0 + i % VS;
-                if (j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, (int64_t)b * T + t, hv) + j, 0.0f);
+                if (j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, rssm_bt(&A.io, b, t), hv) + j, 0.0f);
             }
         return;
     }
@@ -562,13 +568,13 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     /* ---- phase 3: tokens, in chunks of TC (packed/prefill: one at a time, state in registers) ---- */
     /* (the prefill instantiation, TC = RSSM_PF_TC, runs prefill_chunks instead) */
     if constexpr (TC == RSSM_PF_TC)
-        prefill_chunks<CF, KDA, TC>(A, sreg, b, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
+        prefill_chunks<CF, KDA, TC>(A, sreg, b, T, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
     const bool seq = mode == MODE_PACKED || mode == MODE_PREFILL;
     const float scale = l.scale;
     int hp = h; /* positions filled before the chunk */
     for (int cs = 0; TC != RSSM_PF_TC && cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
-        const int64_t bt0 = (int64_t)b * T + cs;
+        const int64_t bt0 = rssm_bt(&A.io, b, cs);
 
         /* P1: raw q, k, gates, beta, v; norms */
         float qraw[TC], kraw[TC], part[2 * TC];
