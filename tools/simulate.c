@@ -77,11 +77,12 @@ typedef struct engine {
     int pf_rows;  /* prefill: requests in the forward (ragged rows, d_cu) */
     int pf_tmax;  /* prefill: the forward's longest row */
     /* admit_wave's scratch, [max_batch] each: a forward's requests, their positions and chunk
-     * lengths, every admitted request's position, chunk end and state (0 not started, 1
-     * running, 2 done); the forward's row offsets [max_batch + 1] (host and device) */
+     * lengths, every admitted request's position, chunk end, state (0 not started, 1 running,
+     * 2 done) and snapshot point; the forward's row offsets [max_batch + 1] (host and device) */
     request **pf_grp;
-    int *pf_gpos, *pf_glen, *pf_pos, *pf_end, *pf_state;
+    int *pf_gpos, *pf_glen, *pf_pos, *pf_end, *pf_state, *pf_cut;
     int32_t *pf_cu, *d_cu;
+    const request *rq; /* the workload (shared_prefix) */
     /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
     double *prof_mixer, *prof_dense;
 } engine;
@@ -306,21 +307,43 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     return 0;
 }
 
+/* Longest prefix of r's prompt (short of its last token) that another request's tokens share:
+ * what an engine's radix tree over every sequence it holds (its attention KV cache) knows. */
+static int shared_prefix(const engine *e, const request *r)
+{
+    const int cap = r->prompt_len - 1;
+    int best = 0;
+    for (int j = 0; j < e->cfg->requests && best < cap; j++) {
+        const request *o = &e->rq[j];
+        if (o == r || o->hist_len == 0) continue;
+        const int n = o->hist_len < cap ? o->hist_len : cap;
+        int m = 0;
+        while (m < n && o->hist[m] == r->hist[m])
+            m++;
+        if (m > best) best = m;
+    }
+    return best;
+}
+
 /* Admits the k requests of wave (rows already chosen) as an engine batches prefill: each gets a
- * slot and its longest cached prefix, then all prefill together in rounds. In a round every
- * running request advances to its next snapshot boundary (a multiple of the track interval) or
- * its prompt's end, all of them as ragged rows of one forward (of at most max_rows tokens). A
- * request that has not started waits while an earlier running request shares its prompt up to
- * its next boundary and has yet to snapshot it, then matches the cache again: a shared prefix
- * is computed once, as when requests were admitted one by one. */
+ * slot and its longest cached prefix, then all prefill together in rounds. A request's prefill
+ * stops (and snapshots) at one point only: the last snapshot boundary (a multiple of the track
+ * interval) inside the prefix it shares with another request, the point a later request can
+ * reuse; the rest of its prompt is its own (decode snapshots its conversation on). In a round
+ * every running request advances to its snapshot point or its prompt's end, all of them as
+ * ragged rows of one forward (of at most max_rows tokens). A request that has not started
+ * waits while an earlier running request will snapshot the point it would compute to, then
+ * matches the cache again: a shared prefix is computed once. */
 static int admit_wave(engine *e, sim_result *res, request **wave, int k)
 {
     const sim_config *c = e->cfg;
     request **grp = e->pf_grp;
     int *gpos = e->pf_gpos, *glen = e->pf_glen, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
+    int *cut = e->pf_cut;
     memset(state, 0, sizeof(int) * (size_t)k);
     for (int i = 0; i < k; i++) {
         request *r = wave[i];
+        cut[i] = shared_prefix(e, r) / c->track_interval * c->track_interval;
         for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
             int32_t slot;
             CHECK(rssm_pool_acquire(h->pool, &slot));
@@ -346,19 +369,18 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             CHECK(rssm_dev_sync(e->ctx));
             res->pf_match += now_s() - tm;
         }
-        /* this round's chunk of each request, up to its next snapshot boundary or prompt end */
+        /* this round's chunk of each request, up to its snapshot point or prompt end */
         int running = 0;
         for (int i = 0; i < k; i++) {
             if (state[i] == 2) continue;
             const request *r = wave[i];
-            end[i] = (pos[i] / c->track_interval + 1) * c->track_interval;
-            if (end[i] > r->prompt_len) end[i] = r->prompt_len;
+            end[i] = pos[i] < cut[i] ? cut[i] : r->prompt_len;
             if (end[i] - pos[i] > e->max_rows) end[i] = pos[i] + e->max_rows;
             /* not started, and an earlier running request will snapshot this chunk's end: wait */
             int wait = 0;
-            if (state[i] == 0 && end[i] % c->track_interval == 0)
+            if (state[i] == 0 && end[i] == cut[i])
                 for (int j = 0; j < i && !wait; j++)
-                    wait = state[j] == 1 && pos[j] < end[i] && end[i] < wave[j]->prompt_len &&
+                    wait = state[j] == 1 && pos[j] < end[i] && cut[j] == end[i] &&
                            !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * end[i]);
             if (wait) {
                 end[i] = -1;
@@ -401,7 +423,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     if (!rq) return -1;
     res->rq = rq;
     engine E = {0}, *e = &E;
-    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec;
+    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec, e->rq = rq;
     const rssm_layer *ml = &model->cfg.layer;
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
@@ -451,8 +473,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     e->pf_grp = calloc(B, sizeof *e->pf_grp);
     e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
     e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int)), e->pf_glen = calloc(B, sizeof(int));
+    e->pf_cut = calloc(B, sizeof(int));
     e->pf_cu = calloc((size_t)B + 1, sizeof(int32_t));
-    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cu) return -1;
+    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut || !e->pf_cu)
+        return -1;
     CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
@@ -631,6 +655,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
     free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
+    free(e->pf_cut);
     free(e->pf_cu);
     rssm_dev_free(ctx, e->d_cu);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
