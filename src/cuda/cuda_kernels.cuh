@@ -241,6 +241,7 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
     s.ek = o, o += L * K;     /* entry keys as stored, f32 [L][K] (KDA pre-decayed) */
     s.eG = o, o += L;         /* GDN entry G [L] */
     s.ringu = o, o += L * VS; /* entry u of this slice's rows, as stored [L][VS] */
+    o = (o + 3) & ~3;         /* the per-token vectors start 16-byte aligned (load_chans) */
     s.xk = o, o += TC * K;    /* e^{G_t} k_t */
     s.xq = o, o += TC * K;    /* e^{G_t} q_t */
     s.kn = o, o += TC * K;    /* normalised k_t; during the norm pass: normalised q_t */
@@ -255,7 +256,8 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
     s.beta = o, o += TC;
     s.kq = o, o += TC;
     s.nrm = o, o += 2 * TC + 2; /* 1/norm of k_t, q_t; min G; window min */
-    s.misc = o, o += TC * K;    /* normalised, scaled q_t */
+    o = (o + 3) & ~3;
+    s.misc = o, o += TC * K; /* normalised, scaled q_t */
     s.red = o, o += RSSM_NW * 16;
     s.total = o;
     return s;
@@ -266,6 +268,26 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
 __device__ __forceinline__ void cluster_sync_all()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* x[e] = v[chan(li, e)] (0 outside K) from shared memory: one 16-byte access per 4 channels
+ * where a lane's channels are contiguous (then K = C * LANES, a multiple of 4, and v is
+ * 16-byte aligned: the layout aligns the per-token vectors). */
+template <class CF> __device__ __forceinline__ void load_chans(const float *v, int li, int K, float *x)
+{
+    if (!CF::STRIDED) {
+#pragma unroll
+        for (int e = 0; e < CF::C; e += 4) {
+            const float4 f = *reinterpret_cast<const float4 *>(v + li * CF::C + e);
+            x[e] = f.x, x[e + 1] = f.y, x[e + 2] = f.z, x[e + 3] = f.w;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < CF::C; e++) {
+            const int cc = chan<CF>(li, e);
+            x[e] = cc < K ? v[cc] : 0.0f;
+        }
+    }
 }
 
 /* ---- prefill's token loop ------------------------------------------------------------------ */
@@ -347,18 +369,21 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
             if (!KDA && lane == 0) eg[t] = egg;
         }
         __syncthreads();
-        /* (3) the rows, token after token */
+        /* (3) the rows, token after token; the token's vectors at this lane's channels are read
+         * once for all its rows (shared memory, not global stores, is what bounds this loop) */
         for (int t = 0; t < nt; t++) {
             const float beta = sbeta[t], eg0 = KDA ? 0.0f : eg[t];
-            float d[RPT], o[RPT];
+            float xkv[C], knv[C], qnv[C], egv[C], d[RPT], o[RPT];
+            load_chans<CF>(xk + t * K, li, K, xkv);
+            load_chans<CF>(kn + t * K, li, K, knv);
+            load_chans<CF>(qn + t * K, li, K, qnv);
+            if (KDA) load_chans<CF>(eg + t * K, li, K, egv);
 #pragma unroll
             for (int r = 0; r < RPT; r++) {
                 d[r] = 0.0f;
 #pragma unroll
-                for (int e = 0; e < C; e++) {
-                    const int cc = chan<CF>(li, e);
-                    d[r] = __fmaf_rn(sreg[r][e], cc < K ? xk[t * K + cc] : 0.0f, d[r]);
-                }
+                for (int e = 0; e < C; e++)
+                    d[r] = __fmaf_rn(sreg[r][e], xkv[e], d[r]);
             }
 #pragma unroll
             for (int r = 0; r < RPT; r++)
@@ -369,12 +394,10 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
                 o[r] = 0.0f;
 #pragma unroll
                 for (int e = 0; e < C; e++) {
-                    const int cc = chan<CF>(li, e);
-                    const int c1 = cc < K ? cc : 0;
-                    float acc = KDA ? sreg[r][e] * eg[t * K + c1] : sreg[r][e] * eg0;
-                    acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
+                    float acc = KDA ? sreg[r][e] * egv[e] : sreg[r][e] * eg0;
+                    acc = __fmaf_rn(u, knv[e], acc);
                     sreg[r][e] = acc;
-                    o[r] = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, o[r]);
+                    o[r] = __fmaf_rn(acc, qnv[e], o[r]);
                 }
             }
 #pragma unroll
