@@ -76,11 +76,12 @@ typedef struct engine {
     int max_rows; /* max_batch * T */
     int pf_rows;  /* prefill: requests in the forward (ragged rows, d_cu) */
     int pf_tmax;  /* prefill: the forward's longest row */
-    /* admit_wave's scratch, [max_batch] each: a forward's requests, their positions and chunk
-     * lengths, every admitted request's position, chunk end, state (0 not started, 1 running,
-     * 2 done) and snapshot point; the forward's row offsets [max_batch + 1] (host and device) */
+    /* admit_wave's scratch, [max_batch] each: a forward's requests, their positions, chunk
+     * lengths and whether a chunk's end is a snapshot point; every admitted request's position,
+     * chunk end, state (0 not started, 1 running, 2 done), snapshot point and whether this
+     * round's chunk ends there; the forward's row offsets [max_batch + 1] (host and device) */
     request **pf_grp;
-    int *pf_gpos, *pf_glen, *pf_pos, *pf_end, *pf_state, *pf_cut;
+    int *pf_gpos, *pf_glen, *pf_gsnap, *pf_pos, *pf_end, *pf_state, *pf_cut, *pf_snap;
     int32_t *pf_cu, *d_cu;
     const request *rq; /* the workload (shared_prefix) */
     /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
@@ -256,10 +257,11 @@ static int match_prefix(engine *e, request *r)
 }
 
 /* Prefills chunk [pos[i], pos[i] + len[i]) of each of the k requests in grp (one forward, the
- * chunks as ragged rows), then resets their cursors, snapshots the chunks that end on an
- * interval boundary before the prompt's end, and takes the first generated token of the
- * prompts it completes. */
-static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, const int *len, int k)
+ * chunks as ragged rows), then resets their cursors, snapshots the chunks whose end is a
+ * snapshot point (snap[i]; a multiple of the interval before the prompt's end), and takes the
+ * first generated token of the prompts it completes. */
+static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, const int *len, const int *snap,
+                         int k)
 {
     const sim_config *c = e->cfg;
     const int D = e->model->cfg.d_model;
@@ -291,7 +293,7 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
         request *r = grp[i];
         const int end = pos[i] + len[i];
         r->cursor = 0;
-        if (end % c->track_interval == 0 && end < r->prompt_len)
+        if (snap[i] && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                 CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT,
                                                      rssm_dev_stream(e->ctx)));
@@ -339,7 +341,7 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
     const sim_config *c = e->cfg;
     request **grp = e->pf_grp;
     int *gpos = e->pf_gpos, *glen = e->pf_glen, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
-    int *cut = e->pf_cut;
+    int *cut = e->pf_cut, *snap = e->pf_snap, *gsnap = e->pf_gsnap;
     memset(state, 0, sizeof(int) * (size_t)k);
     for (int i = 0; i < k; i++) {
         request *r = wave[i];
@@ -374,14 +376,19 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
         for (int i = 0; i < k; i++) {
             if (state[i] == 2) continue;
             const request *r = wave[i];
-            end[i] = pos[i] < cut[i] ? cut[i] : r->prompt_len;
-            if (end[i] - pos[i] > e->max_rows) end[i] = pos[i] + e->max_rows;
-            /* not started, and an earlier running request will snapshot this chunk's end: wait */
+            const int target = pos[i] < cut[i] ? cut[i] : r->prompt_len;
+            end[i] = target - pos[i] > e->max_rows ? pos[i] + e->max_rows : target;
+            snap[i] = end[i] == cut[i];
+            /* not started, and an earlier running request computes the prefix up to this one's
+             * snapshot point: that one stops and snapshots there (when it would pass it in this
+             * round), this one waits and then matches the cache again */
             int wait = 0;
-            if (state[i] == 0 && end[i] == cut[i])
-                for (int j = 0; j < i && !wait; j++)
-                    wait = state[j] == 1 && pos[j] < end[i] && cut[j] == end[i] &&
-                           !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * end[i]);
+            if (state[i] == 0 && target == cut[i])
+                for (int j = 0; j < i && !wait; j++) {
+                    wait = state[j] == 1 && end[j] >= 0 && pos[j] < cut[i] && cut[i] < wave[j]->prompt_len &&
+                           !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * cut[i]);
+                    if (wait && end[j] >= cut[i]) end[j] = cut[i], snap[j] = 1;
+                }
             if (wait) {
                 end[i] = -1;
                 continue;
@@ -399,11 +406,11 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             for (; i < k; i++) {
                 if (state[i] != 1 || end[i] < 0) continue;
                 if (n + end[i] - pos[i] > e->max_rows) break;
-                grp[g] = wave[i], gpos[g] = pos[i], glen[g] = end[i] - pos[i], n += glen[g], g++;
+                grp[g] = wave[i], gpos[g] = pos[i], glen[g] = end[i] - pos[i], gsnap[g] = snap[i], n += glen[g], g++;
                 pos[i] = end[i];
                 if (pos[i] == wave[i]->prompt_len) state[i] = 2, left--;
             }
-            if (g && prefill_group(e, res, grp, gpos, glen, g)) return -1;
+            if (g && prefill_group(e, res, grp, gpos, glen, gsnap, g)) return -1;
             running -= g;
         }
     }
@@ -473,9 +480,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     e->pf_grp = calloc(B, sizeof *e->pf_grp);
     e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
     e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int)), e->pf_glen = calloc(B, sizeof(int));
-    e->pf_cut = calloc(B, sizeof(int));
+    e->pf_cut = calloc(B, sizeof(int)), e->pf_snap = calloc(B, sizeof(int)), e->pf_gsnap = calloc(B, sizeof(int));
     e->pf_cu = calloc((size_t)B + 1, sizeof(int32_t));
-    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut || !e->pf_cu)
+    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut ||
+        !e->pf_snap || !e->pf_gsnap || !e->pf_cu)
         return -1;
     CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
@@ -655,7 +663,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
     free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
-    free(e->pf_cut);
+    free(e->pf_cut), free(e->pf_snap), free(e->pf_gsnap);
     free(e->pf_cu);
     rssm_dev_free(ctx, e->d_cu);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),

@@ -90,15 +90,20 @@ def _tensor_in(ctx, x, name, shape, kind, keep, strided):
     return v.ptr, 0
 
 
-def _ragged_rows(cu_seqlens, max_seqlen):
+def _ragged_rows(cu_seqlens, max_seqlen, total):
     """Rows and longest row of ragged prefill: cu_seqlens [rows + 1] (list, numpy or torch); the
-    longest row is read from it (a host copy) unless max_seqlen is given."""
+    longest row is read from it (a host copy) unless max_seqlen is given with a torch tensor.
+    Its last entry must be the packed length `total` (checked wherever it is read on the host:
+    the library reads that many tokens)."""
     n = len(cu_seqlens)
     if n < 2:
         raise ValueError(f"cu_seqlens: {n} entries, expected rows + 1 >= 2")
-    if max_seqlen is None:
+    if max_seqlen is None or not tz.is_torch(cu_seqlens):
         cu = cu_seqlens.cpu().tolist() if tz.is_torch(cu_seqlens) else [int(x) for x in cu_seqlens]
-        max_seqlen = max(max(cu[i + 1] - cu[i] for i in range(n - 1)), 1)
+        if cu[-1] != total:
+            raise ValueError(f"cu_seqlens: ends at {cu[-1]}, the tokens are packed as {total}")
+        if max_seqlen is None:
+            max_seqlen = max(max(cu[i + 1] - cu[i] for i in range(n - 1)), 1)
     return n - 1, int(max_seqlen)
 
 
@@ -120,7 +125,7 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     if cu_seqlens is not None:  # ragged: the rows' tokens packed as [1, total, ...]
         if squeeze or B != 1:
             raise ValueError(f"q: shape {qv.shape}; with cu_seqlens the tokens are packed as [1, total, H, K]")
-        rows, tokens = _ragged_rows(cu_seqlens, max_seqlen)
+        rows, tokens = _ragged_rows(cu_seqlens, max_seqlen, T)
     c.batch, c.tokens = rows, tokens
     c.q, c.q_stride = _tensor_in(ctx, q, "q", (B, T, H, K), io, keep, True)
     c.k, c.k_stride = _tensor_in(ctx, k, "k", (B, T, H, K), io, keep, True)
@@ -209,8 +214,10 @@ def prefill(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None
     (rssm_prefill): o for every token, the final state as the checkpoint. Zero the slot first
     for a fresh sequence; call reset_cursors() after the last layer.
     Ragged rows, as FLA's varlen: cu_seqlens [rows + 1] int32 (on the context's device), the
-    tokens packed as q [1, total, H, K] (and so on), row b's at cu_seqlens[b] + t; slot [rows].
-    max_seqlen (the longest row) is read from cu_seqlens when not given."""
+    tokens packed as q [1, total, H, K] (and so on), row b's at cu_seqlens[b] + t, cu_seqlens[-1]
+    = total; slot [rows]. max_seqlen (the longest row) is read from cu_seqlens when not given
+    (with a torch tensor and max_seqlen given nothing is read back: cu_seqlens[-1] is then the
+    caller's promise)."""
     return _step("rssm_prefill", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None, None,
                  out, stream, cu_seqlens, max_seqlen)
 

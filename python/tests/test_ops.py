@@ -188,6 +188,9 @@ def test_prefill_ragged_rows(ctx, gate):
     with pytest.raises(rs.ReplaySSMError, match="tokens"):
         rs.prefill(ctx, layer, ragged, slot=rows, cu_seqlens=[0, 5, 5, 15], A_log=p.io["A_log"],
                    dt_bias=p.io["dt_bias"], **kw)  # a live row without tokens
+    with pytest.raises(ValueError, match="packed as 15"):
+        rs.prefill(ctx, layer, ragged, slot=rows, cu_seqlens=[0, 5, 6, 16], A_log=p.io["A_log"],
+                   dt_bias=p.io["dt_bias"], **kw)  # more tokens than the packed tensors hold
 
 
 def test_packed_copy_on_write(ctx):

@@ -377,7 +377,12 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
             load_chans<CF>(xk + t * K, li, K, xkv);
             load_chans<CF>(kn + t * K, li, K, knv);
             load_chans<CF>(qn + t * K, li, K, qnv);
-            if (KDA) load_chans<CF>(eg + t * K, li, K, egv);
+            if (KDA) /* outside K the one-token loop multiplies by e^{G} of channel 0 */
+#pragma unroll
+                for (int e = 0; e < C; e++) {
+                    const int cc = chan<CF>(li, e);
+                    egv[e] = eg[t * K + (cc < K ? cc : 0)];
+                }
 #pragma unroll
             for (int r = 0; r < RPT; r++) {
                 d[r] = 0.0f;
@@ -451,10 +456,16 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             if (d < 0) s = -1;
         }
     }
-    /* ragged prefill: the row's own length (a bad one pads the row, writing no outputs) */
+    /* ragged prefill: the row's own tokens [cu[b], cu[b+1]) inside [0, cu[batch]], with
+     * cu[0] = 0 and cu[batch] <= batch * tokens (the inputs hold cu[batch] tokens); a bad row
+     * is counted and skipped, writing no outputs */
     if (mode == MODE_PREFILL && A.io.cu_seqlens) {
-        T = rssm_row_tokens(&A.io, b);
-        if (T < (s >= 0 ? 1 : 0) || T > A.io.tokens) bad = true, s = -1, T = 0;
+        const int32_t *cu = A.io.cu_seqlens;
+        const int64_t c0 = cu[b], c1 = cu[b + 1], total = cu[A.io.batch], n = c1 - c0;
+        T = (int)n;
+        if (cu[0] != 0 || c0 < 0 || n < (s >= 0 ? 1 : 0) || n > A.io.tokens || c1 > total ||
+            total > (int64_t)A.io.batch * A.io.tokens)
+            bad = true, s = -1, T = 0;
     }
     /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
     int c = 0, base = 0, h = 0;
