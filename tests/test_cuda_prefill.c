@@ -112,6 +112,30 @@ int main(void)
                                        : "kda-lb",
                            p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
                 }
+    /* bad ragged rows on the device: counted (reported by the device error check), not run */
+    for (int bad = 0; bad < 3; bad++) {
+        rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 128, 128, 8);
+        const int32_t bslot[2] = {0, 1}, blen[2] = {3, 4};
+        rh_state s;
+        rh_inputs full, rg;
+        memset(&s, 0, sizeof s), memset(&full, 0, sizeof full), memset(&rg, 0, sizeof rg);
+        rh_rng rng;
+        rh_rng_seed(&rng, 99 + bad);
+        int r = rh_state_create(chunked, &l, 2, &s);
+        if (!r) r = rh_inputs_alloc(&full, &l, 2, 4, 0);
+        if (!r) rh_inputs_random(&full, &l, &rng);
+        if (!r) r = rh_inputs_ragged(&full, blen, &rg);
+        if (!r) {
+            if (bad == 0) rg.cu_seqlens[0] = 1;  /* does not start at 0 */
+            if (bad == 1) rg.cu_seqlens[1] = -2; /* row 1 starts before the tokens */
+            if (bad == 2) rg.cu_seqlens[1] = 6;  /* row 0 has 6 > T tokens */
+            r = rh_step(chunked, &s, RSSM_OP_PREFILL, &rg, bslot, NULL, NULL, 0, NULL);
+        }
+        static const char *what[3] = {"cu_seqlens[0] = 1", "a row starting at -2", "a row longer than T"};
+        const int reported = r == RH_FAIL && strstr(rh_msg(), "cu_seqlens") != NULL;
+        t_case(RH_OK, reported, "ragged rows, %s: %s", what[bad], r == RH_FAIL ? rh_msg() : "no device error reported");
+        rh_inputs_free(&full), rh_inputs_free(&rg), rh_state_free(chunked, &s);
+    }
     rssm_context_free(chunked);
     rssm_context_free(one);
     return t_end();
