@@ -329,13 +329,14 @@ static int shared_prefix(const engine *e, const request *r)
 
 /* Admits the k requests of wave (rows already chosen) as an engine batches prefill: each gets a
  * slot and its longest cached prefix, then all prefill together in rounds. A request's prefill
- * stops (and snapshots) at one point only: the last snapshot boundary (a multiple of the track
- * interval) inside the prefix it shares with another request, the point a later request can
- * reuse; the rest of its prompt is its own (decode snapshots its conversation on). In a round
- * every running request advances to its snapshot point or its prompt's end, all of them as
- * ragged rows of one forward (of at most max_rows tokens). A request that has not started
- * waits while an earlier running request will snapshot the point it would compute to, then
- * matches the cache again: a shared prefix is computed once. */
+ * stops (and snapshots) at its snapshot point only: the last snapshot boundary (a multiple of
+ * the track interval) inside the prefix it shares with another request, the point a later
+ * request can reuse; the rest of its prompt is its own (decode snapshots its conversation on).
+ * In a round every running request advances to its snapshot point or its prompt's end, all of
+ * them as ragged rows of one forward (of at most max_rows tokens). A request that has not
+ * started waits while an earlier running request computes the prefix up to its snapshot point
+ * (stopping and snapshotting there too when that point is shorter than its own), then matches
+ * the cache again: a shared prefix is computed once. */
 static int admit_wave(engine *e, sim_result *res, request **wave, int k)
 {
     const sim_config *c = e->cfg;
