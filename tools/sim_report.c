@@ -27,6 +27,12 @@ static double hit_rate(const sim_result *r) { return r->admitted ? (double)r->hi
 static double reuse(const sim_result *r) { return r->prompt_tokens ? (double)r->reused_tokens / r->prompt_tokens : 0; }
 static double acceptance(const sim_result *r) { return r->drafted ? (double)r->accepted / r->drafted : 0; }
 
+/* One row of seconds (or ms) for packed and replay with their ratio (0 when packed's is 0). */
+static void time_row(const char *label, double pk, double rp)
+{
+    printf("%-28s %14.3f %14.3f %8.2fx\n", label, pk, rp, pk > 0 ? rp / pk : 0.0);
+}
+
 void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *pk, const sim_result *rp, int same,
                      int diff)
 {
@@ -62,16 +68,13 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
            rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
     printf("%-28s %14lld %14lld\n", "prefill forwards", pk->prefill_forwards, rp->prefill_forwards);
     printf("%-28s %14lld %14lld\n", "prompt tokens computed", pk->prefill_tokens, rp->prefill_tokens);
-    printf("%-28s %14.3f %14.3f %8.2fx\n", "s in admission (prefill)", pk->prefill_seconds, rp->prefill_seconds,
-           pk->prefill_seconds > 0 ? rp->prefill_seconds / pk->prefill_seconds : 0.0);
+    time_row("s in admission (prefill)", pk->prefill_seconds, rp->prefill_seconds);
     if (c->profile) {
-        static const char *pf[3] = {"  mixers (--profile)", "  dense (--profile)", "  prefix matches (--profile)"};
-        const double v[2][3] = {{pk->pf_mixer, pk->pf_dense, pk->pf_match}, {rp->pf_mixer, rp->pf_dense, rp->pf_match}};
-        for (int j = 0; j < 3; j++)
-            printf("%-28s %14.3f %14.3f %8.2fx\n", pf[j], v[0][j], v[1][j], v[0][j] > 0 ? v[1][j] / v[0][j] : 0.0);
+        time_row("  mixers (--profile)", pk->pf_mixer, rp->pf_mixer);
+        time_row("  dense (--profile)", pk->pf_dense, rp->pf_dense);
+        time_row("  prefix matches (--profile)", pk->pf_match, rp->pf_match);
     }
-    printf("%-28s %14.3f %14.3f %8.2fx\n", "s in decode steps", pk->decode_seconds, rp->decode_seconds,
-           pk->decode_seconds > 0 ? rp->decode_seconds / pk->decode_seconds : 0.0);
+    time_row("s in decode steps", pk->decode_seconds, rp->decode_seconds);
     const sim_result *r2[2] = {pk, rp};
     double ms[2][6];
     for (int i = 0; i < 2; i++) {
@@ -83,7 +86,7 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
                                   "    mixers (--profile)", "    dense (--profile)", "  bookkeeping after"};
     for (int j = 0; j < 6; j++) {
         if ((j == 3 || j == 4) && !c->profile) continue;
-        printf("%-28s %14.3f %14.3f %8.2fx\n", part[j], ms[0][j], ms[1][j], ms[0][j] > 0 ? ms[1][j] / ms[0][j] : 0.0);
+        time_row(part[j], ms[0][j], ms[1][j]);
     }
     if (same)
         printf("\ntoken streams: identical (%d requests)\n", c->requests);
