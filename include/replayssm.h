@@ -216,6 +216,15 @@ typedef struct rssm_step_io {
     const int32_t *slot;
     const int32_t *write_slot;
     const uint8_t *fold;
+    /* prefill only (NULL for the other ops): ragged rows, as FLA's cu_seqlens. Row b has the
+     * n_b = cu_seqlens[b+1] - cu_seqlens[b] tokens at token indices cu_seqlens[b] + t of q, k,
+     * v, a, b, g, beta and o, which hold cu_seqlens[batch] tokens ([batch + 1] entries,
+     * cu_seqlens[0] = 0, 1 <= n_b <= tokens for a row with a slot, 0 <= n_b <= tokens for a
+     * padding row, which zeroes its n_b outputs). NULL: every row has `tokens` tokens at
+     * b * tokens + t. Host devices check it; on CUDA it lives in device memory and a row whose
+     * range is not inside [0, cu_seqlens[batch]] (or a bad cu_seqlens[0] or total) is skipped
+     * and counted as a device error. */
+    const int32_t *cu_seqlens;
 } rssm_step_io;
 
 /* ------------------------------------------------------------------------------------ */

@@ -2,8 +2,9 @@
  * test_cuda_prefill.c — CUDA prefill in chunks of tokens (the default) against the one-token
  * loop (RSSM_CUDA_PREFILL=0): outputs and the whole state must be the same bits, for GDN and
  * KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one, prompts shorter
- * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row.
- * Skips (exit 0) without a CUDA device.
+ * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row;
+ * and ragged rows (cu_seqlens) against each row's own call, on both loops. Skips (exit 0)
+ * without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,51 @@ int main(void)
                     rh_inputs_free(&in);
                     rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b);
                 }
+    /* ragged rows (cu_seqlens) against each row alone, on both loops */
+    static const int32_t rslot[5] = {3, -1, 0, 5, 1}, rlen[5] = {7, 3, 1, 40, 16};
+    for (int ci = 0; ci < 2; ci++)
+        for (int gate = 0; gate < 3; gate++)
+            for (int sh = 0; sh < 3; sh++)
+                for (int d = 0; d < 3; d += 2) {
+                    const shape *p = &shapes[sh];
+                    rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, p->H, p->HV, p->K, p->V, 8);
+                    l.state_dtype = dts[d][0], l.ring_dtype = dts[d][1], l.io_dtype = dts[d][2];
+                    if (gate == 2) l.has_lower_bound = 1, l.lower_bound = -5.0f;
+                    int same = 0;
+                    seed++;
+                    const int r = rh_prefill_ragged_check(ci ? one : chunked, &l, 5, rslot, rlen, 8, 0xfeed + seed,
+                                                          seed & 1, &same);
+                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s",
+                           ci ? "one token" : "chunks",
+                           gate == 0   ? "gdn"
+                           : gate == 1 ? "kda"
+                                       : "kda-lb",
+                           p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
+                }
+    /* bad ragged rows on the device: counted (reported by the device error check), not run */
+    for (int bad = 0; bad < 3; bad++) {
+        rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 128, 128, 8);
+        const int32_t bslot[2] = {0, 1}, blen[2] = {3, 4};
+        rh_state s;
+        rh_inputs full, rg;
+        memset(&s, 0, sizeof s), memset(&full, 0, sizeof full), memset(&rg, 0, sizeof rg);
+        rh_rng rng;
+        rh_rng_seed(&rng, 99 + bad);
+        int r = rh_state_create(chunked, &l, 2, &s);
+        if (!r) r = rh_inputs_alloc(&full, &l, 2, 4, 0);
+        if (!r) rh_inputs_random(&full, &l, &rng);
+        if (!r) r = rh_inputs_ragged(&full, blen, &rg);
+        if (!r) {
+            if (bad == 0) rg.cu_seqlens[0] = 1;  /* does not start at 0 */
+            if (bad == 1) rg.cu_seqlens[1] = -2; /* row 1 starts before the tokens */
+            if (bad == 2) rg.cu_seqlens[1] = 6;  /* row 0 has 6 > T tokens */
+            r = rh_step(chunked, &s, RSSM_OP_PREFILL, &rg, bslot, NULL, NULL, 0, NULL);
+        }
+        static const char *what[3] = {"cu_seqlens[0] = 1", "a row starting at -2", "a row longer than T"};
+        const int reported = r == RH_FAIL && strstr(rh_msg(), "cu_seqlens") != NULL;
+        t_case(RH_OK, reported, "ragged rows, %s: %s", what[bad], r == RH_FAIL ? rh_msg() : "no device error reported");
+        rh_inputs_free(&full), rh_inputs_free(&rg), rh_state_free(chunked, &s);
+    }
     rssm_context_free(chunked);
     rssm_context_free(one);
     return t_end();

@@ -175,6 +175,20 @@ int main(void)
                     STEP(RSSM_ERROR_BAD_SLOT, "write_slot pads one side",
                          (bad[0] = -1, bad[1] = 3, io.write_slot = bad));
                 if (f) STEP(RSSM_ERROR_BAD_ARGUMENT, "write_slot off packed", io.write_slot = slot2);
+                {
+                    _Alignas(16) int32_t cu[8] = {0, 1, 2};
+                    if (f != 3) STEP(RSSM_ERROR_BAD_ARGUMENT, "cu_seqlens off prefill", io.cu_seqlens = cu);
+                    if (f == 3) {
+                        STEP(RSSM_ERROR_MISALIGNED, "cu_seqlens misaligned", io.cu_seqlens = cu + 1);
+                        STEP(RSSM_ERROR_BAD_TOKENS, "cu_seqlens[0] not 0", (cu[0] = 1, io.cu_seqlens = cu));
+                        STEP(RSSM_ERROR_BAD_TOKENS, "ragged row without tokens",
+                             (cu[0] = 0, cu[1] = 0, io.cu_seqlens = cu));
+                        STEP(RSSM_ERROR_BAD_TOKENS, "ragged row longer than T",
+                             (cu[0] = 0, cu[1] = 2, cu[2] = 3, io.cu_seqlens = cu));
+                        STEP(RSSM_ERROR_BAD_TOKENS, "ragged row of negative length",
+                             (cu[0] = 0, cu[1] = 1, cu[2] = 0, io.cu_seqlens = cu));
+                    }
+                }
                 if (f) {
                     int32_t keep = st.cursor[1];
                     st.cursor[1] = L + 1;

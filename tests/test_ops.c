@@ -7,6 +7,7 @@
  *                        every start cursor 0..L (start folds included)
  *   materialize_prefill  materialise == host reconstruction == packed; prefill + decode == decode
  *   kda_extreme          KDA decode with g = -1000 stays finite and correct (early fold)
+ *   prefill_ragged       ragged prefill rows (cu_seqlens) == each row's own prefill, bit for bit
  */
 #include <math.h>
 #include <stdlib.h>
@@ -484,6 +485,33 @@ static void suite_kda_extreme(void)
     }
 }
 
+/* Rows of several lengths in one prefill call (cu_seqlens), live rings folded first, padding
+ * rows with and without tokens, against each row's own call. */
+static void suite_prefill_ragged(void)
+{
+    static const int32_t slot[2][5] = {{3, -1, 0, 5, 1}, {2, 4, -1, 0, 6}};
+    static const int32_t len[2][5] = {{7, 3, 1, 16, 12}, {5, 5, 0, 33, 2}};
+    for (int d = 0; d < 2; d++) {
+        rssm_context *ctx;
+        const int rc = rh_context(devices[d], &ctx);
+        for (int g = 0; g < 3; g++)
+            for (int dt = 0; dt < 2; dt++)
+                for (int pat = 0; pat < 2; pat++) {
+                    const rssm_dtype x = dt ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+                    const rssm_layer l =
+                        make_layer(g ? RSSM_GATE_KDA : RSSM_GATE_GDN, g == 2, 2, 4, 48, 32, 8, x, x, x);
+                    int same = 0, r = rc;
+                    if (!r)
+                        r = rh_prefill_ragged_check(ctx, &l, 5, slot[pat], len[pat], 8, 77 + 10 * g + 3 * dt + pat, pat,
+                                                    &same);
+                    t_case(r, same, "prefill_ragged/%s/%s/%s/rows %d,%d,%d,%d,%d", rh_device_name(devices[d]),
+                           gname(l.gate, g == 2), rh_dtype_name(x), len[pat][0], len[pat][1], len[pat][2], len[pat][3],
+                           len[pat][4]);
+                }
+        if (!rc) rssm_context_free(ctx);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "all";
@@ -493,5 +521,6 @@ int main(int argc, char **argv)
     if (all || !strcmp(s, "verify_commit")) suite_verify_commit();
     if (all || !strcmp(s, "materialize_prefill")) suite_materialize_prefill();
     if (all || !strcmp(s, "kda_extreme")) suite_kda_extreme();
+    if (all || !strcmp(s, "prefill_ragged")) suite_prefill_ragged();
     return t_end();
 }

@@ -392,7 +392,7 @@ int rh_inputs_alloc(rh_inputs *in, const rssm_layer *l, int B, int T, int precom
 void rh_inputs_free(rh_inputs *in)
 {
     free(in->q), free(in->k), free(in->v), free(in->a), free(in->b), free(in->g), free(in->beta);
-    free(in->A_log), free(in->dt_bias);
+    free(in->A_log), free(in->dt_bias), free(in->cu_seqlens);
     memset(in, 0, sizeof *in);
 }
 
@@ -476,6 +476,34 @@ int rh_inputs_slice(const rh_inputs *full, int t0, int T, rh_inputs *out)
     return RH_OK;
 }
 
+int rh_inputs_ragged(const rh_inputs *full, const int32_t *len, rh_inputs *out)
+{
+    int32_t *cu = malloc(sizeof(int32_t) * ((size_t)full->B + 1));
+    if (!cu) return rh_set(RH_FAIL, "out of host memory");
+    int tmax = 1;
+    cu[0] = 0;
+    for (int b = 0; b < full->B; b++) {
+        cu[b + 1] = cu[b] + len[b];
+        if (len[b] > tmax) tmax = len[b];
+    }
+    rssm_layer l;
+    memset(&l, 0, sizeof l);
+    l.num_k_heads = full->H, l.num_v_heads = full->HV, l.head_k_dim = full->K, l.head_v_dim = full->V;
+    l.gate = full->gk > 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN;
+    const int rc = rh_inputs_alloc(out, &l, 1, cu[full->B] > 0 ? cu[full->B] : 1, full->g != NULL);
+    if (rc) {
+        free(cu);
+        return rc;
+    }
+    for (int b = 0; b < full->B; b++)
+        for (int t = 0; t < len[b]; t++)
+            rh_inputs_copy_token(full, b, t, out, 0, cu[b] + t);
+    memcpy(out->A_log, full->A_log, sizeof(float) * full->HV);
+    memcpy(out->dt_bias, full->dt_bias, sizeof(float) * full->HV * full->gk);
+    out->B = full->B, out->T = tmax, out->cu_seqlens = cu;
+    return RH_OK;
+}
+
 void rh_inputs_copy_token(const rh_inputs *src, int rs, int ts, rh_inputs *dst, int rd, int td)
 {
     const int64_t i = (int64_t)rs * src->T + ts, o = (int64_t)rd * dst->T + td;
@@ -520,9 +548,10 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
 {
     const rssm_layer *l = &s->layer;
     const rssm_dtype io = l->io_dtype;
-    const int64_t bt = (int64_t)in->B * in->T;
+    /* token rows: B * T, or the ragged rows' total */
+    const int64_t bt = in->cu_seqlens ? in->cu_seqlens[in->B] : (int64_t)in->B * in->T;
     const int64_t nq = in->H * in->K, nv = in->HV * in->V, na = in->HV * in->gk;
-    enum { Q, K_, V_, A, B_, G, BETA, ALOG, DTB, O, SLOT, WSLOT, FOLD, NB };
+    enum { Q, K_, V_, A, B_, G, BETA, ALOG, DTB, O, SLOT, WSLOT, FOLD, CU, NB };
     rh_buf b[NB];
     memset(b, 0, sizeof b);
     rssm_step_io sio;
@@ -553,10 +582,12 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
     if (!rc) rc = rh_buf_from(ctx, slot, 4 * (size_t)in->B, &b[SLOT]);
     if (!rc) rc = rh_buf_from(ctx, wslot, 4 * (size_t)in->B, &b[WSLOT]);
     if (!rc) rc = rh_buf_from(ctx, fold, (size_t)in->B, &b[FOLD]);
+    if (!rc && in->cu_seqlens) rc = rh_buf_from(ctx, in->cu_seqlens, 4 * ((size_t)in->B + 1), &b[CU]);
     if (!rc) {
         sio.q = b[Q].p, sio.k = b[K_].p, sio.v = b[V_].p, sio.a = b[A].p, sio.b = b[B_].p;
         sio.g = b[G].p, sio.beta = b[BETA].p, sio.A_log = b[ALOG].p, sio.dt_bias = b[DTB].p;
         sio.o = b[O].p, sio.slot = b[SLOT].p, sio.write_slot = b[WSLOT].p, sio.fold = b[FOLD].p;
+        sio.cu_seqlens = b[CU].p;
         if (strided) {
             sio.q_stride = stride_of(nq, 1), sio.k_stride = stride_of(nq, 1), sio.v_stride = stride_of(nv, 1);
             if (!in->g) sio.a_stride = stride_of(na, 1);
@@ -582,8 +613,8 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
         if (!rc && ctx && rssm_context_device(ctx) == RSSM_DEVICE_CUDA)
             rc = rh_status(rssm_context_check_device_errors(ctx), "rssm_context_check_device_errors");
     }
-    static const char *bn[NB] = {"q",     "k",       "v", "a",    "b",          "g",   "beta",
-                                 "A_log", "dt_bias", "o", "slot", "write_slot", "fold"};
+    static const char *bn[NB] = {"q",     "k",       "v", "a",    "b",          "g",    "beta",
+                                 "A_log", "dt_bias", "o", "slot", "write_slot", "fold", "cu_seqlens"};
     for (int i = 0; i < NB && !rc; i++)
         rc = rh_buf_guard_ok(ctx, &b[i], bn[i]);
     if (!rc) rc = rh_state_guards_ok(ctx, s);
@@ -594,6 +625,59 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
     for (int i = 0; i < NB; i++)
         rh_buf_free(ctx, &b[i]);
     free(otmp);
+    return rc;
+}
+
+int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const int32_t *slot, const int32_t *len,
+                            int slots, uint64_t seed, int precomputed, int *same)
+{
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    int tmax = 1;
+    for (int b = 0; b < B; b++)
+        tmax = len[b] > tmax ? len[b] : tmax;
+    const int64_t nv = (int64_t)l->num_v_heads * l->head_v_dim;
+    rh_state s;
+    rh_snap init = {0}, after = {0}, one_after = {0};
+    rh_inputs full = {0}, rg = {0}, one = {0};
+    double *o = NULL, *o1 = NULL;
+    *same = 1;
+    int rc = rh_state_create(ctx, l, slots, &s);
+    if (rc) return rc;
+    rc = rh_state_randomize(ctx, &s, &rng, 0);
+    if (!rc) rc = rh_snap_take(ctx, &s, &init);
+    if (!rc) rc = rh_inputs_alloc(&full, l, B, tmax, precomputed);
+    if (!rc) rh_inputs_random(&full, l, &rng);
+    if (!rc) rc = rh_inputs_ragged(&full, len, &rg);
+    if (!rc) {
+        o = malloc(sizeof(double) * (size_t)((rg.cu_seqlens[B] + 1) * nv));
+        o1 = malloc(sizeof(double) * (size_t)(tmax * nv));
+        if (!o || !o1) rc = rh_set(RH_FAIL, "out of host memory");
+    }
+    if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &rg, slot, NULL, NULL, 0, o);
+    if (!rc) rc = rh_snap_take(ctx, &s, &after);
+    for (int b = 0; b < B && !rc; b++) {
+        const double *ob = o + (int64_t)rg.cu_seqlens[b] * nv;
+        if (slot[b] < 0) {
+            for (int64_t i = 0; i < len[b] * nv; i++)
+                *same &= ob[i] == 0.0;
+            continue;
+        }
+        rc = rh_snap_put(ctx, &s, &init);
+        if (!rc) rc = rh_inputs_alloc(&one, l, 1, len[b], precomputed);
+        for (int t = 0; t < len[b] && !rc; t++)
+            rh_inputs_copy_token(&full, b, t, &one, 0, t);
+        if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &one, &slot[b], NULL, NULL, 0, o1);
+        if (!rc) rc = rh_snap_take(ctx, &s, &one_after);
+        if (!rc) *same &= !memcmp(o1, ob, sizeof(double) * (size_t)(len[b] * nv));
+        if (!rc) *same &= rh_snap_slot_equal(&s, &after, &one_after, slot[b]);
+        rh_inputs_free(&one);
+        rh_snap_free(&one_after);
+    }
+    free(o), free(o1);
+    rh_inputs_free(&full), rh_inputs_free(&rg);
+    rh_snap_free(&init), rh_snap_free(&after);
+    rh_state_free(ctx, &s);
     return rc;
 }
 

@@ -109,6 +109,9 @@ typedef struct rh_inputs {
     float *beta;    /* [B, T, HV] */
     float *A_log;   /* [HV] */
     float *dt_bias; /* [HV, gk] */
+    /* ragged prefill (rh_inputs_ragged): [B + 1] row offsets; the token arrays then hold
+     * cu_seqlens[B] tokens, row b's at cu_seqlens[b] + t, and T is the longest row; else NULL */
+    int32_t *cu_seqlens;
 } rh_inputs;
 int rh_inputs_alloc(rh_inputs *in, const rssm_layer *l, int B, int T, int precomputed);
 void rh_inputs_free(rh_inputs *in);
@@ -121,19 +124,29 @@ void rh_inputs_random(rh_inputs *in, const rssm_layer *l, rh_rng *r);
 void rh_inputs_bound_gates(rh_inputs *in, const rssm_layer *l, double gmin);
 /* Tokens [t0, t0 + T) of `full` (same rows) into a new `out`. */
 int rh_inputs_slice(const rh_inputs *full, int t0, int T, rh_inputs *out);
+/* The first len[b] tokens of each row of `full` as ragged rows (len[b] <= full->T; 0 for a
+ * row makes it empty): out->cu_seqlens set, out->T = the longest row. */
+int rh_inputs_ragged(const rh_inputs *full, const int32_t *len, rh_inputs *out);
 /* Token (rs, ts) of src into token (rd, td) of dst (same layer shapes, same gate form). */
 void rh_inputs_copy_token(const rh_inputs *src, int rs, int ts, rh_inputs *dst, int rd, int td);
 
 /* ---- calls ------------------------------------------------------------------------------ */
 /* One step op (packed, replay, verify, prefill) with outputs poisoned by NaN, the inputs in
  * guarded buffers (strided views when `strided`), guards checked after; o_out [B, T, HV, V]
- * as double (may be NULL). */
+ * as double (ragged prefill inputs: [cu_seqlens[B], HV, V]; may be NULL). */
 int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
             const uint8_t *fold, int strided, double *o_out);
 int rh_advance(rssm_context *ctx, rh_state *s, int B, const int32_t *slot, const uint8_t *fold);
 int rh_commit(rssm_context *ctx, rh_state *s, int B, int T, const int32_t *slot, const uint8_t *fold,
               const int32_t *accepted);
 int rh_reset(rssm_context *ctx, rh_state *s, int B, const int32_t *slot);
+/* Ragged prefill against each row's own prefill, from the same random state (live rings) and
+ * inputs: B rows of len[b] tokens on slot[b] (-1: padding) in one call with cu_seqlens, then
+ * each live row alone (one row of len[b] tokens) from the initial state. *same = 1 when every
+ * output and every tensor of each row's slot are the same bits, and the padding rows' outputs
+ * are zero. slots: the state's slots (> every slot[b]). */
+int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const int32_t *slot, const int32_t *len,
+                            int slots, uint64_t seed, int precomputed, int *same);
 
 /* Context on a device (CPU: threads = 0 = all). RH_UNSUPPORTED when absent. */
 int rh_context(rssm_device dev, rssm_context **out);

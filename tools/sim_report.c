@@ -148,11 +148,12 @@ void sim_print_json(const sim_config *c, const sim_result *pk, const sim_result 
                "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prefill_seconds\": %.4f, "
                "\"prefill_forwards\": %lld, \"prefill_tokens\": %lld, \"prep_seconds\": %.4f, "
                "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
-               "%.4f}",
+               "%.4f, \"stream_hash\": \"%016llx\"}",
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
                r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
                r[i]->decode_seconds, r[i]->prefill_seconds, r[i]->prefill_forwards, r[i]->prefill_tokens, r[i]->t_prep,
-               r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book);
+               r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book,
+               (unsigned long long)sim_stream_hash(r[i], c->requests));
     if (t)
         printf(
             ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "

@@ -74,11 +74,16 @@ typedef struct engine {
     /* host buffers: the step's input tokens and the greedy next tokens */
     int32_t *tokens, *next;
     int max_rows; /* max_batch * T */
-    int pf_rows;  /* prefill: requests in the forward (each with n / pf_rows tokens) */
-    /* admit_wave's scratch, [max_batch] each: a forward's requests and their positions, every
-     * admitted request's position, chunk end and state (0 not started, 1 running, 2 done) */
+    int pf_rows;  /* prefill: requests in the forward (ragged rows, d_cu) */
+    int pf_tmax;  /* prefill: the forward's longest row */
+    /* admit_wave's scratch, [max_batch] each: a forward's requests, their positions, chunk
+     * lengths and whether a chunk's end is a snapshot point; every admitted request's position,
+     * chunk end, state (0 not started, 1 running, 2 done), snapshot point and whether this
+     * round's chunk ends there; the forward's row offsets [max_batch + 1] (host and device) */
     request **pf_grp;
-    int *pf_gpos, *pf_pos, *pf_end, *pf_state;
+    int *pf_gpos, *pf_glen, *pf_gsnap, *pf_pos, *pf_end, *pf_state, *pf_cut, *pf_snap;
+    int32_t *pf_cu, *d_cu;
+    const request *rq; /* the workload (shared_prefix) */
     /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
     double *prof_mixer, *prof_dense;
 } engine;
@@ -166,11 +171,13 @@ static int forward(engine *e, int n, mixer_fn mixer)
     return 0;
 }
 
-/* prefill: pf_rows requests (slots in d_slot), n / pf_rows tokens each, activations [row][token] */
+/* prefill: pf_rows requests (slots in d_slot) of ragged lengths (offsets in d_cu), their n
+ * tokens packed row after row */
 static int mixer_prefill(engine *e, sim_shard *h, int layer, int n, const rssm_state *st)
 {
+    (void)n;
     rssm_step_io io = {0};
-    io.batch = e->pf_rows, io.tokens = n / e->pf_rows;
+    io.batch = e->pf_rows, io.tokens = e->pf_tmax, io.cu_seqlens = e->d_cu;
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
     io.slot = e->d_slot;
@@ -249,26 +256,34 @@ static int match_prefix(engine *e, request *r)
     return 0;
 }
 
-/* Prefills chunk [pos, pos + T) of each of the k requests in grp (one forward, k rows of T
- * tokens), then resets their cursors, snapshots the chunks that end on an interval boundary
- * before the prompt's end, and takes the first generated token of the prompts it completes. */
-static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, int k, int T)
+/* Prefills chunk [pos[i], pos[i] + len[i]) of each of the k requests in grp (one forward, the
+ * chunks as ragged rows), then resets their cursors, snapshots the chunks whose end is a
+ * snapshot point (snap[i]; a multiple of the interval before the prompt's end), and takes the
+ * first generated token of the prompts it completes. */
+static int prefill_group(engine *e, sim_result *res, request **grp, const int *pos, const int *len, const int *snap,
+                         int k)
 {
     const sim_config *c = e->cfg;
     const int D = e->model->cfg.d_model;
+    int32_t *cu = e->pf_cu;
+    cu[0] = 0, e->pf_tmax = 1;
     for (int i = 0; i < k; i++) {
-        memcpy(e->tokens + (size_t)i * T, grp[i]->hist + pos[i], sizeof(int32_t) * T);
+        memcpy(e->tokens + cu[i], grp[i]->hist + pos[i], sizeof(int32_t) * len[i]);
+        cu[i + 1] = cu[i] + len[i];
+        if (len[i] > e->pf_tmax) e->pf_tmax = len[i];
         e->next[i] = grp[i]->slot; /* the slot table, staged in the next-token buffer */
     }
+    const int n = cu[k];
     if (upload(e, e->d_slot, e->next, sizeof(int32_t) * k)) return -1;
-    if (sim_embed(e->ctx, e->model, e->tokens, k * T, e->d_x)) return -1;
+    if (upload(e, e->d_cu, cu, sizeof(int32_t) * (k + 1))) return -1;
+    if (sim_embed(e->ctx, e->model, e->tokens, n, e->d_x)) return -1;
     e->pf_rows = k;
     if (c->profile) e->prof_mixer = &res->pf_mixer, e->prof_dense = &res->pf_dense;
-    const int fw = forward(e, k * T, mixer_prefill);
+    const int fw = forward(e, n, mixer_prefill);
     e->prof_mixer = e->prof_dense = NULL;
     if (fw) return -1;
     res->prefill_forwards++;
-    res->prefill_tokens += (long long)k * T;
+    res->prefill_tokens += n;
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_state st0;
         CHECK(rssm_pool_state(h->pool, 0, &st0));
@@ -276,15 +291,15 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     }
     for (int i = 0; i < k; i++) {
         request *r = grp[i];
-        const int end = pos[i] + T;
+        const int end = pos[i] + len[i];
         r->cursor = 0;
-        if (end % c->track_interval == 0 && end < r->prompt_len)
+        if (snap[i] && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                 CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT,
                                                      rssm_dev_stream(e->ctx)));
         if (end == r->prompt_len) {
             int32_t next;
-            if (sim_next_tokens(e->ctx, e->model, e->d_x + ((size_t)i * T + T - 1) * D, 1, &next)) return -1;
+            if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(cu[i + 1] - 1) * D, 1, &next)) return -1;
             if (sim_hist_push(r, next)) return -1;
             r->generated = 1;
             r->seq_len = r->prompt_len;
@@ -294,21 +309,44 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     return 0;
 }
 
+/* Longest prefix of r's prompt (short of its last token) that another request's tokens share:
+ * what an engine's radix tree over every sequence it holds (its attention KV cache) knows. */
+static int shared_prefix(const engine *e, const request *r)
+{
+    const int cap = r->prompt_len - 1;
+    int best = 0;
+    for (int j = 0; j < e->cfg->requests && best < cap; j++) {
+        const request *o = &e->rq[j];
+        if (o == r || o->hist_len == 0) continue;
+        const int n = o->hist_len < cap ? o->hist_len : cap;
+        int m = 0;
+        while (m < n && o->hist[m] == r->hist[m])
+            m++;
+        if (m > best) best = m;
+    }
+    return best;
+}
+
 /* Admits the k requests of wave (rows already chosen) as an engine batches prefill: each gets a
- * slot and its longest cached prefix, then all prefill together in rounds. In a round every
- * running request advances by the same T tokens, the shortest distance of any of them to its
- * next snapshot boundary (a multiple of the track interval) or prompt end, in one forward. A
- * request that has not started waits while an earlier running request shares its prompt up to
- * its next boundary and has yet to snapshot it, then matches the cache again: a shared prefix
- * is computed once, as when requests were admitted one by one. */
+ * slot and its longest cached prefix, then all prefill together in rounds. A request's prefill
+ * stops (and snapshots) at its snapshot point only: the last snapshot boundary (a multiple of
+ * the track interval) inside the prefix it shares with another request, the point a later
+ * request can reuse; the rest of its prompt is its own (decode snapshots its conversation on).
+ * In a round every running request advances to its snapshot point or its prompt's end, all of
+ * them as ragged rows of one forward (of at most max_rows tokens). A request that has not
+ * started waits while an earlier running request computes the prefix up to its snapshot point
+ * (stopping and snapshotting there too when that point is shorter than its own), then matches
+ * the cache again: a shared prefix is computed once. */
 static int admit_wave(engine *e, sim_result *res, request **wave, int k)
 {
     const sim_config *c = e->cfg;
     request **grp = e->pf_grp;
-    int *gpos = e->pf_gpos, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
+    int *gpos = e->pf_gpos, *glen = e->pf_glen, *pos = e->pf_pos, *end = e->pf_end, *state = e->pf_state;
+    int *cut = e->pf_cut, *snap = e->pf_snap, *gsnap = e->pf_gsnap;
     memset(state, 0, sizeof(int) * (size_t)k);
     for (int i = 0; i < k; i++) {
         request *r = wave[i];
+        cut[i] = shared_prefix(e, r) / c->track_interval * c->track_interval;
         for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
             int32_t slot;
             CHECK(rssm_pool_acquire(h->pool, &slot));
@@ -334,20 +372,24 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             CHECK(rssm_dev_sync(e->ctx));
             res->pf_match += now_s() - tm;
         }
-        /* this round's chunk of each request, up to its next snapshot boundary or prompt end */
+        /* this round's chunk of each request, up to its snapshot point or prompt end */
         int running = 0;
         for (int i = 0; i < k; i++) {
             if (state[i] == 2) continue;
             const request *r = wave[i];
-            end[i] = (pos[i] / c->track_interval + 1) * c->track_interval;
-            if (end[i] > r->prompt_len) end[i] = r->prompt_len;
-            if (end[i] - pos[i] > e->max_rows) end[i] = pos[i] + e->max_rows;
-            /* not started, and an earlier running request will snapshot this chunk's end: wait */
+            const int target = pos[i] < cut[i] ? cut[i] : r->prompt_len;
+            end[i] = target - pos[i] > e->max_rows ? pos[i] + e->max_rows : target;
+            snap[i] = end[i] == cut[i];
+            /* not started, and an earlier running request computes the prefix up to this one's
+             * snapshot point: that one stops and snapshots there (when it would pass it in this
+             * round), this one waits and then matches the cache again */
             int wait = 0;
-            if (state[i] == 0 && end[i] % c->track_interval == 0)
-                for (int j = 0; j < i && !wait; j++)
-                    wait = state[j] == 1 && pos[j] < end[i] && end[i] < wave[j]->prompt_len &&
-                           !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * end[i]);
+            if (state[i] == 0 && target == cut[i])
+                for (int j = 0; j < i && !wait; j++) {
+                    wait = state[j] == 1 && end[j] >= 0 && pos[j] < cut[i] && cut[i] < wave[j]->prompt_len &&
+                           !memcmp(wave[j]->hist, r->hist, sizeof(int32_t) * cut[i]);
+                    if (wait && end[j] >= cut[i]) end[j] = cut[i], snap[j] = 1;
+                }
             if (wait) {
                 end[i] = -1;
                 continue;
@@ -359,20 +401,17 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             }
             running++;
         }
-        /* every running request advances by the shortest of their chunks, T tokens (so no chunk
-         * crosses a snapshot boundary), in forwards of at most max_rows tokens */
-        int T = e->max_rows;
-        for (int i = 0; i < k; i++)
-            if (state[i] == 1 && end[i] >= 0 && end[i] - pos[i] < T) T = end[i] - pos[i];
+        /* every running request advances to its chunk's end, in forwards of at most max_rows tokens */
         for (int i = 0; i < k && running > 0;) {
-            int g = 0;
-            for (; i < k && (g + 1) * T <= e->max_rows; i++) {
+            int g = 0, n = 0;
+            for (; i < k; i++) {
                 if (state[i] != 1 || end[i] < 0) continue;
-                grp[g] = wave[i], gpos[g] = pos[i], g++;
-                pos[i] += T;
+                if (n + end[i] - pos[i] > e->max_rows) break;
+                grp[g] = wave[i], gpos[g] = pos[i], glen[g] = end[i] - pos[i], gsnap[g] = snap[i], n += glen[g], g++;
+                pos[i] = end[i];
                 if (pos[i] == wave[i]->prompt_len) state[i] = 2, left--;
             }
-            if (g && prefill_group(e, res, grp, gpos, g, T)) return -1;
+            if (g && prefill_group(e, res, grp, gpos, glen, gsnap, g)) return -1;
             running -= g;
         }
     }
@@ -392,7 +431,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     if (!rq) return -1;
     res->rq = rq;
     engine E = {0}, *e = &E;
-    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec;
+    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec, e->rq = rq;
     const rssm_layer *ml = &model->cfg.layer;
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
@@ -441,8 +480,13 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     request **rows = calloc(B, sizeof *rows), **wave = calloc(B, sizeof *wave);
     e->pf_grp = calloc(B, sizeof *e->pf_grp);
     e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
-    e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int));
-    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state) return -1;
+    e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int)), e->pf_glen = calloc(B, sizeof(int));
+    e->pf_cut = calloc(B, sizeof(int)), e->pf_snap = calloc(B, sizeof(int)), e->pf_gsnap = calloc(B, sizeof(int));
+    e->pf_cu = calloc((size_t)B + 1, sizeof(int32_t));
+    if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut ||
+        !e->pf_snap || !e->pf_gsnap || !e->pf_cu)
+        return -1;
+    CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
@@ -619,7 +663,10 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     }
     res->seconds = now_s() - t0;
     if (c->progress) fprintf(stderr, "\n");
-    free(e->pf_grp), free(e->pf_gpos), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
+    free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
+    free(e->pf_cut), free(e->pf_snap), free(e->pf_gsnap);
+    free(e->pf_cu);
+    rssm_dev_free(ctx, e->d_cu);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
         free(scratch_slot);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {

@@ -119,6 +119,7 @@ class rssm_step_io(ctypes.Structure):
         ("slot", ctypes.c_void_p),  # const int32_t *
         ("write_slot", ctypes.c_void_p),  # const int32_t *
         ("fold", ctypes.c_void_p),  # const uint8_t *
+        ("cu_seqlens", ctypes.c_void_p),  # const int32_t * (ragged prefill)
     ]
 
 

@@ -90,7 +90,25 @@ def _tensor_in(ctx, x, name, shape, kind, keep, strided):
     return v.ptr, 0
 
 
-def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, write_slot, fold, out, stream):
+def _ragged_rows(cu_seqlens, max_seqlen, total):
+    """Rows and longest row of ragged prefill: cu_seqlens [rows + 1] (list, numpy or torch); the
+    longest row is read from it (a host copy) unless max_seqlen is given with a torch tensor.
+    Its last entry must be the packed length `total` (checked wherever it is read on the host:
+    the library reads that many tokens)."""
+    n = len(cu_seqlens)
+    if n < 2:
+        raise ValueError(f"cu_seqlens: {n} entries, expected rows + 1 >= 2")
+    if max_seqlen is None or not tz.is_torch(cu_seqlens):
+        cu = cu_seqlens.cpu().tolist() if tz.is_torch(cu_seqlens) else [int(x) for x in cu_seqlens]
+        if cu[-1] != total:
+            raise ValueError(f"cu_seqlens: ends at {cu[-1]}, the tokens are packed as {total}")
+        if max_seqlen is None:
+            max_seqlen = max(max(cu[i + 1] - cu[i] for i in range(n - 1)), 1)
+    return n - 1, int(max_seqlen)
+
+
+def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, write_slot, fold, out, stream,
+          cu_seqlens=None, max_seqlen=None):
     _check_ctx(ctx, layer, state)
     qv = tz.view(q, "q")
     if len(qv.shape) == 3:
@@ -103,7 +121,12 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     gshape = (B, T, HV, K) if layer.gate == "kda" else (B, T, HV)
     keep = []
     c = _lib.rssm_step_io()
-    c.batch, c.tokens = B, T
+    rows, tokens = B, T
+    if cu_seqlens is not None:  # ragged: the rows' tokens packed as [1, total, ...]
+        if squeeze or B != 1:
+            raise ValueError(f"q: shape {qv.shape}; with cu_seqlens the tokens are packed as [1, total, H, K]")
+        rows, tokens = _ragged_rows(cu_seqlens, max_seqlen, T)
+    c.batch, c.tokens = rows, tokens
     c.q, c.q_stride = _tensor_in(ctx, q, "q", (B, T, H, K), io, keep, True)
     c.k, c.k_stride = _tensor_in(ctx, k, "k", (B, T, H, K), io, keep, True)
     c.v, c.v_stride = _tensor_in(ctx, v, "v", (B, T, HV, V), io, keep, True)
@@ -136,11 +159,12 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
         raise ValueError("out: the array is read-only")
     c.o = ov.ptr
     mem, idx = ctx.memory, ctx.index
-    c.slot = tz.index_tensor(slot, "slot", "i32", B, mem, idx, keep)
+    c.slot = tz.index_tensor(slot, "slot", "i32", rows, mem, idx, keep)
     if c.slot is None:
         raise ValueError("slot is required ([B] int32, -1 = padding)")
     c.write_slot = tz.index_tensor(write_slot, "write_slot", "i32", B, mem, idx, keep)
     c.fold = tz.index_tensor(fold, "fold", "u8", B, mem, idx, keep)
+    c.cu_seqlens = tz.index_tensor(cu_seqlens, "cu_seqlens", "i32", rows + 1, mem, idx, keep)
     _lib.call(fn, ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), ctypes.byref(c), _stream(ctx, stream, keep))
     if squeeze and len(tz.view(out, "out").shape) == 4:
         out = out[:, 0]
@@ -185,12 +209,17 @@ def verify(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None,
 
 
 def prefill(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-            slot, out=None, stream=None):
+            slot, out=None, stream=None, cu_seqlens=None, max_seqlen=None):
     """Recurrent prefill of T tokens per row from the slot's current (materialised) state
     (rssm_prefill): o for every token, the final state as the checkpoint. Zero the slot first
-    for a fresh sequence; call reset_cursors() after the last layer."""
+    for a fresh sequence; call reset_cursors() after the last layer.
+    Ragged rows, as FLA's varlen: cu_seqlens [rows + 1] int32 (on the context's device), the
+    tokens packed as q [1, total, H, K] (and so on), row b's at cu_seqlens[b] + t, cu_seqlens[-1]
+    = total; slot [rows]. max_seqlen (the longest row) is read from cu_seqlens when not given
+    (with a torch tensor and max_seqlen given nothing is read back: cu_seqlens[-1] is then the
+    caller's promise)."""
     return _step("rssm_prefill", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None, None,
-                 out, stream)
+                 out, stream, cu_seqlens, max_seqlen)
 
 
 def advance(ctx, layer, state, slot, fold=None, *, stream=None):

@@ -163,6 +163,36 @@ def test_prefill_then_decode(ctx, gate):
     assert rel_err(checkpoint_of(st, p.rows, "f32"), p.S) < tol("f32")
 
 
+@pytest.mark.parametrize("gate", GATES)
+def test_prefill_ragged_rows(ctx, gate):
+    """Rows of 5, 1 and 9 tokens in one call (cu_seqlens, tokens packed as [1, total, ...]) give the
+    bits of each row's own call, live ring entries folded first."""
+    layer = make_layer(gate, L=4)
+    lens, rows = [5, 1, 9], [2, 0, 1]
+    p = Problem(layer, rows, T=12, seed=21)
+    ragged, alone = rs.State.allocate(layer, 3, ctx), rs.State.allocate(layer, 3, ctx)
+    for st in (ragged, alone):
+        p.load(st)
+        decode_steps(ctx, layer, st, p, 0, 3)  # live ring entries in every slot
+    names = ("q", "k", "v", "a", "b")
+    kw = {n: aligned(np.concatenate([p.io[n][r, 3:3 + n_] for r, n_ in enumerate(lens)])[None]) for n in names}
+    cu = np.array([0, 5, 6, 15], np.int32)
+    o = rs.prefill(ctx, layer, ragged, slot=rows, cu_seqlens=cu, A_log=p.io["A_log"], dt_bias=p.io["dt_bias"], **kw)
+    assert o.shape == (1, 15, layer.HV, layer.V)
+    for r, n_ in enumerate(lens):
+        one = {n: aligned(p.io[n][r:r + 1, 3:3 + n_]) for n in names}
+        o1 = rs.prefill(ctx, layer, alone, slot=[rows[r]], A_log=p.io["A_log"], dt_bias=p.io["dt_bias"], **one)
+        np.testing.assert_array_equal(o1[0], o[0, cu[r]:cu[r + 1]])
+    for name, t in ragged.tensors().items():
+        np.testing.assert_array_equal(t, alone.tensors()[name], err_msg=f"state.{name}")
+    with pytest.raises(rs.ReplaySSMError, match="tokens"):
+        rs.prefill(ctx, layer, ragged, slot=rows, cu_seqlens=[0, 5, 5, 15], A_log=p.io["A_log"],
+                   dt_bias=p.io["dt_bias"], **kw)  # a live row without tokens
+    with pytest.raises(ValueError, match="packed as 15"):
+        rs.prefill(ctx, layer, ragged, slot=rows, cu_seqlens=[0, 5, 6, 16], A_log=p.io["A_log"],
+                   dt_bias=p.io["dt_bias"], **kw)  # more tokens than the packed tensors hold
+
+
 def test_packed_copy_on_write(ctx):
     layer = make_layer("gdn")
     st = rs.State.allocate(layer, 3, ctx, ring=False)

@@ -368,6 +368,24 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: b_stride %lld is smaller than HV", fn, (long long)io->b_stride);
     if (op != RSSM_OP_DECODE_PACKED && io->write_slot)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: write_slot is for packed decode only", fn);
+    if (op != RSSM_OP_PREFILL && io->cu_seqlens)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: cu_seqlens is for prefill only", fn);
+    ALIGNED(io->cu_seqlens, "io.cu_seqlens");
+    return RSSM_OK;
+}
+
+/* Ragged prefill rows (host devices): cu_seqlens[0] = 0, every row's length within [1, T]
+ * (a padding row's within [0, T]). */
+static rssm_status check_cu_seqlens(const char *fn, const rssm_step_io *io)
+{
+    if (io->cu_seqlens[0] != 0)
+        return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: cu_seqlens[0] is %d, not 0", fn, io->cu_seqlens[0]);
+    for (int32_t b = 0; b < io->batch; b++) {
+        const int64_t n = (int64_t)io->cu_seqlens[b + 1] - io->cu_seqlens[b], lo = io->slot[b] < 0 ? 0 : 1;
+        if (n < lo || n > io->tokens)
+            return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: row %d has %lld tokens (cu_seqlens), outside [%lld, %d]", fn,
+                             b, (long long)n, (long long)lo, io->tokens);
+    }
     return RSSM_OK;
 }
 
@@ -447,6 +465,7 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
             return st;
         if (op == RSSM_OP_VERIFY && p.layer.gate == RSSM_GATE_KDA && (st = check_kda_window(fn, &p)) != RSSM_OK)
             return st;
+        if (p.io.cu_seqlens && (st = check_cu_seqlens(fn, &p.io)) != RSSM_OK) return st;
     }
     if (p.io.batch == 0) return RSSM_OK;
     if (!ctx->backend->step)

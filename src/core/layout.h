@@ -37,8 +37,16 @@ RSSM_HD int64_t rssm_ring_g_off(const rssm_layer *l, int64_t s, int hv, int p, i
 /* ring_base [slots, HV] (KDA) */
 RSSM_HD int64_t rssm_base_off(const rssm_layer *l, int64_t s, int hv) { return s * l->num_v_heads + hv; }
 
-/* Per-token inputs: the token index bt = b * T + t. */
-RSSM_HD int64_t rssm_bt(const rssm_step_io *io, int b, int t) { return (int64_t)b * io->tokens + t; }
+/* Per-token inputs: the token index bt = b * T + t, or cu_seqlens[b] + t for ragged prefill rows. */
+RSSM_HD int64_t rssm_bt(const rssm_step_io *io, int b, int t)
+{
+    return (io->cu_seqlens ? (int64_t)io->cu_seqlens[b] : (int64_t)b * io->tokens) + t;
+}
+/* Tokens of row b: T, or cu_seqlens[b + 1] - cu_seqlens[b] (ragged prefill). */
+RSSM_HD int rssm_row_tokens(const rssm_step_io *io, int b)
+{
+    return io->cu_seqlens ? io->cu_seqlens[b + 1] - io->cu_seqlens[b] : io->tokens;
+}
 
 /* o [B, T, HV, V] */
 RSSM_HD int64_t rssm_o_off(const rssm_layer *l, int64_t bt, int hv)

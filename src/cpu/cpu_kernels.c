@@ -190,7 +190,7 @@ static void store_o(const rssm_params *p, const cpu_vec *vec, int64_t bt, int hv
 static void zero_o(const rssm_params *p, int b, int kh)
 {
     const rssm_layer *l = &p->layer;
-    for (int t = 0; t < p->io.tokens; t++)
+    for (int t = 0, T = rssm_row_tokens(&p->io, b); t < T; t++)
         for (int hv = kh * p->group; hv < (kh + 1) * p->group; hv++)
             memset(at(p->io.o, l->io_dtype, rssm_o_off(l, rssm_bt(&p->io, b, t), hv)), 0,
                    esize(l->io_dtype) * (size_t)l->head_v_dim);
@@ -386,7 +386,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
     const cpu_vec *vec = j->vec;
     const rssm_layer *l = &p->layer;
     const rssm_state *sp = &p->state;
-    const int K = l->head_k_dim, V = l->head_v_dim, T = p->io.tokens, gk = p->gk;
+    const int K = l->head_k_dim, V = l->head_v_dim, T = rssm_row_tokens(&p->io, b), gk = p->gk;
     const int s = p->io.slot[b];
     if (s < 0) {
         zero_o(p, b, kh);

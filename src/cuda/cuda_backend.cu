@@ -404,7 +404,9 @@ extern "C" rssm_status rssm_cuda_check_errors(rssm_context *ctx)
     CU(cudaMemcpy(&n, im->err, sizeof n, cudaMemcpyDeviceToHost), "check errors");
     CU(cudaMemset(im->err, 0, sizeof n), "check errors");
     CU(cudaDeviceSynchronize(), "check errors");
-    if (n) return rssm_fail(RSSM_ERROR_BAD_SLOT, "%d row(s) had a slot, cursor or accepted count out of range", n);
+    if (n)
+        return rssm_fail(RSSM_ERROR_BAD_SLOT,
+                         "%d row(s) had a slot, cursor, accepted count or cu_seqlens range out of range", n);
     return RSSM_OK;
 }
 

@@ -241,6 +241,7 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
     s.ek = o, o += L * K;     /* entry keys as stored, f32 [L][K] (KDA pre-decayed) */
     s.eG = o, o += L;         /* GDN entry G [L] */
     s.ringu = o, o += L * VS; /* entry u of this slice's rows, as stored [L][VS] */
+    o = (o + 3) & ~3;         /* the per-token vectors start 16-byte aligned (load_chans) */
     s.xk = o, o += TC * K;    /* e^{G_t} k_t */
     s.xq = o, o += TC * K;    /* e^{G_t} q_t */
     s.kn = o, o += TC * K;    /* normalised k_t; during the norm pass: normalised q_t */
@@ -255,7 +256,8 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
     s.beta = o, o += TC;
     s.kq = o, o += TC;
     s.nrm = o, o += 2 * TC + 2; /* 1/norm of k_t, q_t; min G; window min */
-    s.misc = o, o += TC * K;    /* normalised, scaled q_t */
+    o = (o + 3) & ~3;
+    s.misc = o, o += TC * K; /* normalised, scaled q_t */
     s.red = o, o += RSSM_NW * 16;
     s.total = o;
     return s;
@@ -266,6 +268,26 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
 __device__ __forceinline__ void cluster_sync_all()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* x[e] = v[chan(li, e)] (0 outside K) from shared memory: one 16-byte access per 4 channels
+ * where a lane's channels are contiguous (then K = C * LANES, a multiple of 4, and v is
+ * 16-byte aligned: the layout aligns the per-token vectors). */
+template <class CF> __device__ __forceinline__ void load_chans(const float *v, int li, int K, float *x)
+{
+    if (!CF::STRIDED) {
+#pragma unroll
+        for (int e = 0; e < CF::C; e += 4) {
+            const float4 f = *reinterpret_cast<const float4 *>(v + li * CF::C + e);
+            x[e] = f.x, x[e + 1] = f.y, x[e + 2] = f.z, x[e + 3] = f.w;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < CF::C; e++) {
+            const int cc = chan<CF>(li, e);
+            x[e] = cc < K ? v[cc] : 0.0f;
+        }
+    }
 }
 
 /* ---- prefill's token loop ------------------------------------------------------------------ */
@@ -287,18 +309,19 @@ __device__ __forceinline__ void cluster_sync_all()
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
 template <class CF, bool KDA, int TC>
-__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int hv, int j0,
-                                               float *kn, float *qn, float *xk, float *eg, float *vv, float *sbeta)
+__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int T, int hv,
+                                               int j0, float *kn, float *qn, float *xk, float *eg, float *vv,
+                                               float *sbeta)
 {
     constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
     constexpr int NCH = (C * LANES + 31) / 32; /* blocks of 32 channels (block_reduce's warps) */
     const rssm_layer &l = A.l;
-    const int K = l.head_k_dim, V = l.head_v_dim, T = A.io.tokens, gk = KDA ? K : 1, iodt = l.io_dtype;
+    const int K = l.head_k_dim, V = l.head_v_dim, gk = KDA ? K : 1, iodt = l.io_dtype;
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
     const int kh = hv / A.group;
     for (int cs = 0; cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
-        const int64_t bt0 = (int64_t)b * T + cs;
+        const int64_t bt0 = rssm_bt(&A.io, b, cs);
         /* (1) raw inputs of the chunk */
         for (int i = tid; i < nt * K; i += RSSM_NT) {
             const int64_t bt = bt0 + i / K;
@@ -346,18 +369,26 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
             if (!KDA && lane == 0) eg[t] = egg;
         }
         __syncthreads();
-        /* (3) the rows, token after token */
+        /* (3) the rows, token after token; the token's vectors at this lane's channels are read
+         * once for all its rows (shared memory, not global stores, is what bounds this loop) */
         for (int t = 0; t < nt; t++) {
             const float beta = sbeta[t], eg0 = KDA ? 0.0f : eg[t];
-            float d[RPT], o[RPT];
+            float xkv[C], knv[C], qnv[C], egv[C], d[RPT], o[RPT];
+            load_chans<CF>(xk + t * K, li, K, xkv);
+            load_chans<CF>(kn + t * K, li, K, knv);
+            load_chans<CF>(qn + t * K, li, K, qnv);
+            if (KDA) /* outside K the one-token loop multiplies by e^{G} of channel 0 */
+#pragma unroll
+                for (int e = 0; e < C; e++) {
+                    const int cc = chan<CF>(li, e);
+                    egv[e] = eg[t * K + (cc < K ? cc : 0)];
+                }
 #pragma unroll
             for (int r = 0; r < RPT; r++) {
                 d[r] = 0.0f;
 #pragma unroll
-                for (int e = 0; e < C; e++) {
-                    const int cc = chan<CF>(li, e);
-                    d[r] = __fmaf_rn(sreg[r][e], cc < K ? xk[t * K + cc] : 0.0f, d[r]);
-                }
+                for (int e = 0; e < C; e++)
+                    d[r] = __fmaf_rn(sreg[r][e], xkv[e], d[r]);
             }
 #pragma unroll
             for (int r = 0; r < RPT; r++)
@@ -368,12 +399,10 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
                 o[r] = 0.0f;
 #pragma unroll
                 for (int e = 0; e < C; e++) {
-                    const int cc = chan<CF>(li, e);
-                    const int c1 = cc < K ? cc : 0;
-                    float acc = KDA ? sreg[r][e] * eg[t * K + c1] : sreg[r][e] * eg0;
-                    acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
+                    float acc = KDA ? sreg[r][e] * egv[e] : sreg[r][e] * eg0;
+                    acc = __fmaf_rn(u, knv[e], acc);
                     sreg[r][e] = acc;
-                    o[r] = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, o[r]);
+                    o[r] = __fmaf_rn(acc, qnv[e], o[r]);
                 }
             }
 #pragma unroll
@@ -402,7 +431,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     const int b = blockIdx.y, hv = blockIdx.x / A.NS, slice = blockIdx.x % A.NS, kh = hv / A.group;
     const int j0 = slice * VS;
     const int mode = A.mode;
-    const int T = mode == MODE_MAT ? 0 : A.io.tokens;
+    int T = mode == MODE_MAT ? 0 : A.io.tokens; /* this row's tokens */
     const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
     float *ek = sm + S.ek, *eG = sm + S.eG, *ringu = sm + S.ringu, *xk = sm + S.xk, *xq = sm + S.xq;
     float *kn = sm + S.kn, *qn = sm + S.misc, *Gt = sm + S.Gt, *wk = sm + S.wk, *wq = sm + S.wq;
@@ -427,6 +456,17 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             if (d < 0) s = -1;
         }
     }
+    /* ragged prefill: the row's own tokens [cu[b], cu[b+1]) inside [0, cu[batch]], with
+     * cu[0] = 0 and cu[batch] <= batch * tokens (the inputs hold cu[batch] tokens); a bad row
+     * is counted and skipped, writing no outputs */
+    if (mode == MODE_PREFILL && A.io.cu_seqlens) {
+        const int32_t *cu = A.io.cu_seqlens;
+        const int64_t c0 = cu[b], c1 = cu[b + 1], total = cu[A.io.batch], n = c1 - c0;
+        T = (int)n;
+        if (cu[0] != 0 || c0 < 0 || n < (s >= 0 ? 1 : 0) || n > A.io.tokens || c1 > total ||
+            total > (int64_t)A.io.batch * A.io.tokens)
+            bad = true, s = -1, T = 0;
+    }
     /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
     int c = 0, base = 0, h = 0;
     if (s >= 0 && mode != MODE_PACKED) {
@@ -440,7 +480,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         if (mode != MODE_MAT)
             for (int i = tid; i < T * VS; i += RSSM_NT) {
                 const int t = i / VS, j = j0 + i % VS;
-                if (j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, (int64_t)b * T + t, hv) + j, 0.0f);
+                if (j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, rssm_bt(&A.io, b, t), hv) + j, 0.0f);
             }
         return;
     }
@@ -562,13 +602,13 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     /* ---- phase 3: tokens, in chunks of TC (packed/prefill: one at a time, state in registers) ---- */
     /* (the prefill instantiation, TC = RSSM_PF_TC, runs prefill_chunks instead) */
     if constexpr (TC == RSSM_PF_TC)
-        prefill_chunks<CF, KDA, TC>(A, sreg, b, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
+        prefill_chunks<CF, KDA, TC>(A, sreg, b, T, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
     const bool seq = mode == MODE_PACKED || mode == MODE_PREFILL;
     const float scale = l.scale;
     int hp = h; /* positions filled before the chunk */
     for (int cs = 0; TC != RSSM_PF_TC && cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
-        const int64_t bt0 = (int64_t)b * T + cs;
+        const int64_t bt0 = rssm_bt(&A.io, b, cs);
 
         /* P1: raw q, k, gates, beta, v; norms */
         float qraw[TC], kraw[TC], part[2 * TC];

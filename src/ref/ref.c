@@ -68,7 +68,7 @@ static void load_token(const rssm_params *p, int b, int t, int hv, token *tk)
     const rssm_layer *l = &p->layer;
     const rssm_step_io *io = &p->io;
     const int K = l->head_k_dim, V = l->head_v_dim, kh = hv / p->group;
-    const int64_t bt = (int64_t)b * io->tokens + t;
+    const int64_t bt = rssm_bt(io, b, t);
     double nq = 0, nk = 0;
     for (int c = 0; c < K; c++) {
         tk->q[c] = ld(io->q, l->io_dtype, bt * io->q_stride + (int64_t)kh * K + c);
@@ -100,15 +100,16 @@ static void load_token(const rssm_params *p, int b, int t, int hv, token *tk)
 static void zero_output(const rssm_params *p, int b)
 {
     const rssm_layer *l = &p->layer;
-    int64_t n = (int64_t)p->io.tokens * l->num_v_heads * l->head_v_dim;
+    const int64_t n = (int64_t)rssm_row_tokens(&p->io, b) * l->num_v_heads * l->head_v_dim;
+    const int64_t base = rssm_o_off(l, rssm_bt(&p->io, b, 0), 0);
     for (int64_t i = 0; i < n; i++)
-        st(p->io.o, l->io_dtype, (int64_t)b * n + i, 0.0);
+        st(p->io.o, l->io_dtype, base + i, 0.0);
 }
 
 static void store_output(const rssm_params *p, int b, int t, int hv, const double *o)
 {
     const rssm_layer *l = &p->layer;
-    int64_t base = (((int64_t)b * p->io.tokens + t) * l->num_v_heads + hv) * l->head_v_dim;
+    const int64_t base = rssm_o_off(l, rssm_bt(&p->io, b, t), hv);
     for (int j = 0; j < l->head_v_dim; j++)
         st(p->io.o, l->io_dtype, base + j, o[j]);
 }
@@ -285,7 +286,7 @@ static void recur(const rssm_params *p, int b, int hv, double *S)
     const int V = p->layer.head_v_dim, K = p->layer.head_k_dim;
     token tk;
     double o[RSSM_MAX_HEAD_DIM], alpha[RSSM_MAX_HEAD_DIM];
-    for (int t = 0; t < p->io.tokens; t++) {
+    for (int t = 0, T = rssm_row_tokens(&p->io, b); t < T; t++) {
         load_token(p, b, t, hv, &tk);
         for (int c = 0; c < K; c++)
             alpha[c] = exp(tk.g[p->gk == 1 ? 0 : c]);

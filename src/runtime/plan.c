@@ -207,6 +207,7 @@ rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io)
     io->tokens = plan->begun ? plan->tokens : 1;
     io->slot = plan->slot;
     io->write_slot = NULL;
+    io->cu_seqlens = NULL;
     io->fold = plan->fold;
     return RSSM_OK;
 }
