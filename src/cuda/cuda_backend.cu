@@ -33,7 +33,8 @@ typedef struct cuda_impl {
     int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = up to
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
-    int pf_chunks; /* prefill in chunks of RSSM_PF_TC tokens (same bits); 0 = one token at a time (RSSM_CUDA_PREFILL) */
+    int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
+                      bits); 2 chunks on wide lanes where K = 128; -1 chunks, wide lanes by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -53,7 +54,7 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
 /* The kernels are instantiated in cuda_step_k128.cu, cuda_step_k64.cu and cuda_step_gen.cu
  * (separate files so they compile in parallel). */
 
-enum { CFG_K128_F32, CFG_K128_BF16, CFG_K64_F32, CFG_K64_BF16, CFG_GEN_F32, CFG_GEN_BF16 };
+enum { CFG_K128_F32, CFG_K128_BF16, CFG_K64_F32, CFG_K64_BF16, CFG_GEN_F32, CFG_GEN_BF16, CFG_K128W_F32, CFG_K128W_BF16 };
 
 static int config_of(const rssm_layer *l)
 {
@@ -81,8 +82,12 @@ static int vs_of(int config)
         return cfg_k64_bf16::VS;
     case CFG_GEN_F32:
         return cfg_gen_f32::VS;
-    default:
+    case CFG_GEN_BF16:
         return cfg_gen_bf16::VS;
+    case CFG_K128W_F32:
+        return cfg_k128w_f32::VS;
+    default:
+        return cfg_k128w_bf16::VS;
     }
 }
 
@@ -112,8 +117,10 @@ static void *kernel_for(int config, bool kda, int tc)
         return rssm_cuda_kernel_k64(1, kda, tc);
     case CFG_GEN_F32:
         return rssm_cuda_kernel_gen(0, kda, tc);
-    default:
+    case CFG_GEN_BF16:
         return rssm_cuda_kernel_gen(1, kda, tc);
+    default: /* wide lanes: prefill's chunks only (tc = RSSM_PF_TC) */
+        return rssm_cuda_kernel_k128w(config == CFG_K128W_BF16, kda);
     }
 }
 
@@ -128,10 +135,9 @@ int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
 
-static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
+static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
 {
     const rssm_layer *l = &A.l;
-    const int config = config_of(l);
     const int VS = vs_of(config);
     const bool kda = l->gate == RSSM_GATE_KDA;
     A.NS = (l->head_v_dim + VS - 1) / VS;
@@ -160,6 +166,23 @@ static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, 
     return RSSM_OK;
 }
 
+/* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
+ * memory fits (always for K <= 128); for K = 128, wide lanes (a whole head per CTA, a quarter
+ * of the narrow configuration's CTAs) once the grid has PF_WIDE_HEADS_PER_SM heads per SM. */
+#define PF_WIDE_HEADS_PER_SM 2
+static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
+{
+    const int config = config_of(l);
+    *tc = 1;
+    if (im->pf_mode == 0 || smem_bytes(l, config, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
+    *tc = RSSM_PF_TC;
+    if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
+    const int wide = config == CFG_K128_F32 ? CFG_K128W_F32 : CFG_K128W_BF16;
+    if (smem_bytes(l, wide, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
+    const int64_t heads = (int64_t)batch * l->num_v_heads;
+    return im->pf_mode == 2 || heads >= PF_WIDE_HEADS_PER_SM * (int64_t)im->sm_count ? wide : config;
+}
+
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
 {
     cuda_impl *im = impl_of(ctx);
@@ -172,7 +195,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     A.dst = p->state;
     A.io = p->io;
     A.err = im->err;
-    int tc = 1;
+    int tc = 1, config = config_of(&A.l);
     const char *fn = "rssm_decode_packed";
     switch (p->op) {
     case RSSM_OP_DECODE_PACKED:
@@ -186,8 +209,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         break;
     case RSSM_OP_PREFILL:
         A.mode = MODE_PREFILL, fn = "rssm_prefill";
-        /* the chunked token loop where its shared memory fits (always for K <= 128) */
-        if (im->pf_chunks && smem_bytes(&A.l, config_of(&A.l), RSSM_PF_TC) <= RSSM_SMEM_MAX) tc = RSSM_PF_TC;
+        config = prefill_config(im, &A.l, p->io.batch, &tc);
         break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
@@ -224,7 +246,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
-    return launch_step(A, p->io.batch, tc, (cudaStream_t)stream, fn);
+    return launch_step(A, config, p->io.batch, tc, (cudaStream_t)stream, fn);
 }
 
 static rssm_status cuda_materialize(rssm_context *ctx, const rssm_materialize_params *p, void *stream)
@@ -242,7 +264,7 @@ static rssm_status cuda_materialize(rssm_context *ctx, const rssm_materialize_pa
     A.dst_slot = p->dst_slot;
     A.io.tokens = 0;
     A.err = im->err;
-    return launch_step(A, p->batch, 1, (cudaStream_t)stream, "rssm_materialize");
+    return launch_step(A, config_of(&A.l), p->batch, 1, (cudaStream_t)stream, "rssm_materialize");
 }
 
 /* cursor moves: one thread per row */
@@ -331,6 +353,12 @@ static cudaError_t raise_smem(void)
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
                 if (e != cudaSuccess) return e;
             }
+    for (int config = CFG_K128W_F32; config <= CFG_K128W_BF16; config++)
+        for (int kda = 0; kda <= 1; kda++) {
+            cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, RSSM_PF_TC),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
+            if (e != cudaSuccess) return e;
+        }
     return cudaSuccess;
 }
 
@@ -378,8 +406,10 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        ev = getenv("RSSM_CUDA_PREFILL"); /* 0: prefill one token at a time (for comparisons) */
-        im->pf_chunks = !(ev && ev[0] == '0' && ev[1] == 0);
+        /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
+         * 2 chunks on wide lanes (K = 128); unset: chunks, wide lanes by grid size */
+        ev = getenv("RSSM_CUDA_PREFILL");
+        im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '2' && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
