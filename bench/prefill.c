@@ -5,7 +5,8 @@
  * times, in the same run, each of the loops the default chooses between: chunks on the narrow
  * lanes (RSSM_CUDA_PREFILL=1), chunks on wide lanes (=2) and the one-token loop (=0), each on
  * its own context.
- * Built as build/bench_prefill [cpu|cuda]; prints a table, then the same rows as CSV.
+ * Built as build/bench_prefill [cpu|cuda] [ROWS T]; prints a table, then the same rows as CSV
+ * (ROWS T: that shape only, uniform rows, e.g. for a profiler).
  * Wall time around `reps` calls and one synchronisation (the calls are tens of µs and more).
  */
 #include <stdio.h>
@@ -134,7 +135,15 @@ int main(int argc, char **argv)
     static const int rows_cuda[4] = {1, 8, 64, 256}, toks_cuda[3] = {16, 64, 256};
     static const int rows_cpu[2] = {1, 4}, toks_cpu[2] = {16, 64};
     const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu;
-    const int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2;
+    int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2, one_shape[2];
+    if (argc > 3) { /* one shape */
+        one_shape[0] = atoi(argv[2]), one_shape[1] = atoi(argv[3]);
+        if (one_shape[0] < 1 || one_shape[1] < 1) {
+            printf("bench_prefill: ROWS and T must be positive\n");
+            return 1;
+        }
+        rows = &one_shape[0], toks = &one_shape[1], nr = nt = 1;
+    }
     char csv[64][200];
     int nc = 0;
     printf("%-5s %5s %5s %-7s %12s %14s", "model", "rows", "T", "rows", "us / call", "tokens / s");
@@ -148,7 +157,7 @@ int main(int argc, char **argv)
             for (int ti = 0; ti < nt; ti++)
                 for (int ragged = 0; ragged < 2; ragged++) {
                     const int B = rows[bi], T = toks[ti];
-                    if (ragged && B == 1) continue;
+                    if (ragged && (B == 1 || argc > 3)) continue;
                     const int reps = cuda ? (B * T >= 16384 ? 5 : 20) : 2;
                     double us[4] = {0, 0, 0, 0};
                     for (int i = 0; i < nctx; i++)

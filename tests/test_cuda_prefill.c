@@ -120,8 +120,8 @@ int main(void)
                     t_case(r, ok, "prefill chunks == one token: %s", what);
                     /* wide lanes and the default chunks against the float64 reference */
                     const double tol = l.state_dtype == RSSM_DTYPE_BF16 || l.ring_dtype == RSSM_DTYPE_BF16 ? 2e-2
-                                       : l.io_dtype == RSSM_DTYPE_BF16                                       ? 1e-2
-                                                                                                             : 1e-5;
+                                       : l.io_dtype == RSSM_DTYPE_BF16                                     ? 1e-2
+                                                                                                           : 1e-5;
                     int rr = r;
                     if (!rr) rr = run_prefill(wide, &l, &init, &in, slot, ow, &cw);
                     if (!rr) rr = run_prefill(ref, &l, &init, &in, slot, orf, &cr);
@@ -150,8 +150,7 @@ int main(void)
                     seed++;
                     const int r =
                         rh_prefill_ragged_check(loops[ci], &l, 5, rslot, rlen, 8, 0xfeed + seed, seed & 1, &same);
-                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s",
-                           loop_name[ci],
+                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s", loop_name[ci],
                            gate == 0   ? "gdn"
                            : gate == 1 ? "kda"
                                        : "kda-lb",

@@ -54,7 +54,16 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
 /* The kernels are instantiated in cuda_step_k128.cu, cuda_step_k64.cu and cuda_step_gen.cu
  * (separate files so they compile in parallel). */
 
-enum { CFG_K128_F32, CFG_K128_BF16, CFG_K64_F32, CFG_K64_BF16, CFG_GEN_F32, CFG_GEN_BF16, CFG_K128W_F32, CFG_K128W_BF16 };
+enum {
+    CFG_K128_F32,
+    CFG_K128_BF16,
+    CFG_K64_F32,
+    CFG_K64_BF16,
+    CFG_GEN_F32,
+    CFG_GEN_BF16,
+    CFG_K128W_F32,
+    CFG_K128W_BF16
+};
 
 static int config_of(const rssm_layer *l)
 {
@@ -168,8 +177,12 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
  * memory fits (always for K <= 128); for K = 128, wide lanes (a whole head per CTA, a quarter
- * of the narrow configuration's CTAs) once the grid has PF_WIDE_HEADS_PER_SM heads per SM. */
-#define PF_WIDE_HEADS_PER_SM 2
+ * of the narrow configuration's CTAs) once the narrow grid needs more than one wave of two CTAs
+ * per SM. A CTA walks its tokens one after another, so a grid of one wave takes the time of
+ * its rows' tokens; there the narrow lanes' shorter per-token path wins (H200, GDN, 1 row of
+ * 16 / 256 tokens: 21.0 / 260 us narrow, 25.1 / 313 us wide), past it the wide lanes' fewer
+ * instructions per state element (8 rows of 16 / 256 tokens: 90.9 / 1277 us narrow, 36.1 /
+ * 470 us wide; bench/results/gpu-bench-prefill.txt). */
 static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
 {
     const int config = config_of(l);
@@ -179,8 +192,8 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
     if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
     const int wide = config == CFG_K128_F32 ? CFG_K128W_F32 : CFG_K128W_BF16;
     if (smem_bytes(l, wide, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
-    const int64_t heads = (int64_t)batch * l->num_v_heads;
-    return im->pf_mode == 2 || heads >= PF_WIDE_HEADS_PER_SM * (int64_t)im->sm_count ? wide : config;
+    const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
+    return im->pf_mode == 2 || narrow_ctas > 2 * (int64_t)im->sm_count ? wide : config;
 }
 
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)

@@ -161,7 +161,8 @@ template <class CF> __device__ __forceinline__ void store_row(void *row, int li,
     if (!CF::STRIDED && !CF::BF16) {
 #pragma unroll
         for (int bl = 0; bl < CF::C / 4; bl++)
-            *((float4 *)row + bl * CF::LANES + li) = make_float4(x[4 * bl], x[4 * bl + 1], x[4 * bl + 2], x[4 * bl + 3]);
+            *((float4 *)row + bl * CF::LANES + li) =
+                make_float4(x[4 * bl], x[4 * bl + 1], x[4 * bl + 2], x[4 * bl + 3]);
     } else if (!CF::STRIDED && CF::BF16) {
 #pragma unroll
         for (int bl = 0; bl < CF::C / 8; bl++) {
