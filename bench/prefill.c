@@ -2,9 +2,9 @@
  * prefill.c — time of one rssm_prefill call (one layer, K = V = 128, bf16 io, f32 state) for
  * Qwen3-Next's GDN heads (H=16, HV=32) and Kimi-Linear's KDA heads (H=HV=32), per rows x tokens:
  * uniform rows, and ragged rows (cu_seqlens) whose lengths alternate T and T/4. On CUDA it also
- * times, in the same run, each of the loops the default chooses between: chunks on the narrow
- * lanes (RSSM_CUDA_PREFILL=1), chunks on wide lanes (=2) and the one-token loop (=0), each on
- * its own context.
+ * times, in the same run, each loop on its own context: chunks on the narrow lanes
+ * (RSSM_CUDA_PREFILL=1), on wide lanes (=2), on medium lanes (=3; the default picks medium or
+ * wide by grid size) and the one-token loop (=0).
  * Built as build/bench_prefill [cpu|cuda] [ROWS T]; prints a table, then the same rows as CSV
  * (ROWS T: that shape only, uniform rows, e.g. for a profiler).
  * Wall time around `reps` calls and one synchronisation (the calls are tens of µs and more).
@@ -119,14 +119,14 @@ static double time_prefill(rssm_context *ctx, const rssm_layer *l, int B, int T,
 int main(int argc, char **argv)
 {
     const int cuda = argc > 1 && !strcmp(argv[1], "cuda");
-    /* ctx[0]: the default; on CUDA ctx[1..3]: RSSM_CUDA_PREFILL = 1, 2, 0 */
-    rssm_context *ctx[4] = {NULL, NULL, NULL, NULL};
+    /* ctx[0]: the default; on CUDA ctx[1..4]: RSSM_CUDA_PREFILL = 1, 2, 3, 0 */
+    rssm_context *ctx[5] = {NULL, NULL, NULL, NULL, NULL};
     if (rssm_context_create(cuda ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, 0, &ctx[0]) != RSSM_OK) {
         printf("bench_prefill: no %s context (%s); skipped\n", cuda ? "CUDA" : "CPU", rssm_last_error());
         return 0;
     }
-    static const char *mode[4] = {NULL, "1", "2", "0"};
-    const int nctx = cuda ? 4 : 1;
+    static const char *mode[5] = {NULL, "1", "2", "3", "0"};
+    const int nctx = cuda ? 5 : 1;
     for (int i = 1; i < nctx; i++) {
         setenv("RSSM_CUDA_PREFILL", mode[i], 1); /* read when a context is created */
         TRY(rssm_context_create(RSSM_DEVICE_CUDA, 0, &ctx[i]));
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     char csv[64][200];
     int nc = 0;
     printf("%-5s %5s %5s %-7s %12s %14s", "model", "rows", "T", "rows", "us / call", "tokens / s");
-    if (cuda) printf(" %12s %12s %12s", "narrow us", "wide us", "one-token us");
+    if (cuda) printf(" %12s %12s %12s %12s", "narrow us", "wide us", "medium us", "one-token us");
     printf("\n");
     for (int m = 0; m < 2; m++) {
         rssm_layer l = m ? rssm_layer_default(RSSM_GATE_KDA, 32, 32, 128, 128, 16)
@@ -159,20 +159,20 @@ int main(int argc, char **argv)
                     const int B = rows[bi], T = toks[ti];
                     if (ragged && (B == 1 || argc > 3)) continue;
                     const int reps = cuda ? (B * T >= 16384 ? 5 : 20) : 2;
-                    double us[4] = {0, 0, 0, 0};
+                    double us[5] = {0, 0, 0, 0, 0};
                     for (int i = 0; i < nctx; i++)
-                        us[i] = time_prefill(ctx[i], &l, B, T, ragged, i == 3 && B * T >= 16384 ? 2 : reps);
+                        us[i] = time_prefill(ctx[i], &l, B, T, ragged, i == 4 && B * T >= 16384 ? 2 : reps);
                     const long tokens =
                         ragged ? (long)(B / 2) * (T / 4 > 0 ? T / 4 : 1) + (long)(B - B / 2) * T : (long)B * T;
                     const char *model = m ? "kda" : "gdn", *shape = ragged ? "ragged" : "uniform";
                     printf("%-5s %5d %5d %-7s %12.1f %14.0f", model, B, T, shape, us[0], tokens / (us[0] * 1e-6));
-                    if (cuda) printf(" %12.1f %12.1f %12.1f", us[1], us[2], us[3]);
+                    if (cuda) printf(" %12.1f %12.1f %12.1f %12.1f", us[1], us[2], us[3], us[4]);
                     printf("\n");
-                    snprintf(csv[nc++], sizeof csv[0], "%s,%d,%d,%s,%.2f,%.0f,%.2f,%.2f,%.2f", model, B, T, shape,
-                             us[0], tokens / (us[0] * 1e-6), us[1], us[2], us[3]);
+                    snprintf(csv[nc++], sizeof csv[0], "%s,%d,%d,%s,%.2f,%.0f,%.2f,%.2f,%.2f,%.2f", model, B, T, shape,
+                             us[0], tokens / (us[0] * 1e-6), us[1], us[2], us[3], us[4]);
                 }
     }
-    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,narrow_us,wide_us,one_token_us\n");
+    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,narrow_us,wide_us,medium_us,one_token_us\n");
     for (int i = 0; i < nc; i++)
         printf("%s\n", csv[i]);
     for (int i = 0; i < nctx; i++)

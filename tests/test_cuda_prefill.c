@@ -1,12 +1,12 @@
 /*
- * test_cuda_prefill.c — CUDA prefill in chunks of tokens (the default) against the one-token
- * loop (RSSM_CUDA_PREFILL=0): outputs and the whole state must be the same bits, for GDN and
+ * test_cuda_prefill.c — CUDA prefill in chunks of tokens on the narrow lanes (RSSM_CUDA_PREFILL=1)
+ * against the one-token loop (=0): outputs and the whole state must be the same bits, for GDN and
  * KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one, prompts shorter
  * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row;
- * and ragged rows (cu_seqlens) against each row's own call, on both loops. The wide-lane
- * chunks (RSSM_CUDA_PREFILL=2, K = 128; their sums run in another order) and the default
- * chunks against the float64 reference, within check's tolerances; ragged rows on wide lanes
- * against each row alone, bit for bit. Skips (exit 0) without a CUDA device.
+ * and ragged rows (cu_seqlens) against each row's own call, on each loop. The chunks on wide and
+ * medium lanes (=2, =3, K = 128; their sums run in another order) and on the narrow lanes
+ * against the float64 reference, within check's tolerances. Skips (exit 0) without a CUDA
+ * device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +61,15 @@ static int cuda_context_with(const char *mode, rssm_context **out)
 
 int main(void)
 {
-    rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *ref = NULL;
-    int rc = rh_context(RSSM_DEVICE_CUDA, &chunked);
+    rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *medium = NULL, *ref = NULL;
+    int rc = cuda_context_with("1", &chunked);
     if (rc == RH_UNSUPPORTED) {
         printf("SKIP cuda prefill chunks (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
         return 0;
     }
     if (!rc) rc = cuda_context_with("0", &one);
     if (!rc) rc = cuda_context_with("2", &wide);
+    if (!rc) rc = cuda_context_with("3", &medium);
     if (!rc) rc = rh_context(RSSM_DEVICE_REFERENCE, &ref);
     if (rc) {
         printf("FAIL cuda contexts: %s\n", rh_msg());
@@ -95,7 +96,7 @@ int main(void)
                     rh_rng_seed(&rng, 0xbeef + (uint64_t)seed++);
                     /* the initial state: random checkpoints and live rings, taken from one context */
                     rh_state s0;
-                    rh_snap init = {0}, a = {0}, b = {0}, cw = {0}, cr = {0};
+                    rh_snap init = {0}, a = {0}, b = {0}, cw = {0}, cm = {0}, cr = {0};
                     int r = rh_state_create(chunked, &l, 4, &s0);
                     if (!r) r = rh_state_randomize(chunked, &s0, &rng, 0);
                     if (!r) r = rh_snap_take(chunked, &s0, &init);
@@ -105,8 +106,9 @@ int main(void)
                     if (!r) rh_inputs_random(&in, &l, &rng);
                     const size_t no = (size_t)B * T * l.num_v_heads * l.head_v_dim;
                     double *oa = malloc(sizeof(double) * no), *ob = malloc(sizeof(double) * no);
-                    double *ow = malloc(sizeof(double) * no), *orf = malloc(sizeof(double) * no);
-                    if (!oa || !ob || !ow || !orf) r = rh_set(RH_FAIL, "out of memory");
+                    double *ow = malloc(sizeof(double) * no), *om = malloc(sizeof(double) * no);
+                    double *orf = malloc(sizeof(double) * no);
+                    if (!oa || !ob || !ow || !om || !orf) r = rh_set(RH_FAIL, "out of memory");
                     if (!r) r = run_prefill(chunked, &l, &init, &in, slot, oa, &a);
                     if (!r) r = run_prefill(one, &l, &init, &in, slot, ob, &b);
                     int ok = !r && !memcmp(oa, ob, sizeof(double) * no);
@@ -118,27 +120,31 @@ int main(void)
                              p->HV, rh_dtype_name(l.state_dtype), rh_dtype_name(l.ring_dtype),
                              rh_dtype_name(l.io_dtype), T);
                     t_case(r, ok, "prefill chunks == one token: %s", what);
-                    /* wide lanes and the default chunks against the float64 reference */
+                    /* wide, medium and narrow lanes against the float64 reference */
                     const double tol = l.state_dtype == RSSM_DTYPE_BF16 || l.ring_dtype == RSSM_DTYPE_BF16 ? 2e-2
                                        : l.io_dtype == RSSM_DTYPE_BF16                                     ? 1e-2
                                                                                                            : 1e-5;
                     int rr = r;
                     if (!rr) rr = run_prefill(wide, &l, &init, &in, slot, ow, &cw);
+                    if (!rr) rr = run_prefill(medium, &l, &init, &in, slot, om, &cm);
                     if (!rr) rr = run_prefill(ref, &l, &init, &in, slot, orf, &cr);
-                    double ew = 0, ec = 0;
+                    double ew = 0, em = 0, ec = 0;
                     const int okw = !rr && near_ref(&l, ow, orf, no, &cw, &cr, tol, &ew);
+                    const int okm = !rr && near_ref(&l, om, orf, no, &cm, &cr, tol, &em);
                     const int okc = !rr && near_ref(&l, oa, orf, no, &a, &cr, tol, &ec);
-                    t_case(rr, okw && okc, "prefill wide / chunks ~ reference: %s (err %.2g / %.2g, tol %.0e)", what,
-                           ew, ec, tol);
-                    free(oa), free(ob), free(ow), free(orf);
+                    t_case(rr, okw && okm && okc,
+                           "prefill wide / medium / narrow ~ reference: %s (err %.2g / %.2g / %.2g, tol %.0e)", what,
+                           ew, em, ec, tol);
+                    free(oa), free(ob), free(ow), free(om), free(orf);
                     rh_inputs_free(&in);
-                    rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b), rh_snap_free(&cw), rh_snap_free(&cr);
+                    rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b), rh_snap_free(&cw), rh_snap_free(&cm);
+                    rh_snap_free(&cr);
                 }
     /* ragged rows (cu_seqlens) against each row alone, on each loop */
     static const int32_t rslot[5] = {3, -1, 0, 5, 1}, rlen[5] = {7, 3, 1, 40, 16};
-    rssm_context *const loops[3] = {chunked, one, wide};
-    static const char *loop_name[3] = {"chunks", "one token", "wide chunks"};
-    for (int ci = 0; ci < 3; ci++)
+    rssm_context *const loops[4] = {chunked, one, wide, medium};
+    static const char *loop_name[4] = {"chunks", "one token", "wide chunks", "medium chunks"};
+    for (int ci = 0; ci < 4; ci++)
         for (int gate = 0; gate < 3; gate++)
             for (int sh = 0; sh < 3; sh++)
                 for (int d = 0; d < 3; d += 2) {
@@ -183,6 +189,7 @@ int main(void)
     rssm_context_free(chunked);
     rssm_context_free(one);
     rssm_context_free(wide);
+    rssm_context_free(medium);
     rssm_context_free(ref);
     return t_end();
 }

@@ -34,7 +34,7 @@ typedef struct cuda_impl {
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
     int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
-                      bits); 2 chunks on wide lanes where K = 128; -1 chunks, wide lanes by grid size */
+                      bits); 2 / 3 chunks on wide / medium lanes where K = 128; -1 chunks, lanes by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -61,8 +61,10 @@ enum {
     CFG_K64_BF16,
     CFG_GEN_F32,
     CFG_GEN_BF16,
-    CFG_K128W_F32,
-    CFG_K128W_BF16
+    CFG_K128W_F32, /* prefill only: wide and medium lanes (prefill_config) */
+    CFG_K128W_BF16,
+    CFG_K128M_F32,
+    CFG_K128M_BF16
 };
 
 static int config_of(const rssm_layer *l)
@@ -95,8 +97,12 @@ static int vs_of(int config)
         return cfg_gen_bf16::VS;
     case CFG_K128W_F32:
         return cfg_k128w_f32::VS;
-    default:
+    case CFG_K128W_BF16:
         return cfg_k128w_bf16::VS;
+    case CFG_K128M_F32:
+        return cfg_k128m_f32::VS;
+    default:
+        return cfg_k128m_bf16::VS;
     }
 }
 
@@ -128,8 +134,11 @@ static void *kernel_for(int config, bool kda, int tc)
         return rssm_cuda_kernel_gen(0, kda, tc);
     case CFG_GEN_BF16:
         return rssm_cuda_kernel_gen(1, kda, tc);
-    default: /* wide lanes: prefill's chunks only (tc = RSSM_PF_TC) */
+    case CFG_K128W_F32: /* wide and medium lanes: prefill's chunks only (tc = RSSM_PF_TC) */
+    case CFG_K128W_BF16:
         return rssm_cuda_kernel_k128w(config == CFG_K128W_BF16, kda);
+    default:
+        return rssm_cuda_kernel_k128m(config == CFG_K128M_BF16, kda);
     }
 }
 
@@ -176,13 +185,15 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 }
 
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
- * memory fits (always for K <= 128); for K = 128, wide lanes (a whole head per CTA, a quarter
- * of the narrow configuration's CTAs) once the narrow grid needs more than one wave of two CTAs
- * per SM. A CTA walks its tokens one after another, so a grid of one wave takes the time of
- * its rows' tokens; there the narrow lanes' shorter per-token path wins (H200, GDN, 1 row of
- * 16 / 256 tokens: 21.0 / 260 us narrow, 25.1 / 313 us wide), past it the wide lanes' fewer
- * instructions per state element (8 rows of 16 / 256 tokens: 90.9 / 1277 us narrow, 36.1 /
- * 470 us wide; bench/results/gpu-bench-prefill.txt). */
+ * memory fits (always for K <= 128). For K = 128, lanes that each hold more of a state row, so
+ * that a row's products reduce in fewer shuffle levels per FMA: while the narrow grid (32-row
+ * slices) fits one wave of two CTAs per SM, medium lanes on the same slices (its CTAs walk
+ * their tokens one after another, so there the time is the per-token path of each warp); past
+ * it, wide lanes, a whole head per CTA (a quarter of the CTAs, the fewest instructions per
+ * state element). H200, GDN (bench/results/gpu-bench-prefill.txt): 8 rows of 16 / 256 tokens,
+ * 90.9 / 1277 us narrow, 36.1 / 470 us wide; 1 row, 21.0 / 260 us narrow, 25.1 / 313 us wide.
+ * RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow (the one-token loop's bits), 2 wide,
+ * 3 medium. */
 static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
 {
     const int config = config_of(l);
@@ -190,10 +201,14 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
     if (im->pf_mode == 0 || smem_bytes(l, config, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
     *tc = RSSM_PF_TC;
     if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
-    const int wide = config == CFG_K128_F32 ? CFG_K128W_F32 : CFG_K128W_BF16;
-    if (smem_bytes(l, wide, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
+    const int bf = config == CFG_K128_BF16;
+    const int wide = bf ? CFG_K128W_BF16 : CFG_K128W_F32, medium = bf ? CFG_K128M_BF16 : CFG_K128M_F32;
     const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
-    return im->pf_mode == 2 || narrow_ctas > 2 * (int64_t)im->sm_count ? wide : config;
+    const int pick = im->pf_mode == 2                          ? wide
+                     : im->pf_mode == 3                        ? medium
+                     : narrow_ctas > 2 * (int64_t)im->sm_count ? wide
+                                                               : medium;
+    return smem_bytes(l, pick, RSSM_PF_TC) <= RSSM_SMEM_MAX ? pick : config;
 }
 
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
@@ -366,7 +381,7 @@ static cudaError_t raise_smem(void)
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
                 if (e != cudaSuccess) return e;
             }
-    for (int config = CFG_K128W_F32; config <= CFG_K128W_BF16; config++)
+    for (int config = CFG_K128W_F32; config <= CFG_K128M_BF16; config++)
         for (int kda = 0; kda <= 1; kda++) {
             cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, RSSM_PF_TC),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
@@ -420,9 +435,10 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
-         * 2 chunks on wide lanes (K = 128); unset: chunks, wide lanes by grid size */
+         * 2 chunks on wide lanes, 3 on medium lanes (K = 128); unset: chunks, the lanes by
+         * grid size (prefill_config) */
         ev = getenv("RSSM_CUDA_PREFILL");
-        im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '2' && ev[1] == 0 ? ev[0] - '0' : -1;
+        im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '3' && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

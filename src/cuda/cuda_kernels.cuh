@@ -116,10 +116,18 @@ __device__ __forceinline__ float round_dt(int dt, float x)
  * lane li holding block li of every run of LANES blocks: c = (e/G)*G*LANES + li*G + e%G (one
  * 16-byte access per block; the lanes of a row read consecutive 16-byte blocks; C = G gives
  * c = li*C + e). BF16: state dtype. */
-template <int C_, int LANES_, bool STRIDED_, bool BF16_> struct cfg {
-    enum { C = C_, LANES = LANES_, RG = 32 / LANES_, VS = RSSM_NW * (32 / LANES_) * RSSM_RPT, G = BF16_ ? 8 : 4 };
+template <int C_, int LANES_, bool STRIDED_, bool BF16_, int RPT_ = RSSM_RPT> struct cfg {
+    enum {
+        C = C_,
+        LANES = LANES_,
+        RG = 32 / LANES_,
+        RPT = RPT_,
+        VS = RSSM_NW * (32 / LANES_) * RPT_,
+        G = BF16_ ? 8 : 4
+    };
     static constexpr bool STRIDED = STRIDED_, BF16 = BF16_;
     static_assert(STRIDED_ || C_ % (BF16_ ? 8 : 4) == 0, "whole 16-byte blocks per lane");
+    static_assert(LANES_ >= RPT_, "prefill_chunks: lane r of a row group stores row r's output");
 };
 
 template <class CF> __device__ __forceinline__ int chan(int li, int e)
@@ -324,11 +332,11 @@ template <class CF> __device__ __forceinline__ void load_chans4(const float *v, 
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
 template <class CF, bool KDA, int TC>
-__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int T, int hv,
+__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[CF::RPT][CF::C], int b, int T, int hv,
                                                int j0, float *kn, float *qn, float *xk, float *eg, float *vv,
                                                float *sbeta)
 {
-    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     constexpr int NCH = (C * LANES + 31) / 32; /* blocks of 32 channels (block_reduce's warps) */
     const rssm_layer &l = A.l;
     const int K = l.head_k_dim, V = l.head_v_dim, gk = KDA ? K : 1, iodt = l.io_dtype;
@@ -429,14 +437,16 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
                         o[r] = __fmaf_rn(acc, qnv[i], o[r]);
                     }
             }
+            /* every lane of the group holds every row's o_t: lane r < RPT stores row r's (one
+             * conversion and store per lane, not RPT in a row on lane 0) */
+            float mine = 0.0f;
 #pragma unroll
-            for (int r = 0; r < RPT; r++)
+            for (int r = 0; r < RPT; r++) {
                 o[r] = group_sum<LANES>(o[r]);
-            const int j = j0 + (w * RG + rg) * RPT;
-            if (li == 0)
-#pragma unroll
-                for (int r = 0; r < RPT; r++)
-                    if (j + r < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j + r, o[r]);
+                mine = li == r ? o[r] : mine;
+            }
+            const int j = j0 + (w * RG + rg) * RPT + li;
+            if (li < RPT && j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, mine);
         }
         __syncthreads();
     }
@@ -447,7 +457,7 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
 template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
 {
     extern __shared__ float sm[];
-    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     const rssm_layer &l = A.l;
     const int K = l.head_k_dim, V = l.head_v_dim, L = l.ring_len, HV = l.num_v_heads, gk = KDA ? K : 1;
     const int rdt = l.ring_dtype, iodt = l.io_dtype;
@@ -893,10 +903,14 @@ typedef cfg<4, 16, false, false> cfg_k64_f32;  /* K=64: 16 lanes x float4 */
 typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
 typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
-/* prefill only (TC = RSSM_PF_TC), K=128: wide lanes, a whole 128-row head per CTA; a row's
- * products reduce over 8 lanes (3 shuffle levels per 16 FMAs, not 5 per 4) */
-typedef cfg<16, 8, false, false> cfg_k128w_f32; /* 8 lanes x 4 float4 blocks */
-typedef cfg<16, 8, false, true> cfg_k128w_bf16; /* 8 lanes x 2 blocks of 8 bf16 */
+/* prefill only (TC = RSSM_PF_TC), K=128, fewer lanes per row so that a row's products reduce
+ * in fewer shuffle levels per FMA: wide lanes, a whole 128-row head per CTA (8 lanes, 3 levels
+ * per 16 FMAs, not 5 per 4), for grids past one wave; medium lanes, the narrow configuration's
+ * 32-row slices with 2 rows per thread (16 lanes, 4 levels per 8 FMAs), for smaller grids */
+typedef cfg<16, 8, false, false> cfg_k128w_f32;    /* 8 lanes x 4 float4 blocks */
+typedef cfg<16, 8, false, true> cfg_k128w_bf16;    /* 8 lanes x 2 blocks of 8 bf16 */
+typedef cfg<8, 16, false, false, 2> cfg_k128m_f32; /* 16 lanes x 2 float4 blocks, 2 rows */
+typedef cfg<8, 16, false, true, 2> cfg_k128m_bf16; /* 16 lanes x 8 bf16, 2 rows */
 
 /* The step kernel of a configuration: tc = 1 (decode, prefill, materialise), 4 (verify) or
  * RSSM_PF_TC (prefill in chunks). */
@@ -914,5 +928,6 @@ void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
 void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
 void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
 void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128m(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
 
 #endif /* RSSM_CUDA_KERNELS_CUH */
