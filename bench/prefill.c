@@ -2,8 +2,11 @@
  * prefill.c — time of one rssm_prefill call (one layer, K = V = 128, bf16 io, f32 state) for
  * Qwen3-Next's GDN heads (H=16, HV=32) and Kimi-Linear's KDA heads (H=HV=32), per rows x tokens:
  * uniform rows, and ragged rows (cu_seqlens) whose lengths alternate T and T/4. On CUDA it also
- * times the one-token loop (a second context with RSSM_CUDA_PREFILL=0) in the same run.
- * Built as build/bench_prefill [cpu|cuda]; prints a table, then the same rows as CSV.
+ * times, in the same run, each loop on its own context: chunks on the narrow lanes
+ * (RSSM_CUDA_PREFILL=1), on wide lanes (=2), on medium lanes (=3; the default picks medium or
+ * wide by grid size) and the one-token loop (=0).
+ * Built as build/bench_prefill [cpu|cuda] [ROWS T]; prints a table, then the same rows as CSV
+ * (ROWS T: that shape only, uniform rows, e.g. for a profiler).
  * Wall time around `reps` calls and one synchronisation (the calls are tens of µs and more).
  */
 #include <stdio.h>
@@ -116,49 +119,63 @@ static double time_prefill(rssm_context *ctx, const rssm_layer *l, int B, int T,
 int main(int argc, char **argv)
 {
     const int cuda = argc > 1 && !strcmp(argv[1], "cuda");
-    rssm_context *ctx = NULL, *one = NULL;
-    if (rssm_context_create(cuda ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, 0, &ctx) != RSSM_OK) {
+    /* ctx[0]: the default; on CUDA ctx[1..4]: RSSM_CUDA_PREFILL = 1, 2, 3, 0 */
+    rssm_context *ctx[5] = {NULL, NULL, NULL, NULL, NULL};
+    if (rssm_context_create(cuda ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, 0, &ctx[0]) != RSSM_OK) {
         printf("bench_prefill: no %s context (%s); skipped\n", cuda ? "CUDA" : "CPU", rssm_last_error());
         return 0;
     }
-    if (cuda) {
-        setenv("RSSM_CUDA_PREFILL", "0", 1); /* read when a context is created */
-        TRY(rssm_context_create(RSSM_DEVICE_CUDA, 0, &one));
+    static const char *mode[5] = {NULL, "1", "2", "3", "0"};
+    const int nctx = cuda ? 5 : 1;
+    for (int i = 1; i < nctx; i++) {
+        setenv("RSSM_CUDA_PREFILL", mode[i], 1); /* read when a context is created */
+        TRY(rssm_context_create(RSSM_DEVICE_CUDA, 0, &ctx[i]));
         unsetenv("RSSM_CUDA_PREFILL");
     }
-    static const int rows_cuda[3] = {1, 8, 64}, toks_cuda[3] = {16, 64, 256};
+    static const int rows_cuda[4] = {1, 8, 64, 256}, toks_cuda[3] = {16, 64, 256};
     static const int rows_cpu[2] = {1, 4}, toks_cpu[2] = {16, 64};
-    const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu, nr = cuda ? 3 : 2;
-    char csv[64][160];
+    const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu;
+    int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2, one_shape[2];
+    if (argc > 3) { /* one shape */
+        one_shape[0] = atoi(argv[2]), one_shape[1] = atoi(argv[3]);
+        if (one_shape[0] < 1 || one_shape[1] < 1) {
+            printf("bench_prefill: ROWS and T must be positive\n");
+            return 1;
+        }
+        rows = &one_shape[0], toks = &one_shape[1], nr = nt = 1;
+    }
+    char csv[64][200];
     int nc = 0;
-    printf("%-5s %5s %5s %-7s %12s %14s %16s\n", "model", "rows", "T", "rows", "us / call", "tokens / s",
-           cuda ? "one-token us" : "");
+    printf("%-5s %5s %5s %-7s %12s %14s", "model", "rows", "T", "rows", "us / call", "tokens / s");
+    if (cuda) printf(" %12s %12s %12s %12s", "narrow us", "wide us", "medium us", "one-token us");
+    printf("\n");
     for (int m = 0; m < 2; m++) {
         rssm_layer l = m ? rssm_layer_default(RSSM_GATE_KDA, 32, 32, 128, 128, 16)
                          : rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, 16);
         l.io_dtype = RSSM_DTYPE_BF16;
         for (int bi = 0; bi < nr; bi++)
-            for (int ti = 0; ti < nr; ti++)
+            for (int ti = 0; ti < nt; ti++)
                 for (int ragged = 0; ragged < 2; ragged++) {
                     const int B = rows[bi], T = toks[ti];
-                    if (ragged && B == 1) continue;
-                    const int reps = cuda ? 20 : 2;
-                    const double us = time_prefill(ctx, &l, B, T, ragged, reps);
-                    const double us1 = one ? time_prefill(one, &l, B, T, ragged, reps) : 0.0;
+                    if (ragged && (B == 1 || argc > 3)) continue;
+                    const int reps = cuda ? (B * T >= 16384 ? 5 : 20) : 2;
+                    double us[5] = {0, 0, 0, 0, 0};
+                    for (int i = 0; i < nctx; i++)
+                        us[i] = time_prefill(ctx[i], &l, B, T, ragged, i == 4 && B * T >= 16384 ? 2 : reps);
                     const long tokens =
                         ragged ? (long)(B / 2) * (T / 4 > 0 ? T / 4 : 1) + (long)(B - B / 2) * T : (long)B * T;
                     const char *model = m ? "kda" : "gdn", *shape = ragged ? "ragged" : "uniform";
-                    printf("%-5s %5d %5d %-7s %12.1f %14.0f", model, B, T, shape, us, tokens / (us * 1e-6));
-                    if (one) printf(" %16.1f", us1);
+                    printf("%-5s %5d %5d %-7s %12.1f %14.0f", model, B, T, shape, us[0], tokens / (us[0] * 1e-6));
+                    if (cuda) printf(" %12.1f %12.1f %12.1f %12.1f", us[1], us[2], us[3], us[4]);
                     printf("\n");
-                    snprintf(csv[nc++], sizeof csv[0], "%s,%d,%d,%s,%.2f,%.0f,%.2f", model, B, T, shape, us,
-                             tokens / (us * 1e-6), us1);
+                    snprintf(csv[nc++], sizeof csv[0], "%s,%d,%d,%s,%.2f,%.0f,%.2f,%.2f,%.2f,%.2f", model, B, T, shape,
+                             us[0], tokens / (us[0] * 1e-6), us[1], us[2], us[3], us[4]);
                 }
     }
-    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,one_token_us\n");
+    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,narrow_us,wide_us,medium_us,one_token_us\n");
     for (int i = 0; i < nc; i++)
         printf("%s\n", csv[i]);
-    rssm_context_free(one);
-    rssm_context_free(ctx);
+    for (int i = 0; i < nctx; i++)
+        rssm_context_free(ctx[i]);
     return 0;
 }

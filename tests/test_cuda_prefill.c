@@ -1,10 +1,12 @@
 /*
- * test_cuda_prefill.c — CUDA prefill in chunks of tokens (the default) against the one-token
- * loop (RSSM_CUDA_PREFILL=0): outputs and the whole state must be the same bits, for GDN and
+ * test_cuda_prefill.c — CUDA prefill in chunks of tokens on the narrow lanes (RSSM_CUDA_PREFILL=1)
+ * against the one-token loop (=0): outputs and the whole state must be the same bits, for GDN and
  * KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one, prompts shorter
  * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row;
- * and ragged rows (cu_seqlens) against each row's own call, on both loops. Skips (exit 0)
- * without a CUDA device.
+ * and ragged rows (cu_seqlens) against each row's own call, on each loop. The chunks on wide and
+ * medium lanes (=2, =3, K = 128; their sums run in another order) and on the narrow lanes
+ * against the float64 reference, within check's tolerances. Skips (exit 0) without a CUDA
+ * device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +31,46 @@ static int run_prefill(rssm_context *ctx, const rssm_layer *l, const rh_snap *in
     return rc;
 }
 
+/* Outputs and checkpoints of a prefill within tol of the reference's; cursors and ring bases
+ * the same. */
+static int near_ref(const rssm_layer *l, const double *o, const double *oref, size_t no, const rh_snap *a,
+                    const rh_snap *ref, double tol, double *err)
+{
+    const size_t n = a->n[RH_CKPT] / (l->state_dtype == RSSM_DTYPE_BF16 ? 2 : 4);
+    double *x = malloc(sizeof(double) * n), *y = malloc(sizeof(double) * n);
+    if (!x || !y) return free(x), free(y), 0;
+    rh_unpack(a->t[RH_CKPT], (int64_t)n, l->state_dtype, x);
+    rh_unpack(ref->t[RH_CKPT], (int64_t)n, l->state_dtype, y);
+    const double eo = rh_relerr(o, oref, (int64_t)no), es = rh_relerr(x, y, (int64_t)n);
+    free(x), free(y);
+    *err = eo > es ? eo : es;
+    int same = 1;
+    for (int t = RH_RING_BASE; t <= RH_CURSOR; t++)
+        same = same && a->n[t] == ref->n[t] && (a->n[t] == 0 || !memcmp(a->t[t], ref->t[t], a->n[t]));
+    return same && *err <= tol;
+}
+
+/* A CUDA context created with RSSM_CUDA_PREFILL=mode (read when a context is created). */
+static int cuda_context_with(const char *mode, rssm_context **out)
+{
+    setenv("RSSM_CUDA_PREFILL", mode, 1);
+    const int rc = rh_context(RSSM_DEVICE_CUDA, out);
+    unsetenv("RSSM_CUDA_PREFILL");
+    return rc;
+}
+
 int main(void)
 {
-    rssm_context *chunked = NULL, *one = NULL;
-    int rc = rh_context(RSSM_DEVICE_CUDA, &chunked);
+    rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *medium = NULL, *ref = NULL;
+    int rc = cuda_context_with("1", &chunked);
     if (rc == RH_UNSUPPORTED) {
         printf("SKIP cuda prefill chunks (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
         return 0;
     }
-    setenv("RSSM_CUDA_PREFILL", "0", 1); /* read when a context is created */
-    if (!rc) rc = rh_context(RSSM_DEVICE_CUDA, &one);
-    unsetenv("RSSM_CUDA_PREFILL");
+    if (!rc) rc = cuda_context_with("0", &one);
+    if (!rc) rc = cuda_context_with("2", &wide);
+    if (!rc) rc = cuda_context_with("3", &medium);
+    if (!rc) rc = rh_context(RSSM_DEVICE_REFERENCE, &ref);
     if (rc) {
         printf("FAIL cuda contexts: %s\n", rh_msg());
         return 1;
@@ -65,7 +96,7 @@ int main(void)
                     rh_rng_seed(&rng, 0xbeef + (uint64_t)seed++);
                     /* the initial state: random checkpoints and live rings, taken from one context */
                     rh_state s0;
-                    rh_snap init = {0}, a = {0}, b = {0};
+                    rh_snap init = {0}, a = {0}, b = {0}, cw = {0}, cm = {0}, cr = {0};
                     int r = rh_state_create(chunked, &l, 4, &s0);
                     if (!r) r = rh_state_randomize(chunked, &s0, &rng, 0);
                     if (!r) r = rh_snap_take(chunked, &s0, &init);
@@ -75,25 +106,45 @@ int main(void)
                     if (!r) rh_inputs_random(&in, &l, &rng);
                     const size_t no = (size_t)B * T * l.num_v_heads * l.head_v_dim;
                     double *oa = malloc(sizeof(double) * no), *ob = malloc(sizeof(double) * no);
-                    if (!oa || !ob) r = rh_set(RH_FAIL, "out of memory");
+                    double *ow = malloc(sizeof(double) * no), *om = malloc(sizeof(double) * no);
+                    double *orf = malloc(sizeof(double) * no);
+                    if (!oa || !ob || !ow || !om || !orf) r = rh_set(RH_FAIL, "out of memory");
                     if (!r) r = run_prefill(chunked, &l, &init, &in, slot, oa, &a);
                     if (!r) r = run_prefill(one, &l, &init, &in, slot, ob, &b);
                     int ok = !r && !memcmp(oa, ob, sizeof(double) * no);
                     for (int sl = 0; sl < 4 && ok; sl++)
                         ok = rh_snap_slot_equal(&s0, &a, &b, sl);
-                    t_case(r, ok, "prefill chunks == one token: %s K=%d V=%d HV=%d state=%s ring=%s io=%s T=%d",
-                           gate == 0   ? "gdn"
-                           : gate == 1 ? "kda"
-                                       : "kda-lb",
-                           p->K, p->V, p->HV, rh_dtype_name(l.state_dtype), rh_dtype_name(l.ring_dtype),
-                           rh_dtype_name(l.io_dtype), T);
-                    free(oa), free(ob);
+                    const char *gname = gate == 0 ? "gdn" : gate == 1 ? "kda" : "kda-lb";
+                    char what[160];
+                    snprintf(what, sizeof what, "%s K=%d V=%d HV=%d state=%s ring=%s io=%s T=%d", gname, p->K, p->V,
+                             p->HV, rh_dtype_name(l.state_dtype), rh_dtype_name(l.ring_dtype),
+                             rh_dtype_name(l.io_dtype), T);
+                    t_case(r, ok, "prefill chunks == one token: %s", what);
+                    /* wide, medium and narrow lanes against the float64 reference */
+                    const double tol = l.state_dtype == RSSM_DTYPE_BF16 || l.ring_dtype == RSSM_DTYPE_BF16 ? 2e-2
+                                       : l.io_dtype == RSSM_DTYPE_BF16                                     ? 1e-2
+                                                                                                           : 1e-5;
+                    int rr = r;
+                    if (!rr) rr = run_prefill(wide, &l, &init, &in, slot, ow, &cw);
+                    if (!rr) rr = run_prefill(medium, &l, &init, &in, slot, om, &cm);
+                    if (!rr) rr = run_prefill(ref, &l, &init, &in, slot, orf, &cr);
+                    double ew = 0, em = 0, ec = 0;
+                    const int okw = !rr && near_ref(&l, ow, orf, no, &cw, &cr, tol, &ew);
+                    const int okm = !rr && near_ref(&l, om, orf, no, &cm, &cr, tol, &em);
+                    const int okc = !rr && near_ref(&l, oa, orf, no, &a, &cr, tol, &ec);
+                    t_case(rr, okw && okm && okc,
+                           "prefill wide / medium / narrow ~ reference: %s (err %.2g / %.2g / %.2g, tol %.0e)", what,
+                           ew, em, ec, tol);
+                    free(oa), free(ob), free(ow), free(om), free(orf);
                     rh_inputs_free(&in);
-                    rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b);
+                    rh_snap_free(&init), rh_snap_free(&a), rh_snap_free(&b), rh_snap_free(&cw), rh_snap_free(&cm);
+                    rh_snap_free(&cr);
                 }
-    /* ragged rows (cu_seqlens) against each row alone, on both loops */
+    /* ragged rows (cu_seqlens) against each row alone, on each loop */
     static const int32_t rslot[5] = {3, -1, 0, 5, 1}, rlen[5] = {7, 3, 1, 40, 16};
-    for (int ci = 0; ci < 2; ci++)
+    rssm_context *const loops[4] = {chunked, one, wide, medium};
+    static const char *loop_name[4] = {"chunks", "one token", "wide chunks", "medium chunks"};
+    for (int ci = 0; ci < 4; ci++)
         for (int gate = 0; gate < 3; gate++)
             for (int sh = 0; sh < 3; sh++)
                 for (int d = 0; d < 3; d += 2) {
@@ -103,10 +154,9 @@ int main(void)
                     if (gate == 2) l.has_lower_bound = 1, l.lower_bound = -5.0f;
                     int same = 0;
                     seed++;
-                    const int r = rh_prefill_ragged_check(ci ? one : chunked, &l, 5, rslot, rlen, 8, 0xfeed + seed,
-                                                          seed & 1, &same);
-                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s",
-                           ci ? "one token" : "chunks",
+                    const int r =
+                        rh_prefill_ragged_check(loops[ci], &l, 5, rslot, rlen, 8, 0xfeed + seed, seed & 1, &same);
+                    t_case(r, same, "ragged rows == each row alone (%s): %s K=%d V=%d state=%s io=%s", loop_name[ci],
                            gate == 0   ? "gdn"
                            : gate == 1 ? "kda"
                                        : "kda-lb",
@@ -138,5 +188,8 @@ int main(void)
     }
     rssm_context_free(chunked);
     rssm_context_free(one);
+    rssm_context_free(wide);
+    rssm_context_free(medium);
+    rssm_context_free(ref);
     return t_end();
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/device.h"
 #include "core/params.h"
 #include "cpu/cpu.h"
 #include "sim_model.h"
@@ -267,6 +268,27 @@ int sim_copy2d(rssm_context *ctx, const sim_model *m, void *dst, size_t dpitch, 
     for (size_t r = 0; r < rows; r++)
         memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return 0;
+}
+
+int sim_model_warm(rssm_context *ctx, const sim_model *m)
+{
+    if (!m->gpu) return 0; /* the host's matrix products have no per-shape set-up */
+    const rssm_layer *l = &m->cfg.layer;
+    const int n = m->max_rows;
+    const size_t mix_row = (size_t)l->num_v_heads * l->head_v_dim;
+    float *x = NULL;
+    sim_bf16 *proj = NULL, *mix = NULL;
+    int32_t *tokens = calloc((size_t)n, sizeof *tokens), *next = calloc((size_t)n, sizeof *next);
+    int rc = !tokens || !next || rssm_dev_alloc(ctx, sizeof(float) * n * (size_t)m->cfg.d_model, (void **)&x) ||
+             rssm_dev_alloc(ctx, sizeof(sim_bf16) * n * (size_t)m->proj, (void **)&proj) ||
+             rssm_dev_alloc(ctx, sizeof(sim_bf16) * n * mix_row, (void **)&mix) ||
+             rssm_dev_memset(ctx, mix, 0, sizeof(sim_bf16) * n * mix_row);
+    for (int rows = 1; rows <= n && !rc; rows++)
+        rc = sim_embed(ctx, m, tokens, rows, x) || sim_project_in(ctx, m, 0, x, rows, proj) ||
+             sim_project_out(ctx, m, 0, mix, rows, x) || sim_next_tokens(ctx, m, x, rows, next);
+    rssm_dev_free(ctx, x), rssm_dev_free(ctx, proj), rssm_dev_free(ctx, mix);
+    free(tokens), free(next);
+    return rc ? -1 : 0;
 }
 
 double sim_dense_flops_per_token(const sim_model *m)

@@ -75,6 +75,12 @@ int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n
 int sim_copy2d(rssm_context *ctx, const sim_model *m, void *dst, size_t dpitch, const void *src, size_t spitch,
                size_t width, size_t rows);
 
+/* Runs every dense part once at each row count 1..max_rows (layer 0, zero inputs), so that on
+ * a GPU cuBLAS has chosen (and lazily loaded) its kernel for every shape before a run is timed:
+ * otherwise the first run pays it (about 0.6 s at Qwen3-Next shapes) and the second does not.
+ * Nothing to do on a CPU context. 0 on success. */
+int sim_model_warm(rssm_context *ctx, const sim_model *m);
+
 /* FLOPs of the dense parts per token (for reporting). */
 double sim_dense_flops_per_token(const sim_model *m);
 

@@ -730,7 +730,7 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     sim_model model;
     const int rows = max_rows(c);
     int rc = 1;
-    if (sim_model_init(&model, &c->model, ctx, rows)) {
+    if (sim_model_init(&model, &c->model, ctx, rows) || sim_model_warm(ctx, &model)) {
         fprintf(stderr, "simulate: could not build the model on this device\n");
         sim_model_free(&model);
         rssm_context_free(ctx);

@@ -33,7 +33,8 @@ typedef struct cuda_impl {
     int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = up to
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
-    int pf_chunks; /* prefill in chunks of RSSM_PF_TC tokens (same bits); 0 = one token at a time (RSSM_CUDA_PREFILL) */
+    int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
+                      bits); 2 / 3 chunks on wide / medium lanes where K = 128; -1 chunks, lanes by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -53,7 +54,18 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
 /* The kernels are instantiated in cuda_step_k128.cu, cuda_step_k64.cu and cuda_step_gen.cu
  * (separate files so they compile in parallel). */
 
-enum { CFG_K128_F32, CFG_K128_BF16, CFG_K64_F32, CFG_K64_BF16, CFG_GEN_F32, CFG_GEN_BF16 };
+enum {
+    CFG_K128_F32,
+    CFG_K128_BF16,
+    CFG_K64_F32,
+    CFG_K64_BF16,
+    CFG_GEN_F32,
+    CFG_GEN_BF16,
+    CFG_K128W_F32, /* prefill only: wide and medium lanes (prefill_config) */
+    CFG_K128W_BF16,
+    CFG_K128M_F32,
+    CFG_K128M_BF16
+};
 
 static int config_of(const rssm_layer *l)
 {
@@ -81,8 +93,16 @@ static int vs_of(int config)
         return cfg_k64_bf16::VS;
     case CFG_GEN_F32:
         return cfg_gen_f32::VS;
-    default:
+    case CFG_GEN_BF16:
         return cfg_gen_bf16::VS;
+    case CFG_K128W_F32:
+        return cfg_k128w_f32::VS;
+    case CFG_K128W_BF16:
+        return cfg_k128w_bf16::VS;
+    case CFG_K128M_F32:
+        return cfg_k128m_f32::VS;
+    default:
+        return cfg_k128m_bf16::VS;
     }
 }
 
@@ -112,8 +132,13 @@ static void *kernel_for(int config, bool kda, int tc)
         return rssm_cuda_kernel_k64(1, kda, tc);
     case CFG_GEN_F32:
         return rssm_cuda_kernel_gen(0, kda, tc);
-    default:
+    case CFG_GEN_BF16:
         return rssm_cuda_kernel_gen(1, kda, tc);
+    case CFG_K128W_F32: /* wide and medium lanes: prefill's chunks only (tc = RSSM_PF_TC) */
+    case CFG_K128W_BF16:
+        return rssm_cuda_kernel_k128w(config == CFG_K128W_BF16, kda);
+    default:
+        return rssm_cuda_kernel_k128m(config == CFG_K128M_BF16, kda);
     }
 }
 
@@ -128,10 +153,9 @@ int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
 
-static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, const char *fn)
+static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
 {
     const rssm_layer *l = &A.l;
-    const int config = config_of(l);
     const int VS = vs_of(config);
     const bool kda = l->gate == RSSM_GATE_KDA;
     A.NS = (l->head_v_dim + VS - 1) / VS;
@@ -160,6 +184,33 @@ static rssm_status launch_step(kargs A, int batch, int tc, cudaStream_t stream, 
     return RSSM_OK;
 }
 
+/* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
+ * memory fits (always for K <= 128). For K = 128, lanes that each hold more of a state row, so
+ * that a row's products reduce in fewer shuffle levels per FMA: while the narrow grid (32-row
+ * slices) fits one wave of two CTAs per SM, medium lanes on the same slices (its CTAs walk
+ * their tokens one after another, so there the time is the per-token path of each warp); past
+ * it, wide lanes, a whole head per CTA (a quarter of the CTAs, the fewest instructions per
+ * state element). H200, GDN (bench/results/gpu-bench-prefill.txt): 8 rows of 16 / 256 tokens,
+ * 90.9 / 1277 us narrow, 36.1 / 470 us wide; 1 row, 21.0 / 260 us narrow, 25.1 / 313 us wide.
+ * RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow (the one-token loop's bits), 2 wide,
+ * 3 medium. */
+static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
+{
+    const int config = config_of(l);
+    *tc = 1;
+    if (im->pf_mode == 0 || smem_bytes(l, config, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
+    *tc = RSSM_PF_TC;
+    if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
+    const int bf = config == CFG_K128_BF16;
+    const int wide = bf ? CFG_K128W_BF16 : CFG_K128W_F32, medium = bf ? CFG_K128M_BF16 : CFG_K128M_F32;
+    const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
+    const int pick = im->pf_mode == 2                          ? wide
+                     : im->pf_mode == 3                        ? medium
+                     : narrow_ctas > 2 * (int64_t)im->sm_count ? wide
+                                                               : medium;
+    return smem_bytes(l, pick, RSSM_PF_TC) <= RSSM_SMEM_MAX ? pick : config;
+}
+
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
 {
     cuda_impl *im = impl_of(ctx);
@@ -172,7 +223,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     A.dst = p->state;
     A.io = p->io;
     A.err = im->err;
-    int tc = 1;
+    int tc = 1, config = config_of(&A.l);
     const char *fn = "rssm_decode_packed";
     switch (p->op) {
     case RSSM_OP_DECODE_PACKED:
@@ -186,8 +237,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         break;
     case RSSM_OP_PREFILL:
         A.mode = MODE_PREFILL, fn = "rssm_prefill";
-        /* the chunked token loop where its shared memory fits (always for K <= 128) */
-        if (im->pf_chunks && smem_bytes(&A.l, config_of(&A.l), RSSM_PF_TC) <= RSSM_SMEM_MAX) tc = RSSM_PF_TC;
+        config = prefill_config(im, &A.l, p->io.batch, &tc);
         break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
@@ -224,7 +274,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
-    return launch_step(A, p->io.batch, tc, (cudaStream_t)stream, fn);
+    return launch_step(A, config, p->io.batch, tc, (cudaStream_t)stream, fn);
 }
 
 static rssm_status cuda_materialize(rssm_context *ctx, const rssm_materialize_params *p, void *stream)
@@ -242,7 +292,7 @@ static rssm_status cuda_materialize(rssm_context *ctx, const rssm_materialize_pa
     A.dst_slot = p->dst_slot;
     A.io.tokens = 0;
     A.err = im->err;
-    return launch_step(A, p->batch, 1, (cudaStream_t)stream, "rssm_materialize");
+    return launch_step(A, config_of(&A.l), p->batch, 1, (cudaStream_t)stream, "rssm_materialize");
 }
 
 /* cursor moves: one thread per row */
@@ -331,6 +381,12 @@ static cudaError_t raise_smem(void)
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
                 if (e != cudaSuccess) return e;
             }
+    for (int config = CFG_K128W_F32; config <= CFG_K128M_BF16; config++)
+        for (int kda = 0; kda <= 1; kda++) {
+            cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, RSSM_PF_TC),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
+            if (e != cudaSuccess) return e;
+        }
     return cudaSuccess;
 }
 
@@ -378,8 +434,11 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        ev = getenv("RSSM_CUDA_PREFILL"); /* 0: prefill one token at a time (for comparisons) */
-        im->pf_chunks = !(ev && ev[0] == '0' && ev[1] == 0);
+        /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
+         * 2 chunks on wide lanes, 3 on medium lanes (K = 128); unset: chunks, the lanes by
+         * grid size (prefill_config) */
+        ev = getenv("RSSM_CUDA_PREFILL");
+        im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '3' && ev[1] == 0 ? ev[0] - '0' : -1;
     }
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||

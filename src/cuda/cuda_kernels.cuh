@@ -112,30 +112,48 @@ __device__ __forceinline__ float round_dt(int dt, float x)
 /* ---- thread layout of the state rows ------------------------------------------------------ */
 
 /* C channels per lane, LANES lanes per row; STRIDED: lane li holds c = li + LANES*e (generic
- * head dims, scalar loads), else c = li*C + e (one 16-byte access). BF16: state dtype. */
-template <int C_, int LANES_, bool STRIDED_, bool BF16_> struct cfg {
-    enum { C = C_, LANES = LANES_, RG = 32 / LANES_, VS = RSSM_NW * (32 / LANES_) * RSSM_RPT };
+ * head dims, scalar loads), else blocks of G channels (16 bytes of state: G = 4 f32 or 8 bf16),
+ * lane li holding block li of every run of LANES blocks: c = (e/G)*G*LANES + li*G + e%G (one
+ * 16-byte access per block; the lanes of a row read consecutive 16-byte blocks; C = G gives
+ * c = li*C + e). BF16: state dtype. */
+template <int C_, int LANES_, bool STRIDED_, bool BF16_, int RPT_ = RSSM_RPT> struct cfg {
+    enum {
+        C = C_,
+        LANES = LANES_,
+        RG = 32 / LANES_,
+        RPT = RPT_,
+        VS = RSSM_NW * (32 / LANES_) * RPT_,
+        G = BF16_ ? 8 : 4
+    };
     static constexpr bool STRIDED = STRIDED_, BF16 = BF16_;
+    static_assert(STRIDED_ || C_ % (BF16_ ? 8 : 4) == 0, "whole 16-byte blocks per lane");
+    static_assert(LANES_ >= RPT_, "prefill_chunks: lane r of a row group stores row r's output");
 };
 
 template <class CF> __device__ __forceinline__ int chan(int li, int e)
 {
-    return CF::STRIDED ? li + CF::LANES * e : li * CF::C + e;
+    return CF::STRIDED ? li + CF::LANES * e : (e / CF::G) * CF::G * CF::LANES + li * CF::G + e % CF::G;
 }
 
 /* Loads channels of row `row` (a pointer to K elements) into x[C] (zeros outside K). */
 template <class CF> __device__ __forceinline__ void load_row(const void *row, int li, int K, float *x)
 {
     if (!CF::STRIDED && !CF::BF16) {
-        const float4 v = *((const float4 *)row + li);
-        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-    } else if (!CF::STRIDED && CF::BF16) {
-        const uint4 v = *((const uint4 *)((const uint16_t *)row + li * 8));
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            x[2 * e] = __uint_as_float(w[e] << 16);
-            x[2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
+        for (int bl = 0; bl < CF::C / 4; bl++) {
+            const float4 v = *((const float4 *)row + bl * CF::LANES + li);
+            x[4 * bl] = v.x, x[4 * bl + 1] = v.y, x[4 * bl + 2] = v.z, x[4 * bl + 3] = v.w;
+        }
+    } else if (!CF::STRIDED && CF::BF16) {
+#pragma unroll
+        for (int bl = 0; bl < CF::C / 8; bl++) {
+            const uint4 v = *((const uint4 *)row + bl * CF::LANES + li);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                x[8 * bl + 2 * e] = __uint_as_float(w[e] << 16);
+                x[8 * bl + 2 * e + 1] = __uint_as_float(w[e] & 0xffff0000u);
+            }
         }
     } else {
 #pragma unroll
@@ -149,13 +167,20 @@ template <class CF> __device__ __forceinline__ void load_row(const void *row, in
 template <class CF> __device__ __forceinline__ void store_row(void *row, int li, int K, const float *x)
 {
     if (!CF::STRIDED && !CF::BF16) {
-        *((float4 *)row + li) = make_float4(x[0], x[1], x[2], x[3]);
-    } else if (!CF::STRIDED && CF::BF16) {
-        uint32_t w[4];
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            w[e] = (uint32_t)rssm_f32_to_bf16(x[2 * e]) | ((uint32_t)rssm_f32_to_bf16(x[2 * e + 1]) << 16);
-        *((uint4 *)((uint16_t *)row + li * 8)) = make_uint4(w[0], w[1], w[2], w[3]);
+        for (int bl = 0; bl < CF::C / 4; bl++)
+            *((float4 *)row + bl * CF::LANES + li) =
+                make_float4(x[4 * bl], x[4 * bl + 1], x[4 * bl + 2], x[4 * bl + 3]);
+    } else if (!CF::STRIDED && CF::BF16) {
+#pragma unroll
+        for (int bl = 0; bl < CF::C / 8; bl++) {
+            uint32_t w[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                w[e] = (uint32_t)rssm_f32_to_bf16(x[8 * bl + 2 * e]) |
+                       ((uint32_t)rssm_f32_to_bf16(x[8 * bl + 2 * e + 1]) << 16);
+            *((uint4 *)row + bl * CF::LANES + li) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
     } else {
 #pragma unroll
         for (int e = 0; e < CF::C; e++) {
@@ -270,22 +295,20 @@ __device__ __forceinline__ void cluster_sync_all()
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-/* x[e] = v[chan(li, e)] (0 outside K) from shared memory: one 16-byte access per 4 channels
- * where a lane's channels are contiguous (then K = C * LANES, a multiple of 4, and v is
- * 16-byte aligned: the layout aligns the per-token vectors). */
-template <class CF> __device__ __forceinline__ void load_chans(const float *v, int li, int K, float *x)
+/* x[i] = v[chan(li, e + i)], i < 4 (0 outside K), from shared memory; e a multiple of 4. One
+ * 16-byte access where a lane's channels come in 16-byte blocks (then K = C * LANES, a
+ * multiple of 4, and v is 16-byte aligned: the layout aligns the per-token vectors); the lanes
+ * of a row then read consecutive blocks, free of bank conflicts. */
+template <class CF> __device__ __forceinline__ void load_chans4(const float *v, int li, int K, int e, float *x)
 {
     if (!CF::STRIDED) {
-#pragma unroll
-        for (int e = 0; e < CF::C; e += 4) {
-            const float4 f = *reinterpret_cast<const float4 *>(v + li * CF::C + e);
-            x[e] = f.x, x[e + 1] = f.y, x[e + 2] = f.z, x[e + 3] = f.w;
-        }
+        const float4 f = *reinterpret_cast<const float4 *>(v + chan<CF>(li, e));
+        x[0] = f.x, x[1] = f.y, x[2] = f.z, x[3] = f.w;
     } else {
 #pragma unroll
-        for (int e = 0; e < CF::C; e++) {
-            const int cc = chan<CF>(li, e);
-            x[e] = cc < K ? v[cc] : 0.0f;
+        for (int i = 0; i < 4; i++) {
+            const int cc = chan<CF>(li, e + i);
+            x[i] = cc < K ? v[cc] : 0.0f;
         }
     }
 }
@@ -309,11 +332,11 @@ template <class CF> __device__ __forceinline__ void load_chans(const float *v, i
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
 template <class CF, bool KDA, int TC>
-__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSSM_RPT][CF::C], int b, int T, int hv,
+__device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[CF::RPT][CF::C], int b, int T, int hv,
                                                int j0, float *kn, float *qn, float *xk, float *eg, float *vv,
                                                float *sbeta)
 {
-    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     constexpr int NCH = (C * LANES + 31) / 32; /* blocks of 32 channels (block_reduce's warps) */
     const rssm_layer &l = A.l;
     const int K = l.head_k_dim, V = l.head_v_dim, gk = KDA ? K : 1, iodt = l.io_dtype;
@@ -369,50 +392,61 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
             if (!KDA && lane == 0) eg[t] = egg;
         }
         __syncthreads();
-        /* (3) the rows, token after token; the token's vectors at this lane's channels are read
-         * once for all its rows (shared memory, not global stores, is what bounds this loop) */
+        /* (3) the rows, token after token; each 16-byte block of the token's vectors at this
+         * lane's channels is read once for all its rows (shared memory, not global stores, is
+         * what bounds this loop), one block at a time so that wide lanes (C = 16) need no more
+         * registers than narrow ones; each row's sums still run over e in order */
         for (int t = 0; t < nt; t++) {
             const float beta = sbeta[t], eg0 = KDA ? 0.0f : eg[t];
-            float xkv[C], knv[C], qnv[C], egv[C], d[RPT], o[RPT];
-            load_chans<CF>(xk + t * K, li, K, xkv);
-            load_chans<CF>(kn + t * K, li, K, knv);
-            load_chans<CF>(qn + t * K, li, K, qnv);
-            if (KDA) /* outside K the one-token loop multiplies by e^{G} of channel 0 */
-#pragma unroll
-                for (int e = 0; e < C; e++) {
-                    const int cc = chan<CF>(li, e);
-                    egv[e] = eg[t * K + (cc < K ? cc : 0)];
-                }
-#pragma unroll
-            for (int r = 0; r < RPT; r++) {
-                d[r] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < C; e++)
-                    d[r] = __fmaf_rn(sreg[r][e], xkv[e], d[r]);
-            }
+            float d[RPT], o[RPT];
 #pragma unroll
             for (int r = 0; r < RPT; r++)
-                d[r] = group_sum<LANES>(d[r]) + 0.0f;
+                d[r] = 0.0f, o[r] = 0.0f;
 #pragma unroll
-            for (int r = 0; r < RPT; r++) {
-                const float u = beta * (vv[t * VS + (w * RG + rg) * RPT + r] - d[r]);
-                o[r] = 0.0f;
-#pragma unroll
-                for (int e = 0; e < C; e++) {
-                    float acc = KDA ? sreg[r][e] * egv[e] : sreg[r][e] * eg0;
-                    acc = __fmaf_rn(u, knv[e], acc);
-                    sreg[r][e] = acc;
-                    o[r] = __fmaf_rn(acc, qnv[e], o[r]);
-                }
-            }
-#pragma unroll
-            for (int r = 0; r < RPT; r++)
-                o[r] = group_sum<LANES>(o[r]);
-            const int j = j0 + (w * RG + rg) * RPT;
-            if (li == 0)
+            for (int e = 0; e < C; e += 4) {
+                float xkv[4];
+                load_chans4<CF>(xk + t * K, li, K, e, xkv);
 #pragma unroll
                 for (int r = 0; r < RPT; r++)
-                    if (j + r < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j + r, o[r]);
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        d[r] = __fmaf_rn(sreg[r][e + i], xkv[i], d[r]);
+            }
+            float u[RPT];
+#pragma unroll
+            for (int r = 0; r < RPT; r++)
+                u[r] = beta * (vv[t * VS + (w * RG + rg) * RPT + r] - (group_sum<LANES>(d[r]) + 0.0f));
+#pragma unroll
+            for (int e = 0; e < C; e += 4) {
+                float knv[4], qnv[4], egv[4];
+                load_chans4<CF>(kn + t * K, li, K, e, knv);
+                load_chans4<CF>(qn + t * K, li, K, e, qnv);
+                if (KDA) /* outside K the one-token loop multiplies by e^{G} of channel 0 */
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int cc = chan<CF>(li, e + i);
+                        egv[i] = eg[t * K + (cc < K ? cc : 0)];
+                    }
+#pragma unroll
+                for (int r = 0; r < RPT; r++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        float acc = KDA ? sreg[r][e + i] * egv[i] : sreg[r][e + i] * eg0;
+                        acc = __fmaf_rn(u[r], knv[i], acc);
+                        sreg[r][e + i] = acc;
+                        o[r] = __fmaf_rn(acc, qnv[i], o[r]);
+                    }
+            }
+            /* every lane of the group holds every row's o_t: lane r < RPT stores row r's (one
+             * conversion and store per lane, not RPT in a row on lane 0) */
+            float mine = 0.0f;
+#pragma unroll
+            for (int r = 0; r < RPT; r++) {
+                o[r] = group_sum<LANES>(o[r]);
+                mine = li == r ? o[r] : mine;
+            }
+            const int j = j0 + (w * RG + rg) * RPT + li;
+            if (li < RPT && j < V) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, mine);
         }
         __syncthreads();
     }
@@ -423,7 +457,7 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[RSS
 template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
 {
     extern __shared__ float sm[];
-    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = RSSM_RPT;
+    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     const rssm_layer &l = A.l;
     const int K = l.head_k_dim, V = l.head_v_dim, L = l.ring_len, HV = l.num_v_heads, gk = KDA ? K : 1;
     const int rdt = l.ring_dtype, iodt = l.io_dtype;
@@ -869,6 +903,14 @@ typedef cfg<4, 16, false, false> cfg_k64_f32;  /* K=64: 16 lanes x float4 */
 typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
 typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
+/* prefill only (TC = RSSM_PF_TC), K=128, fewer lanes per row so that a row's products reduce
+ * in fewer shuffle levels per FMA: wide lanes, a whole 128-row head per CTA (8 lanes, 3 levels
+ * per 16 FMAs, not 5 per 4), for grids past one wave; medium lanes, the narrow configuration's
+ * 32-row slices with 2 rows per thread (16 lanes, 4 levels per 8 FMAs), for smaller grids */
+typedef cfg<16, 8, false, false> cfg_k128w_f32;    /* 8 lanes x 4 float4 blocks */
+typedef cfg<16, 8, false, true> cfg_k128w_bf16;    /* 8 lanes x 2 blocks of 8 bf16 */
+typedef cfg<8, 16, false, false, 2> cfg_k128m_f32; /* 16 lanes x 2 float4 blocks, 2 rows */
+typedef cfg<8, 16, false, true, 2> cfg_k128m_bf16; /* 16 lanes x 8 bf16, 2 rows */
 
 /* The step kernel of a configuration: tc = 1 (decode, prefill, materialise), 4 (verify) or
  * RSSM_PF_TC (prefill in chunks). */
@@ -885,5 +927,7 @@ template <class CF> static void *step_kernel_of(int kda, int tc)
 void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
 void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
 void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
+void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128m(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
 
 #endif /* RSSM_CUDA_KERNELS_CUH */
