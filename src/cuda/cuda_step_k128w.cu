@@ -6,20 +6,11 @@
  */
 #include "cuda_kernels.cuh"
 
-void *rssm_cuda_kernel_k128w(int bf16, int kda)
+template <class CF32, class CF16> static void *prefill_kernel(int bf16, int kda)
 {
-    if (bf16)
-        return kda ? (void *)step_kernel<cfg_k128w_bf16, true, RSSM_PF_TC>
-                   : (void *)step_kernel<cfg_k128w_bf16, false, RSSM_PF_TC>;
-    return kda ? (void *)step_kernel<cfg_k128w_f32, true, RSSM_PF_TC>
-               : (void *)step_kernel<cfg_k128w_f32, false, RSSM_PF_TC>;
+    if (bf16) return kda ? (void *)step_kernel<CF16, true, RSSM_PF_TC> : (void *)step_kernel<CF16, false, RSSM_PF_TC>;
+    return kda ? (void *)step_kernel<CF32, true, RSSM_PF_TC> : (void *)step_kernel<CF32, false, RSSM_PF_TC>;
 }
 
-void *rssm_cuda_kernel_k128m(int bf16, int kda)
-{
-    if (bf16)
-        return kda ? (void *)step_kernel<cfg_k128m_bf16, true, RSSM_PF_TC>
-                   : (void *)step_kernel<cfg_k128m_bf16, false, RSSM_PF_TC>;
-    return kda ? (void *)step_kernel<cfg_k128m_f32, true, RSSM_PF_TC>
-               : (void *)step_kernel<cfg_k128m_f32, false, RSSM_PF_TC>;
-}
+void *rssm_cuda_kernel_k128w(int bf16, int kda) { return prefill_kernel<cfg_k128w_f32, cfg_k128w_bf16>(bf16, kda); }
+void *rssm_cuda_kernel_k128m(int bf16, int kda) { return prefill_kernel<cfg_k128m_f32, cfg_k128m_bf16>(bf16, kda); }
