@@ -4,8 +4,9 @@
  *
  * Work decomposition: one CTA of 256 threads = one (row b, value head hv, slice of VS rows of
  * the head's V x K state). A state row is owned by a group of LANES lanes, each holding C
- * channels (16 bytes for the fast configs); a thread holds RPT = 4 rows, prefetched into
- * registers at the very start, so one read of S0 serves every product of the step:
+ * channels (16 bytes for the fast decode configs); a thread holds RPT rows (4; 2 on prefill's
+ * medium lanes), prefetched into registers at the very start, so one read of S0 serves every
+ * product of the step:
  *   S0 (e^G ⊙ k_t) and S0 (e^G ⊙ q_t) for every token t of the step, and the fold
  *   S_n = S0 e^{G_n} + sum_i u_i (k_i e^{G_n - G_i})^T + u_n k_n^T          (GDN)
  *   S_n = (S0 + sum_i u_i k~_i^T) diag(e^{G_n}) + u_n k_n^T                  (KDA)
@@ -327,7 +328,8 @@ template <class CF> __device__ __forceinline__ void load_chans4(const float *v, 
  * with k_t, q_t normalised (q_t scaled). These are the one-token loop's operations in its
  * order: the norms are summed in block_reduce's tree (a warp sum per 32 channels, then the
  * warps' sums in order), G_t = 0 + g_t, d + 0 for the empty ring's part, so the outputs and
- * the final state are the same bits as with TC = 1.
+ * the final state are the same bits as with TC = 1 on the same configuration (the medium and
+ * wide lanes, prefill only, have no TC = 1 instantiation: their sums run in another order).
  * Shared memory (the step layout at TC): kn, qn raw then normalised k_t, q_t [TC][K]; xk
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
