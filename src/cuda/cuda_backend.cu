@@ -64,7 +64,8 @@ enum {
     CFG_K128W_F32, /* prefill only: wide and medium lanes (prefill_config) */
     CFG_K128W_BF16,
     CFG_K128M_F32,
-    CFG_K128M_BF16
+    CFG_K128M_BF16,
+    CFG_COUNT
 };
 
 static int config_of(const rssm_layer *l)
@@ -80,30 +81,14 @@ static int config_of(const rssm_layer *l)
     }
 }
 
+/* state rows per CTA of each configuration (indexed by CFG_*) */
 static int vs_of(int config)
 {
-    switch (config) {
-    case CFG_K128_F32:
-        return cfg_k128_f32::VS;
-    case CFG_K128_BF16:
-        return cfg_k128_bf16::VS;
-    case CFG_K64_F32:
-        return cfg_k64_f32::VS;
-    case CFG_K64_BF16:
-        return cfg_k64_bf16::VS;
-    case CFG_GEN_F32:
-        return cfg_gen_f32::VS;
-    case CFG_GEN_BF16:
-        return cfg_gen_bf16::VS;
-    case CFG_K128W_F32:
-        return cfg_k128w_f32::VS;
-    case CFG_K128W_BF16:
-        return cfg_k128w_bf16::VS;
-    case CFG_K128M_F32:
-        return cfg_k128m_f32::VS;
-    default:
-        return cfg_k128m_bf16::VS;
-    }
+    static const int vs[] = {cfg_k128_f32::VS,  cfg_k128_bf16::VS, cfg_k64_f32::VS,   cfg_k64_bf16::VS,
+                             cfg_gen_f32::VS,   cfg_gen_bf16::VS,  cfg_k128w_f32::VS, cfg_k128w_bf16::VS,
+                             cfg_k128m_f32::VS, cfg_k128m_bf16::VS};
+    static_assert(sizeof vs / sizeof vs[0] == CFG_COUNT, "one entry per configuration");
+    return vs[config];
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
