@@ -25,6 +25,10 @@ static double tok_s(const sim_result *r) { return r->generated / r->seconds; }
 static double bytes_tok(const sim_result *r) { return r->state_bytes / r->decode_tokens; }
 static double hit_rate(const sim_result *r) { return r->admitted ? (double)r->hits / r->admitted : 0; }
 static double reuse(const sim_result *r) { return r->prompt_tokens ? (double)r->reused_tokens / r->prompt_tokens : 0; }
+static double per_forward(const sim_result *r, long long n)
+{
+    return r->prefill_forwards ? (double)n / r->prefill_forwards : 0;
+}
 static double acceptance(const sim_result *r) { return r->drafted ? (double)r->accepted / r->drafted : 0; }
 
 /* One row of seconds (or ms) for packed and replay with their ratio (0 when packed's is 0). */
@@ -67,6 +71,10 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
            pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
            rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
     printf("%-28s %14lld %14lld\n", "prefill forwards", pk->prefill_forwards, rp->prefill_forwards);
+    printf("%-28s %14.1f %14.1f\n", "  rows per forward", per_forward(pk, pk->prefill_rows),
+           per_forward(rp, rp->prefill_rows));
+    printf("%-28s %14.1f %14.1f\n", "  longest row (tokens)", per_forward(pk, pk->prefill_longest),
+           per_forward(rp, rp->prefill_longest));
     printf("%-28s %14lld %14lld\n", "prompt tokens computed", pk->prefill_tokens, rp->prefill_tokens);
     time_row("s in admission (prefill)", pk->prefill_seconds, rp->prefill_seconds);
     if (c->profile) {
@@ -146,14 +154,15 @@ void sim_print_json(const sim_config *c, const sim_result *pk, const sim_result 
         printf(", \"%s\": {\"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"state_bytes_per_token\": %.1f, "
                "\"memory_bytes\": %zu, \"prefix_hit_rate\": %.4f, \"prompt_reuse\": %.4f, \"acceptance\": %.4f, "
                "\"tokens\": %lld, \"seconds\": %.3f, \"decode_seconds\": %.4f, \"prefill_seconds\": %.4f, "
-               "\"prefill_forwards\": %lld, \"prefill_tokens\": %lld, \"prep_seconds\": %.4f, "
+               "\"prefill_forwards\": %lld, \"prefill_tokens\": %lld, \"prefill_rows\": %lld, "
+               "\"prefill_longest_tokens\": %lld, \"prep_seconds\": %.4f, "
                "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
                "%.4f, \"stream_hash\": \"%016llx\"}",
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
                r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
-               r[i]->decode_seconds, r[i]->prefill_seconds, r[i]->prefill_forwards, r[i]->prefill_tokens, r[i]->t_prep,
-               r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense, r[i]->t_book,
-               (unsigned long long)sim_stream_hash(r[i], c->requests));
+               r[i]->decode_seconds, r[i]->prefill_seconds, r[i]->prefill_forwards, r[i]->prefill_tokens,
+               r[i]->prefill_rows, r[i]->prefill_longest, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense,
+               r[i]->t_book, (unsigned long long)sim_stream_hash(r[i], c->requests));
     if (t)
         printf(
             ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "

@@ -284,6 +284,8 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     if (fw) return -1;
     res->prefill_forwards++;
     res->prefill_tokens += n;
+    res->prefill_rows += k;
+    res->prefill_longest += e->pf_tmax;
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_state st0;
         CHECK(rssm_pool_state(h->pool, 0, &st0));

@@ -49,6 +49,9 @@ typedef struct sim_result {
     double prefill_seconds;
     double pf_mixer, pf_dense, pf_match; /* --profile: its mixers, dense parts and prefix matches */
     long long prefill_forwards, prefill_tokens;
+    /* over the forwards: their rows (requests), and their longest rows' tokens (a CTA of the
+     * prefill kernel walks a row's tokens one after another: the forwards' critical path) */
+    long long prefill_rows, prefill_longest;
     double decode_tokens;
     /* seconds of decode steps spent in: host preparation (tokens, drafts, plan upload),
      * the forward (embedding, layers, logits, argmax and the read-back of the next tokens),
