@@ -121,9 +121,7 @@ int main(void)
                              rh_dtype_name(l.io_dtype), T);
                     t_case(r, ok, "prefill chunks == one token: %s", what);
                     /* wide, medium and narrow lanes against the float64 reference */
-                    const double tol = l.state_dtype == RSSM_DTYPE_BF16 || l.ring_dtype == RSSM_DTYPE_BF16 ? 2e-2
-                                       : l.io_dtype == RSSM_DTYPE_BF16                                     ? 1e-2
-                                                                                                           : 1e-5;
+                    const double tol = rh_tolerance(l.state_dtype, l.ring_dtype, l.io_dtype);
                     int rr = r;
                     if (!rr) rr = run_prefill(wide, &l, &init, &in, slot, ow, &cw);
                     if (!rr) rr = run_prefill(medium, &l, &init, &in, slot, om, &cm);

@@ -329,12 +329,7 @@ static void mcase_name(const mcase *c, char *name, size_t n)
              c->strided ? ",strided" : "");
 }
 
-static double mcase_tol(const mcase *c)
-{
-    if (c->s == RSSM_DTYPE_BF16 || c->r == RSSM_DTYPE_BF16) return 2e-2;
-    if (c->io == RSSM_DTYPE_BF16) return 1e-2;
-    return 1e-5;
-}
+static double mcase_tol(const mcase *c) { return rh_tolerance(c->s, c->r, c->io); }
 
 static int count_matrix(int quick, const char *filter)
 {

@@ -101,6 +101,13 @@ double rh_relerr(const double *x, const double *y, int64_t n)
     return m > 0 ? d / m : d;
 }
 
+double rh_tolerance(rssm_dtype state, rssm_dtype ring, rssm_dtype io)
+{
+    if (state == RSSM_DTYPE_BF16 || ring == RSSM_DTYPE_BF16) return 2e-2;
+    if (io == RSSM_DTYPE_BF16) return 1e-2;
+    return 1e-5;
+}
+
 int rh_finite(const double *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)

@@ -47,6 +47,9 @@ double rh_round(double x, rssm_dtype dt);
 /* Norm-relative error max|x - y| / max|y| (absolute when y is all zero); a NaN/inf in x or y
  * gives +inf. */
 double rh_relerr(const double *x, const double *y, int64_t n);
+/* check's tolerance for a rel. error against the float64 reference at these dtypes: all f32
+ * 1e-5, bf16 io only 1e-2, bf16 state or ring 2e-2 (tools/check.c says why). */
+double rh_tolerance(rssm_dtype state, rssm_dtype ring, rssm_dtype io);
 /* 1 when every element is finite. */
 int rh_finite(const double *x, int64_t n);
 
