@@ -119,12 +119,13 @@ if AVAILABLE:
     def _prefill(q: Tensor, k: Tensor, v: Tensor, a: Optional[Tensor], b: Optional[Tensor],
                  A_log: Optional[Tensor], dt_bias: Optional[Tensor], g: Optional[Tensor], beta: Optional[Tensor],
                  checkpoint: Tensor, ring_u: Tensor, ring_k: Tensor, ring_g: Tensor, ring_base: Optional[Tensor],
-                 cursor: Tensor, slot: Tensor, layer_spec: str, backend: str) -> Tensor:
+                 cursor: Tensor, slot: Tensor, cu_seqlens: Optional[Tensor], max_seqlen: Optional[int],
+                 layer_spec: str, backend: str) -> Tensor:
         layer = _layer(layer_spec)
         out = _new_out(v)
         st = _state(layer, checkpoint, ring_u, ring_k, ring_g, ring_base, cursor)
-        _ops.prefill(context_for(backend, q), layer, st, q, k, v, slot=slot, out=out,
-                     **_gate_kw(a, b, A_log, dt_bias, g, beta))
+        _ops.prefill(context_for(backend, q), layer, st, q, k, v, slot=slot, out=out, cu_seqlens=cu_seqlens,
+                     max_seqlen=max_seqlen, **_gate_kw(a, b, A_log, dt_bias, g, beta))
         return out
 
     @torch.library.custom_op("replayssm::advance", mutates_args=("cursor",))
@@ -229,11 +230,14 @@ def verify(layer: Layer, state: State, q, k, v, a=None, b=None, A_log=None, dt_b
 
 
 def prefill(layer: Layer, state: State, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-            slot, backend: str = "auto"):
+            slot, cu_seqlens=None, max_seqlen=None, backend: str = "auto"):
+    """As replayssm.prefill; ragged rows with cu_seqlens (int32 tensor) and the tokens packed as
+    [1, total, ...]. Give max_seqlen (an int) with them: otherwise the longest row is read back
+    from cu_seqlens, a synchronisation that a captured graph cannot hold."""
     _need()
     return torch.ops.replayssm.prefill(q, k, v, a, b, A_log, dt_bias, g, beta, state.checkpoint, state.ring_u,
-                                       state.ring_k, state.ring_g, state.ring_base, state.cursor, slot,
-                                       layer.spec(), backend)
+                                       state.ring_k, state.ring_g, state.ring_base, state.cursor, slot, cu_seqlens,
+                                       None if max_seqlen is None else int(max_seqlen), layer.spec(), backend)
 
 
 def advance(layer: Layer, state: State, slot, fold=None, backend: str = "auto"):

@@ -70,6 +70,44 @@ def run(ctx, gate, device, custom_op=False):
     assert err < 2e-5, err
 
 
+def ragged_prefill(ctx, gate, device):
+    """The prefill custom op on ragged rows (cu_seqlens) from zero states against the plain torch
+    recurrence of each row alone: outputs and final states."""
+    layer = rs.Layer(gate=gate, H=2, HV=4, K=16, V=16, ring_len=4)
+    d = inputs(gate, device, B=1, T=12, seed=3)
+    st = rs.State.allocate(layer, 3, device)
+    if device == "cpu":
+        st = rs.State(layer, **{n: torch.from_numpy(t) for n, t in st.tensors().items()})
+    cu_host = [0, 5, 6, 12]
+    cu = torch.tensor(cu_host, dtype=torch.int32, device=device)
+    slot = torch.tensor([2, 0, 1], dtype=torch.int32, device=device)
+    o = torch_ops.prefill(layer, st, d["q"], d["k"], d["v"], d["a"], d["b"], d["A_log"], d["dt_bias"], slot=slot,
+                          cu_seqlens=cu, max_seqlen=6, backend=ctx.device)
+    assert o.shape == d["v"].shape
+    g, beta = gates(gate, d)
+    for row, s in enumerate([2, 0, 1]):
+        t0, t1 = cu_host[row], cu_host[row + 1]
+        S0 = torch.zeros(1, 4, 16, 16, dtype=torch.float64, device=device)
+        ro, rS = torch_recurrence(d["q"][:, t0:t1], d["k"][:, t0:t1], d["v"][:, t0:t1], g[:, t0:t1], beta[:, t0:t1],
+                                  S0, layer.effective_scale)
+        eo = ((o[:, t0:t1].double() - ro).abs().max() / ro.abs().max()).item()
+        es = ((st.checkpoint[s].double() - rS[0]).abs().max() / rS.abs().max()).item()
+        assert eo < 2e-5 and es < 2e-5, (row, eo, es)
+
+
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_custom_op_ragged_prefill_on_the_reference(gate):
+    ragged_prefill(rs.Context("reference"), gate, "cpu")
+
+
+@cuda
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_cuda_custom_op_ragged_prefill(gate):
+    ragged_prefill(rs.Context("cuda", torch.cuda.current_device()), gate, "cuda")
+
+
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
 def test_torch_cpu_tensors_on_the_reference(gate):
     run(rs.Context("reference"), gate, "cpu")
