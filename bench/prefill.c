@@ -5,8 +5,9 @@
  * times, in the same run, each loop on its own context: chunks on the narrow lanes
  * (RSSM_CUDA_PREFILL=1), on wide lanes (=2), on medium lanes (=3; the default picks medium or
  * wide by grid size) and the one-token loop (=0).
- * Built as build/bench_prefill [cpu|cuda] [ROWS T]; prints a table, then the same rows as CSV
- * (ROWS T: that shape only, uniform rows, e.g. for a profiler).
+ * Built as build/bench_prefill [cpu|cuda] [ROWS T [REPS]]; prints a table, then the same rows as
+ * CSV (ROWS T: that shape only, uniform rows, e.g. for a profiler; REPS: calls per timing, e.g. 1
+ * under compute-sanitizer).
  * Wall time around `reps` calls and one synchronisation (the calls are tens of µs and more).
  */
 #include <stdio.h>
@@ -97,7 +98,7 @@ static double time_prefill(rssm_context *ctx, const rssm_layer *l, int B, int T,
     io.slot = upload(ctx, slot, sizeof(int32_t) * B);
     io.cu_seqlens = ragged ? upload(ctx, cu, sizeof(int32_t) * (B + 1)) : NULL;
     void *stream = rssm_dev_stream(ctx);
-    for (int r = 0; r < 2; r++) /* warm-up */
+    for (int r = 0; r < (reps < 2 ? reps : 2); r++) /* warm-up */
         TRY(rssm_prefill(ctx, l, &st, &io, stream));
     TRY(rssm_dev_sync(ctx));
     const double t0 = now_s();
@@ -136,10 +137,11 @@ int main(int argc, char **argv)
     static const int rows_cpu[2] = {1, 4}, toks_cpu[2] = {16, 64};
     const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu;
     int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2, one_shape[2];
+    const int reps_arg = argc > 4 ? atoi(argv[4]) : 0; /* calls per timing (1 under compute-sanitizer) */
     if (argc > 3) { /* one shape */
         one_shape[0] = atoi(argv[2]), one_shape[1] = atoi(argv[3]);
-        if (one_shape[0] < 1 || one_shape[1] < 1) {
-            printf("bench_prefill: ROWS and T must be positive\n");
+        if (one_shape[0] < 1 || one_shape[1] < 1 || (argc > 4 && reps_arg < 1)) {
+            printf("bench_prefill: ROWS, T and REPS must be positive\n");
             return 1;
         }
         rows = &one_shape[0], toks = &one_shape[1], nr = nt = 1;
@@ -158,10 +160,10 @@ int main(int argc, char **argv)
                 for (int ragged = 0; ragged < 2; ragged++) {
                     const int B = rows[bi], T = toks[ti];
                     if (ragged && (B == 1 || argc > 3)) continue;
-                    const int reps = cuda ? (B * T >= 16384 ? 5 : 20) : 2;
+                    const int reps = reps_arg ? reps_arg : cuda ? (B * T >= 16384 ? 5 : 20) : 2;
                     double us[5] = {0, 0, 0, 0, 0};
                     for (int i = 0; i < nctx; i++)
-                        us[i] = time_prefill(ctx[i], &l, B, T, ragged, i == 4 && B * T >= 16384 ? 2 : reps);
+                        us[i] = time_prefill(ctx[i], &l, B, T, ragged, i == 4 && B * T >= 16384 && reps > 2 ? 2 : reps);
                     const long tokens =
                         ragged ? (long)(B / 2) * (T / 4 > 0 ? T / 4 : 1) + (long)(B - B / 2) * T : (long)B * T;
                     const char *model = m ? "kda" : "gdn", *shape = ragged ? "ragged" : "uniform";
