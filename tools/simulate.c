@@ -704,6 +704,7 @@ static void usage(void)
            "  --seed N                 weights and workload seed (default 1)\n"
            "  --threads N              CPU threads (default: all cores)\n"
            "  --profile                time mixers and dense parts separately (synchronises; slower)\n"
+           "  --repeat N               run the packed / replay pair N times, report the last (default 1)\n"
            "  --tp N                   also run replay with the heads split over N ranks (tensor parallel)\n"
            "                           and check its token streams equal the unsharded run's; cpu: the N\n"
            "                           ranks in this process; cuda: one process per GPU over NCCL (N=1:\n"
@@ -741,8 +742,13 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     }
     sim_result pk, rp, tr;
     memset(&pk, 0, sizeof pk), memset(&rp, 0, sizeof rp), memset(&tr, 0, sizeof tr);
-    if (run_once(c, ctx, &model, 0, 0, NULL, &pk) == 0 && run_once(c, ctx, &model, 1, 0, NULL, &rp) == 0 &&
-        (c->tp == 0 || run_once(c, ctx, &model, 1, c->tp, comm, &tr) == 0)) {
+    int ran = 1;
+    for (int i = 0; i < c->repeat && ran; i++) { /* earlier pairs warm up whatever the first run would pay */
+        sim_free_workload(pk.rq, c->requests), sim_free_workload(rp.rq, c->requests);
+        pk.rq = rp.rq = NULL;
+        ran = run_once(c, ctx, &model, 0, 0, NULL, &pk) == 0 && run_once(c, ctx, &model, 1, 0, NULL, &rp) == 0;
+    }
+    if (ran && (c->tp == 0 || run_once(c, ctx, &model, 1, c->tp, comm, &tr) == 0)) {
         int diff;
         const int same = sim_same_streams(&pk, &rp, c->requests, &diff);
         tp_report t = {&tr, 1, -1, 1, nccl};
@@ -785,7 +791,7 @@ int rssm_cli_simulate(int argc, char **argv)
     c.model.seed = 1;
     c.requests = 48, c.max_batch = 16, c.system_len = 48, c.user_min = 8, c.user_max = 24;
     c.gen_min = 24, c.gen_max = 48, c.arrival_gap = 2, c.spec = 1, c.track_interval = 16, c.snapshots = 64;
-    c.followup = 0.4;
+    c.followup = 0.4, c.repeat = 1;
     int layers = 0, ring_len = 16;
     rssm_dtype ring = RSSM_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
@@ -829,6 +835,8 @@ int rssm_cli_simulate(int argc, char **argv)
             c.arrival_gap = atoi(v);
         else if (ARG("--threads"))
             c.threads = atoi(v);
+        else if (ARG("--repeat"))
+            c.repeat = atoi(v);
         else if (ARG("--tp")) {
             c.tp = atoi(v);
             if (c.tp < 1) return fprintf(stderr, "simulate: --tp %s: need a rank count >= 1\n", v), 2;
@@ -841,7 +849,7 @@ int rssm_cli_simulate(int argc, char **argv)
     c.model.layer.ring_dtype = ring;
     c.model.layer.io_dtype = RSSM_DTYPE_BF16; /* the model's activations (sim_model.h) */
     if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 || c.gen_min < 1 ||
-        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0)
+        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0 || c.repeat < 1)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
     c.progress = !c.json && isatty(2);
     if (c.tp > 0) {

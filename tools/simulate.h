@@ -22,6 +22,7 @@ typedef struct sim_config {
     double followup;    /* share of requests that continue an earlier conversation */
     int json, progress;
     int profile; /* synchronise around each part of a decode step to time it (slower) */
+    int repeat;  /* run the packed / replay pair this many times; the last pair is reported */
     int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
 } sim_config;
 
