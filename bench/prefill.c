@@ -3,8 +3,8 @@
  * Qwen3-Next's GDN heads (H=16, HV=32) and Kimi-Linear's KDA heads (H=HV=32), per rows x tokens:
  * uniform rows, and ragged rows (cu_seqlens) whose lengths alternate T and T/4. On CUDA it also
  * times, in the same run, each loop on its own context: chunks on the narrow lanes
- * (RSSM_CUDA_PREFILL=1), on wide lanes (=2), on medium lanes (=3; the default picks medium or
- * wide by grid size) and the one-token loop (=0).
+ * (RSSM_CUDA_PREFILL=1), on wide lanes (=2, the default's), on medium lanes (=3) and the
+ * one-token loop (=0).
  * Built as build/bench_prefill [cpu|cuda] [ROWS T [REPS]]; prints a table, then the same rows as
  * CSV (ROWS T: that shape only, uniform rows, e.g. for a profiler; REPS: calls per timing, e.g. 1
  * under compute-sanitizer).
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu;
     int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2, one_shape[2];
     const int reps_arg = argc > 4 ? atoi(argv[4]) : 0; /* calls per timing (1 under compute-sanitizer) */
-    if (argc > 3) { /* one shape */
+    if (argc > 3) {                                    /* one shape */
         one_shape[0] = atoi(argv[2]), one_shape[1] = atoi(argv[3]);
         if (one_shape[0] < 1 || one_shape[1] < 1 || (argc > 4 && reps_arg < 1)) {
             printf("bench_prefill: ROWS, T and REPS must be positive\n");

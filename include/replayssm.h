@@ -36,8 +36,9 @@
 extern "C" {
 #endif
 
+/* 0.2.0: rssm_step_io gained cu_seqlens (ragged prefill rows); its size changed. */
 #define RSSM_VERSION_MAJOR 0
-#define RSSM_VERSION_MINOR 1
+#define RSSM_VERSION_MINOR 2
 #define RSSM_VERSION_PATCH 0
 #define RSSM_VERSION_NUMBER (RSSM_VERSION_MAJOR * 10000 + RSSM_VERSION_MINOR * 100 + RSSM_VERSION_PATCH)
 

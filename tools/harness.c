@@ -663,6 +663,12 @@ int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const
     }
     if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &rg, slot, NULL, NULL, 0, o);
     if (!rc) rc = rh_snap_take(ctx, &s, &after);
+    for (int sl = 0; sl < slots && !rc; sl++) { /* slots no row names: untouched */
+        int named = 0;
+        for (int b = 0; b < B; b++)
+            named |= slot[b] == sl;
+        if (!named) *same &= rh_snap_slot_equal(&s, &after, &init, sl);
+    }
     for (int b = 0; b < B && !rc; b++) {
         const double *ob = o + (int64_t)rg.cu_seqlens[b] * nv;
         if (slot[b] < 0) {

@@ -146,8 +146,8 @@ int rh_reset(rssm_context *ctx, rh_state *s, int B, const int32_t *slot);
 /* Ragged prefill against each row's own prefill, from the same random state (live rings) and
  * inputs: B rows of len[b] tokens on slot[b] (-1: padding) in one call with cu_seqlens, then
  * each live row alone (one row of len[b] tokens) from the initial state. *same = 1 when every
- * output and every tensor of each row's slot are the same bits, and the padding rows' outputs
- * are zero. slots: the state's slots (> every slot[b]). */
+ * output and every tensor of each row's slot are the same bits, the padding rows' outputs are
+ * zero and the slots no row names are untouched. slots: the state's slots (> every slot[b]). */
 int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const int32_t *slot, const int32_t *len,
                             int slots, uint64_t seed, int precomputed, int *same);
 

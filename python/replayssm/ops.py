@@ -92,13 +92,15 @@ def _tensor_in(ctx, x, name, shape, kind, keep, strided):
 
 def _ragged_rows(cu_seqlens, max_seqlen, total):
     """Rows and longest row of ragged prefill: cu_seqlens [rows + 1] (list, numpy or torch); the
-    longest row is read from it (a host copy) unless max_seqlen is given with a torch tensor.
-    Its last entry must be the packed length `total` (checked wherever it is read on the host:
-    the library reads that many tokens)."""
+    longest row is read from it (a host copy) unless max_seqlen is given with a GPU tensor (no
+    device read-back, so a CUDA graph can capture the call). Its last entry must be the packed
+    length `total`, checked wherever it is on the host (the library reads that many tokens); with
+    a GPU tensor and max_seqlen that is the caller's promise, as in FLA's varlen kernels."""
     n = len(cu_seqlens)
     if n < 2:
         raise ValueError(f"cu_seqlens: {n} entries, expected rows + 1 >= 2")
-    if max_seqlen is None or not tz.is_torch(cu_seqlens):
+    on_gpu = tz.is_torch(cu_seqlens) and cu_seqlens.device.type != "cpu"
+    if max_seqlen is None or not on_gpu:
         cu = cu_seqlens.cpu().tolist() if tz.is_torch(cu_seqlens) else [int(x) for x in cu_seqlens]
         if cu[-1] != total:
             raise ValueError(f"cu_seqlens: ends at {cu[-1]}, the tokens are packed as {total}")
@@ -216,8 +218,8 @@ def prefill(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None
     Ragged rows, as FLA's varlen: cu_seqlens [rows + 1] int32 (on the context's device), the
     tokens packed as q [1, total, H, K] (and so on), row b's at cu_seqlens[b] + t, cu_seqlens[-1]
     = total; slot [rows]. max_seqlen (the longest row) is read from cu_seqlens when not given
-    (with a torch tensor and max_seqlen given nothing is read back: cu_seqlens[-1] is then the
-    caller's promise)."""
+    (with a GPU tensor and max_seqlen given nothing is read back: cu_seqlens[-1] is then the
+    caller's promise; a host tensor is always checked)."""
     return _step("rssm_prefill", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None, None,
                  out, stream, cu_seqlens, max_seqlen)
 

@@ -34,7 +34,7 @@ typedef struct cuda_impl {
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
     int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
-                      bits); 2 / 3 chunks on wide / medium lanes where K = 128; -1 chunks, lanes by grid size */
+                      bits); 2 / 3 chunks on wide / medium lanes where K = 128; -1 chunks, wide lanes where K = 128 */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -170,16 +170,16 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 }
 
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
- * memory fits (always for K <= 128). For K = 128, lanes that each hold more of a state row, so
- * that a row's products reduce in fewer shuffle levels per FMA: while the narrow grid (32-row
- * slices) fits one wave of two CTAs per SM, medium lanes on the same slices (its CTAs walk
- * their tokens one after another, so there the time is the per-token path of each warp); past
- * it, wide lanes, a whole head per CTA (a quarter of the CTAs, the fewest instructions per
- * state element). H200, GDN (bench/results/gpu-bench-prefill.txt): 8 rows of 16 / 256 tokens,
- * 90.9 / 1277 us narrow, 36.1 / 470 us wide; 1 row, 21.0 / 260 us narrow, 25.1 / 313 us wide.
- * RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow (the one-token loop's bits), 2 wide,
- * 3 medium. */
-static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
+ * memory fits (always for K <= 128). For K = 128, wide lanes: 8 lanes of 16 channels per state
+ * row, a whole head per CTA, so that a row's products reduce in fewer shuffle levels per FMA
+ * (the fewest instructions per state element). The choice depends on the layer alone, never on
+ * the batch or the number of heads: lanes of another width sum in another order, and a row's
+ * bits must not depend on which rows share its call or how a tensor-parallel rank splits the
+ * heads. H200, GDN (bench/results/gpu-bench-prefill.txt, µs): 8 rows x 256 tokens 363 wide /
+ * 1100 narrow; 1 row x 256 237 wide / 196 medium / 223 narrow (medium lanes are faster only
+ * where a launch is a fraction of a wave). RSSM_CUDA_PREFILL picks one for comparisons: 1
+ * narrow (the one-token loop's bits), 2 wide, 3 medium. */
+static int prefill_config(const cuda_impl *im, const rssm_layer *l, int *tc)
 {
     const int config = config_of(l);
     *tc = 1;
@@ -188,11 +188,7 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
     if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
     const int bf = config == CFG_K128_BF16;
     const int wide = bf ? CFG_K128W_BF16 : CFG_K128W_F32, medium = bf ? CFG_K128M_BF16 : CFG_K128M_F32;
-    const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
-    const int pick = im->pf_mode == 2                          ? wide
-                     : im->pf_mode == 3                        ? medium
-                     : narrow_ctas > 2 * (int64_t)im->sm_count ? wide
-                                                               : medium;
+    const int pick = im->pf_mode == 3 ? medium : wide;
     return smem_bytes(l, pick, RSSM_PF_TC) <= RSSM_SMEM_MAX ? pick : config;
 }
 
@@ -222,7 +218,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         break;
     case RSSM_OP_PREFILL:
         A.mode = MODE_PREFILL, fn = "rssm_prefill";
-        config = prefill_config(im, &A.l, p->io.batch, &tc);
+        config = prefill_config(im, &A.l, &tc);
         break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
@@ -420,8 +416,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
-         * 2 chunks on wide lanes, 3 on medium lanes (K = 128); unset: chunks, the lanes by
-         * grid size (prefill_config) */
+         * 2 chunks on wide lanes, 3 on medium lanes (K = 128); unset: chunks, on wide lanes
+         * where K = 128 (prefill_config) */
         ev = getenv("RSSM_CUDA_PREFILL");
         im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '3' && ev[1] == 0 ? ev[0] - '0' : -1;
     }

@@ -128,6 +128,7 @@ template <int C_, int LANES_, bool STRIDED_, bool BF16_, int RPT_ = RSSM_RPT> st
     };
     static constexpr bool STRIDED = STRIDED_, BF16 = BF16_;
     static_assert(STRIDED_ || C_ % (BF16_ ? 8 : 4) == 0, "whole 16-byte blocks per lane");
+    static_assert(C_ % 4 == 0, "prefill_chunks walks a lane's channels four at a time");
     static_assert(LANES_ >= RPT_, "prefill_chunks: lane r of a row group stores row r's output");
 };
 
@@ -905,10 +906,10 @@ typedef cfg<4, 16, false, false> cfg_k64_f32;  /* K=64: 16 lanes x float4 */
 typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
 typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
-/* prefill only (TC = RSSM_PF_TC), K=128, fewer lanes per row so that a row's products reduce
- * in fewer shuffle levels per FMA: wide lanes, a whole 128-row head per CTA (8 lanes, 3 levels
- * per 16 FMAs, not 5 per 4), for grids past one wave; medium lanes, the narrow configuration's
- * 32-row slices with 2 rows per thread (16 lanes, 4 levels per 8 FMAs), for smaller grids */
+/* prefill only (TC = RSSM_PF_TC), K=128: wide lanes, a whole 128-row head per CTA (8 lanes, 3
+ * shuffle levels per 16 FMAs, not the f32 narrow lanes' 5 per 4), prefill's default; medium
+ * lanes, 32-row slices with 2 rows per thread (16 lanes, 4 levels per 8 FMAs; for a bf16 state
+ * the narrow configuration's lanes with half its rows per thread), on request */
 typedef cfg<16, 8, false, false> cfg_k128w_f32;    /* 8 lanes x 4 float4 blocks */
 typedef cfg<16, 8, false, true> cfg_k128w_bf16;    /* 8 lanes x 2 blocks of 8 bf16 */
 typedef cfg<8, 16, false, false, 2> cfg_k128m_f32; /* 16 lanes x 2 float4 blocks, 2 rows */

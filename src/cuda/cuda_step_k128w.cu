@@ -1,8 +1,9 @@
 /*
  * cuda_step_k128w.cu — the step kernel's prefill instantiations (TC = RSSM_PF_TC) for K = 128
  * on wide lanes (cfg_k128w_*: 8 lanes of 16 channels per state row, a whole head per CTA) and
- * medium lanes (cfg_k128m_*: 16 lanes of 8 channels, 2 rows per thread), which the launcher
- * picks for prefill by grid size. See cuda_kernels.cuh.
+ * medium lanes (cfg_k128m_*: 16 lanes of 8 channels, 2 rows per thread). The launcher takes
+ * the wide lanes for every K = 128 prefill; the medium ones on request (RSSM_CUDA_PREFILL=3).
+ * See cuda_kernels.cuh.
  */
 #include "cuda_kernels.cuh"
 
