@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/device.h"
+#include "core/params.h"
 #include "replayssm.h"
 
 static double now_s(void)
@@ -40,10 +41,7 @@ static void *random_bf16(rssm_context *ctx, size_t n, float scale, unsigned *see
     if (!h) exit(1);
     for (size_t i = 0; i < n; i++) {
         *seed = *seed * 1664525u + 1013904223u;
-        const float x = scale * ((float)(*seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f);
-        uint32_t u;
-        memcpy(&u, &x, 4);
-        h[i] = (uint16_t)(u >> 16);
+        h[i] = rssm_f32_to_bf16(scale * ((float)(*seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f));
     }
     void *d = NULL;
     TRY(rssm_dev_alloc(ctx, sizeof(uint16_t) * n + 64, &d));

@@ -457,16 +457,23 @@ void rh_inputs_bound_gates(rh_inputs *in, const rssm_layer *l, double gmin)
     }
 }
 
-int rh_inputs_slice(const rh_inputs *full, int t0, int T, rh_inputs *out)
+/* out: inputs of full's heads and gate kind for B rows of T tokens, with full's A_log and dt_bias */
+static int inputs_like(const rh_inputs *full, int B, int T, rh_inputs *out)
 {
     memset(out, 0, sizeof *out);
     rssm_layer l;
     memset(&l, 0, sizeof l);
     l.num_k_heads = full->H, l.num_v_heads = full->HV, l.head_k_dim = full->K, l.head_v_dim = full->V;
     l.gate = full->gk > 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN;
-    TRY(rh_inputs_alloc(out, &l, full->B, T, full->g != NULL));
+    TRY(rh_inputs_alloc(out, &l, B, T, full->g != NULL));
     memcpy(out->A_log, full->A_log, sizeof(float) * full->HV);
     memcpy(out->dt_bias, full->dt_bias, sizeof(float) * full->HV * full->gk);
+    return RH_OK;
+}
+
+int rh_inputs_slice(const rh_inputs *full, int t0, int T, rh_inputs *out)
+{
+    TRY(inputs_like(full, full->B, T, out));
 #define SLICE(f, w, type)                                                                                              \
     for (int b = 0; b < full->B; b++)                                                                                  \
         memcpy(out->f + ((int64_t)b * T) * (w), full->f + ((int64_t)b * full->T + t0) * (w), sizeof(type) * T * (w));
@@ -493,11 +500,7 @@ int rh_inputs_ragged(const rh_inputs *full, const int32_t *len, rh_inputs *out)
         cu[b + 1] = cu[b] + len[b];
         if (len[b] > tmax) tmax = len[b];
     }
-    rssm_layer l;
-    memset(&l, 0, sizeof l);
-    l.num_k_heads = full->H, l.num_v_heads = full->HV, l.head_k_dim = full->K, l.head_v_dim = full->V;
-    l.gate = full->gk > 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN;
-    const int rc = rh_inputs_alloc(out, &l, 1, cu[full->B] > 0 ? cu[full->B] : 1, full->g != NULL);
+    const int rc = inputs_like(full, 1, cu[full->B] > 0 ? cu[full->B] : 1, out);
     if (rc) {
         free(cu);
         return rc;
@@ -505,8 +508,6 @@ int rh_inputs_ragged(const rh_inputs *full, const int32_t *len, rh_inputs *out)
     for (int b = 0; b < full->B; b++)
         for (int t = 0; t < len[b]; t++)
             rh_inputs_copy_token(full, b, t, out, 0, cu[b] + t);
-    memcpy(out->A_log, full->A_log, sizeof(float) * full->HV);
-    memcpy(out->dt_bias, full->dt_bias, sizeof(float) * full->HV * full->gk);
     out->B = full->B, out->T = tmax, out->cu_seqlens = cu;
     return RH_OK;
 }
