@@ -3,8 +3,9 @@
  * Qwen3-Next's GDN heads (H=16, HV=32) and Kimi-Linear's KDA heads (H=HV=32), per rows x tokens:
  * uniform rows, and ragged rows (cu_seqlens) whose lengths alternate T and T/4. On CUDA it also
  * times, in the same run, each loop on its own context: chunks on the narrow lanes
- * (RSSM_CUDA_PREFILL=1), on wide lanes (=2, the default's), on medium lanes (=3) and the
- * one-token loop (=0).
+ * (RSSM_CUDA_PREFILL=1), on wide lanes with a whole head per CTA (=2), the same lanes sliced (=3,
+ * 32 rows per CTA; the same bits as =2) and the one-token loop (=0; the narrow lanes' bits); the
+ * default slices the wide lanes while the narrow grid has at most one CTA per SM.
  * Built as build/bench_prefill [cpu|cuda] [ROWS T [REPS]]; prints a table, then the same rows as
  * CSV (ROWS T: that shape only, uniform rows, e.g. for a profiler; REPS: calls per timing, e.g. 1
  * under compute-sanitizer).
@@ -131,10 +132,10 @@ int main(int argc, char **argv)
         TRY(rssm_context_create(RSSM_DEVICE_CUDA, 0, &ctx[i]));
         unsetenv("RSSM_CUDA_PREFILL");
     }
-    static const int rows_cuda[4] = {1, 8, 64, 256}, toks_cuda[3] = {16, 64, 256};
+    static const int rows_cuda[5] = {1, 2, 8, 64, 256}, toks_cuda[3] = {16, 64, 256};
     static const int rows_cpu[2] = {1, 4}, toks_cpu[2] = {16, 64};
     const int *rows = cuda ? rows_cuda : rows_cpu, *toks = cuda ? toks_cuda : toks_cpu;
-    int nr = cuda ? 4 : 2, nt = cuda ? 3 : 2, one_shape[2];
+    int nr = cuda ? 5 : 2, nt = cuda ? 3 : 2, one_shape[2];
     const int reps_arg = argc > 4 ? atoi(argv[4]) : 0; /* calls per timing (1 under compute-sanitizer) */
     if (argc > 3) {                                    /* one shape */
         one_shape[0] = atoi(argv[2]), one_shape[1] = atoi(argv[3]);
@@ -147,7 +148,7 @@ int main(int argc, char **argv)
     char csv[64][200];
     int nc = 0;
     printf("%-5s %5s %5s %-7s %12s %14s", "model", "rows", "T", "rows", "us / call", "tokens / s");
-    if (cuda) printf(" %12s %12s %12s %12s", "narrow us", "wide us", "medium us", "one-token us");
+    if (cuda) printf(" %12s %12s %12s %12s", "narrow us", "wide us", "sliced us", "one-token us");
     printf("\n");
     for (int m = 0; m < 2; m++) {
         rssm_layer l = m ? rssm_layer_default(RSSM_GATE_KDA, 32, 32, 128, 128, 16)
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
                              us[0], tokens / (us[0] * 1e-6), us[1], us[2], us[3], us[4]);
                 }
     }
-    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,narrow_us,wide_us,medium_us,one_token_us\n");
+    printf("\nmodel,rows,T,rows_kind,us_per_call,tokens_per_s,narrow_us,wide_us,sliced_us,one_token_us\n");
     for (int i = 0; i < nc; i++)
         printf("%s\n", csv[i]);
     for (int i = 0; i < nctx; i++)

@@ -1,12 +1,12 @@
 /*
  * test_cuda_prefill.c — CUDA prefill in chunks of tokens on the narrow lanes (RSSM_CUDA_PREFILL=1)
- * against the one-token loop (=0): outputs and the whole state must be the same bits, for GDN and
- * KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one, prompts shorter
- * and longer than a chunk, rows whose slot holds a live ring (folded first) and a padding row;
- * and ragged rows (cu_seqlens) against each row's own call, on each loop. The chunks on wide and
- * medium lanes (=2, =3, K = 128; their sums run in another order) and on the narrow lanes
- * against the float64 reference, within check's tolerances. Skips (exit 0) without a CUDA
- * device.
+ * against the one-token loop (=0), and on the wide lanes (=2) against the same lanes sliced (=3,
+ * K = 128; the default picks one of the two by grid size): outputs and the whole state must be the same
+ * bits, for GDN and KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one,
+ * prompts shorter and longer than a chunk, rows whose slot holds a live ring (folded first) and
+ * a padding row; each also against the float64 reference, within check's tolerances; ragged
+ * rows (cu_seqlens) against each row's own call, on each loop and on the default context where
+ * the batch and a row alone take different lanes. Skips (exit 0) without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +61,7 @@ static int cuda_context_with(const char *mode, rssm_context **out)
 
 int main(void)
 {
-    rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *medium = NULL, *ref = NULL;
+    rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *sliced = NULL, *ref = NULL;
     int rc = cuda_context_with("1", &chunked);
     if (rc == RH_UNSUPPORTED) {
         printf("SKIP cuda prefill chunks (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
@@ -69,7 +69,7 @@ int main(void)
     }
     if (!rc) rc = cuda_context_with("0", &one);
     if (!rc) rc = cuda_context_with("2", &wide);
-    if (!rc) rc = cuda_context_with("3", &medium);
+    if (!rc) rc = cuda_context_with("3", &sliced);
     if (!rc) rc = rh_context(RSSM_DEVICE_REFERENCE, &ref);
     if (rc) {
         printf("FAIL cuda contexts: %s\n", rh_msg());
@@ -120,18 +120,23 @@ int main(void)
                              p->HV, rh_dtype_name(l.state_dtype), rh_dtype_name(l.ring_dtype),
                              rh_dtype_name(l.io_dtype), T);
                     t_case(r, ok, "prefill chunks == one token: %s", what);
-                    /* wide, medium and narrow lanes against the float64 reference */
-                    const double tol = rh_tolerance(l.state_dtype, l.ring_dtype, l.io_dtype);
+                    /* wide lanes, whole heads and sliced: the same bits */
                     int rr = r;
                     if (!rr) rr = run_prefill(wide, &l, &init, &in, slot, ow, &cw);
-                    if (!rr) rr = run_prefill(medium, &l, &init, &in, slot, om, &cm);
+                    if (!rr) rr = run_prefill(sliced, &l, &init, &in, slot, om, &cm);
+                    int okwm = !rr && !memcmp(ow, om, sizeof(double) * no);
+                    for (int sl = 0; sl < 4 && okwm; sl++)
+                        okwm = rh_snap_slot_equal(&s0, &cw, &cm, sl);
+                    t_case(rr, okwm, "prefill wide == sliced: %s", what);
+                    /* wide, sliced wide and narrow lanes against the float64 reference */
+                    const double tol = rh_tolerance(l.state_dtype, l.ring_dtype, l.io_dtype);
                     if (!rr) rr = run_prefill(ref, &l, &init, &in, slot, orf, &cr);
                     double ew = 0, em = 0, ec = 0;
                     const int okw = !rr && near_ref(&l, ow, orf, no, &cw, &cr, tol, &ew);
                     const int okm = !rr && near_ref(&l, om, orf, no, &cm, &cr, tol, &em);
                     const int okc = !rr && near_ref(&l, oa, orf, no, &a, &cr, tol, &ec);
                     t_case(rr, okw && okm && okc,
-                           "prefill wide / medium / narrow ~ reference: %s (err %.2g / %.2g / %.2g, tol %.0e)", what,
+                           "prefill wide / sliced / narrow ~ reference: %s (err %.2g / %.2g / %.2g, tol %.0e)", what,
                            ew, em, ec, tol);
                     free(oa), free(ob), free(ow), free(om), free(orf);
                     rh_inputs_free(&in);
@@ -140,8 +145,8 @@ int main(void)
                 }
     /* ragged rows (cu_seqlens) against each row alone, on each loop */
     static const int32_t rslot[5] = {3, -1, 0, 5, 1}, rlen[5] = {7, 3, 1, 40, 16};
-    rssm_context *const loops[4] = {chunked, one, wide, medium};
-    static const char *loop_name[4] = {"chunks", "one token", "wide chunks", "medium chunks"};
+    rssm_context *const loops[4] = {chunked, one, wide, sliced};
+    static const char *loop_name[4] = {"chunks", "one token", "wide chunks", "sliced wide chunks"};
     for (int ci = 0; ci < 4; ci++)
         for (int gate = 0; gate < 3; gate++)
             for (int sh = 0; sh < 3; sh++)
@@ -160,6 +165,22 @@ int main(void)
                                        : "kda-lb",
                            p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
                 }
+    /* the default context at 32 value heads: five rows together fill more than a wave of the
+     * narrow grid (wide lanes, whole heads), each row alone less (sliced); the same bits */
+    rssm_context *dflt = NULL;
+    const int rd = rh_context(RSSM_DEVICE_CUDA, &dflt);
+    for (int gate = 0; gate < 2 && !rd; gate++)
+        for (int d = 0; d < 3; d += 2) {
+            rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, gate ? 32 : 16, 32, 128, 128, 8);
+            l.state_dtype = dts[d][0], l.ring_dtype = dts[d][1], l.io_dtype = dts[d][2];
+            int same = 0;
+            seed++;
+            const int r = rh_prefill_ragged_check(dflt, &l, 5, rslot, rlen, 8, 0xfeed + seed, seed & 1, &same);
+            t_case(r, same, "default lanes, 5 rows together == each alone: %s HV=32 state=%s", gate ? "kda" : "gdn",
+                   rh_dtype_name(l.state_dtype));
+        }
+    if (rd) t_case(rd, 0, "default cuda context: %s", rh_msg());
+    rssm_context_free(dflt);
     /* bad ragged rows on the device: counted (reported by the device error check), not run */
     for (int bad = 0; bad < 3; bad++) {
         rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 128, 128, 8);
@@ -187,7 +208,7 @@ int main(void)
     rssm_context_free(chunked);
     rssm_context_free(one);
     rssm_context_free(wide);
-    rssm_context_free(medium);
+    rssm_context_free(sliced);
     rssm_context_free(ref);
     return t_end();
 }

@@ -34,7 +34,8 @@ typedef struct cuda_impl {
                       4096 rows (RSSM_CUDA_PIPE_BALANCE) */
     int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
     int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
-                      bits); 2 / 3 chunks on wide / medium lanes where K = 128; -1 chunks, wide lanes where K = 128 */
+                      bits); 2 / 3 chunks on wide lanes, whole heads / sliced, where K = 128 (the same bits as
+                      each other); -1 chunks, wide lanes sliced or not by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -61,10 +62,10 @@ enum {
     CFG_K64_BF16,
     CFG_GEN_F32,
     CFG_GEN_BF16,
-    CFG_K128W_F32, /* prefill only: wide and medium lanes (prefill_config) */
+    CFG_K128W_F32, /* prefill only: wide lanes, whole heads and sliced (prefill_config) */
     CFG_K128W_BF16,
-    CFG_K128M_F32,
-    CFG_K128M_BF16,
+    CFG_K128S_F32,
+    CFG_K128S_BF16,
     CFG_COUNT
 };
 
@@ -86,7 +87,7 @@ static int vs_of(int config)
 {
     static const int vs[] = {cfg_k128_f32::VS,  cfg_k128_bf16::VS, cfg_k64_f32::VS,   cfg_k64_bf16::VS,
                              cfg_gen_f32::VS,   cfg_gen_bf16::VS,  cfg_k128w_f32::VS, cfg_k128w_bf16::VS,
-                             cfg_k128m_f32::VS, cfg_k128m_bf16::VS};
+                             cfg_k128s_f32::VS, cfg_k128s_bf16::VS};
     static_assert(sizeof vs / sizeof vs[0] == CFG_COUNT, "one entry per configuration");
     return vs[config];
 }
@@ -119,11 +120,11 @@ static void *kernel_for(int config, bool kda, int tc)
         return rssm_cuda_kernel_gen(0, kda, tc);
     case CFG_GEN_BF16:
         return rssm_cuda_kernel_gen(1, kda, tc);
-    case CFG_K128W_F32: /* wide and medium lanes: prefill's chunks only (tc = RSSM_PF_TC) */
+    case CFG_K128W_F32: /* wide lanes, whole and sliced: prefill's chunks only (tc = RSSM_PF_TC) */
     case CFG_K128W_BF16:
         return rssm_cuda_kernel_k128w(config == CFG_K128W_BF16, kda);
     default:
-        return rssm_cuda_kernel_k128m(config == CFG_K128M_BF16, kda);
+        return rssm_cuda_kernel_k128s(config == CFG_K128S_BF16, kda);
     }
 }
 
@@ -171,25 +172,28 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
  * memory fits (always for K <= 128). For K = 128, wide lanes: 8 lanes of 16 channels per state
- * row, a whole head per CTA, so that a row's products reduce in fewer shuffle levels per FMA
- * (the fewest instructions per state element). The choice depends on the layer alone, never on
- * the batch or the number of heads: lanes of another width sum in another order, and a row's
- * bits must not depend on which rows share its call or how a tensor-parallel rank splits the
- * heads. H200, GDN (bench/results/gpu-bench-prefill.txt, µs): 8 rows x 256 tokens 363 wide /
- * 1100 narrow; 1 row x 256 237 wide / 196 medium / 223 narrow (medium lanes are faster only
- * where a launch is a fraction of a wave). RSSM_CUDA_PREFILL picks one for comparisons: 1
- * narrow (the one-token loop's bits), 2 wide, 3 medium. */
-static int prefill_config(const cuda_impl *im, const rssm_layer *l, int *tc)
+ * row, so that a row's products reduce in fewer shuffle levels per FMA (the fewest instructions
+ * per state element), 4 rows per thread and a whole head per CTA; while the narrow grid (32-row
+ * slices) has at most one CTA per SM, the same lanes sliced, 1 row per thread and 32 rows per
+ * CTA (four times the CTAs of a launch that leaves most SMs idle). A row's sums run in the same
+ * order either way, so the choice changes no bits: a row's outputs and state do not depend on
+ * the rows that share its call or on how a tensor-parallel rank splits the heads. H200, GDN
+ * (bench/results/gpu-prefill-sliced.txt). RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow
+ * (the one-token loop's bits), 2 wide, 3 sliced wide. */
+static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
 {
     const int config = config_of(l);
     *tc = 1;
     if (im->pf_mode == 0 || smem_bytes(l, config, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
     *tc = RSSM_PF_TC;
-    if (l->head_k_dim != 128 || im->pf_mode == 1) return config;
     const int bf = config == CFG_K128_BF16;
-    const int wide = bf ? CFG_K128W_BF16 : CFG_K128W_F32, medium = bf ? CFG_K128M_BF16 : CFG_K128M_F32;
-    const int pick = im->pf_mode == 3 ? medium : wide;
-    return smem_bytes(l, pick, RSSM_PF_TC) <= RSSM_SMEM_MAX ? pick : config;
+    const int wide = bf ? CFG_K128W_BF16 : CFG_K128W_F32, sliced = bf ? CFG_K128S_BF16 : CFG_K128S_F32;
+    /* (where the whole-head CTA's shared memory does not fit, every launch of the layer takes
+     * the narrow lanes: the sliced CTA needs less, but its bits are the wide lanes') */
+    if (l->head_k_dim != 128 || im->pf_mode == 1 || smem_bytes(l, wide, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
+    const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
+    if (im->pf_mode == 2 || im->pf_mode == 3) return im->pf_mode == 2 ? wide : sliced;
+    return narrow_ctas > (int64_t)im->sm_count ? wide : sliced;
 }
 
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
@@ -218,7 +222,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         break;
     case RSSM_OP_PREFILL:
         A.mode = MODE_PREFILL, fn = "rssm_prefill";
-        config = prefill_config(im, &A.l, &tc);
+        config = prefill_config(im, &A.l, p->io.batch, &tc);
         break;
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
@@ -362,7 +366,7 @@ static cudaError_t raise_smem(void)
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
                 if (e != cudaSuccess) return e;
             }
-    for (int config = CFG_K128W_F32; config <= CFG_K128M_BF16; config++)
+    for (int config = CFG_K128W_F32; config <= CFG_K128S_BF16; config++)
         for (int kda = 0; kda <= 1; kda++) {
             cudaError_t e = cudaFuncSetAttribute(kernel_for(config, kda, RSSM_PF_TC),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, RSSM_SMEM_MAX);
@@ -416,8 +420,8 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
         im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
         /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
-         * 2 chunks on wide lanes, 3 on medium lanes (K = 128); unset: chunks, on wide lanes
-         * where K = 128 (prefill_config) */
+         * 2 chunks on wide lanes, 3 on sliced wide lanes (K = 128; the same bits as 2);
+         * unset: chunks, wide lanes sliced or not by grid size (prefill_config) */
         ev = getenv("RSSM_CUDA_PREFILL");
         im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '3' && ev[1] == 0 ? ev[0] - '0' : -1;
     }

@@ -4,8 +4,8 @@
  *
  * Work decomposition: one CTA of 256 threads = one (row b, value head hv, slice of VS rows of
  * the head's V x K state). A state row is owned by a group of LANES lanes, each holding C
- * channels (16 bytes for the fast decode configs); a thread holds RPT rows (4; 2 on prefill's
- * medium lanes), prefetched into registers at the very start, so one read of S0 serves every
+ * channels (16 bytes for the fast decode configs); a thread holds RPT rows (4; 1 on prefill's
+ * sliced wide lanes), prefetched into registers at the very start, so one read of S0 serves every
  * product of the step:
  *   S0 (e^G ⊙ k_t) and S0 (e^G ⊙ q_t) for every token t of the step, and the fold
  *   S_n = S0 e^{G_n} + sum_i u_i (k_i e^{G_n - G_i})^T + u_n k_n^T          (GDN)
@@ -329,8 +329,9 @@ template <class CF> __device__ __forceinline__ void load_chans4(const float *v, 
  * with k_t, q_t normalised (q_t scaled). These are the one-token loop's operations in its
  * order: the norms are summed in block_reduce's tree (a warp sum per 32 channels, then the
  * warps' sums in order), G_t = 0 + g_t, d + 0 for the empty ring's part, so the outputs and
- * the final state are the same bits as with TC = 1 on the same configuration (the medium and
- * wide lanes, prefill only, have no TC = 1 instantiation: their sums run in another order).
+ * the final state are the same bits as with TC = 1 on the same configuration (the wide lanes,
+ * whole or sliced, prefill only, have no TC = 1 instantiation: their sums run in another order,
+ * the same for both, as a row's sums do not depend on how many rows a thread or CTA holds).
  * Shared memory (the step layout at TC): kn, qn raw then normalised k_t, q_t [TC][K]; xk
  * e^{G_t} k_t; eg G_t then e^{G_t}, [TC][K] (KDA, in the layout's xq) or [TC] (GDN, in Gt);
  * vv v_t of the slice's rows [TC][VS]; sbeta [TC]. */
@@ -906,14 +907,14 @@ typedef cfg<4, 16, false, false> cfg_k64_f32;  /* K=64: 16 lanes x float4 */
 typedef cfg<8, 8, false, true> cfg_k64_bf16;   /* K=64: 8 lanes x 8 bf16 */
 typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e, scalar accesses */
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
-/* prefill only (TC = RSSM_PF_TC), K=128: wide lanes, a whole 128-row head per CTA (8 lanes, 3
- * shuffle levels per 16 FMAs, not the f32 narrow lanes' 5 per 4), prefill's default; medium
- * lanes, 32-row slices with 2 rows per thread (16 lanes, 4 levels per 8 FMAs; for a bf16 state
- * the narrow configuration's lanes with half its rows per thread), on request */
+/* prefill only (TC = RSSM_PF_TC), K=128: wide lanes (8 lanes of 16 channels per row, 3 shuffle
+ * levels per 16 FMAs, not the f32 narrow lanes' 5 per 4), 4 rows per thread and a whole 128-row
+ * head per CTA, or sliced: 1 row per thread and 32-row slices, 4 CTAs per head (for launches
+ * of less than a wave); the same bits */
 typedef cfg<16, 8, false, false> cfg_k128w_f32;    /* 8 lanes x 4 float4 blocks */
 typedef cfg<16, 8, false, true> cfg_k128w_bf16;    /* 8 lanes x 2 blocks of 8 bf16 */
-typedef cfg<8, 16, false, false, 2> cfg_k128m_f32; /* 16 lanes x 2 float4 blocks, 2 rows */
-typedef cfg<8, 16, false, true, 2> cfg_k128m_bf16; /* 16 lanes x 8 bf16, 2 rows */
+typedef cfg<16, 8, false, false, 1> cfg_k128s_f32; /* the same lanes, 1 row per thread */
+typedef cfg<16, 8, false, true, 1> cfg_k128s_bf16;
 
 /* The step kernel of a configuration: tc = 1 (decode, prefill, materialise), 4 (verify) or
  * RSSM_PF_TC (prefill in chunks). */
@@ -931,6 +932,6 @@ void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
 void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
 void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
 void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
-void *rssm_cuda_kernel_k128m(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128s(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
 
 #endif /* RSSM_CUDA_KERNELS_CUH */

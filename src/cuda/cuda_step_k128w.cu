@@ -1,9 +1,9 @@
 /*
  * cuda_step_k128w.cu — the step kernel's prefill instantiations (TC = RSSM_PF_TC) for K = 128
  * on wide lanes (cfg_k128w_*: 8 lanes of 16 channels per state row, a whole head per CTA) and
- * medium lanes (cfg_k128m_*: 16 lanes of 8 channels, 2 rows per thread). The launcher takes
- * the wide lanes for every K = 128 prefill; the medium ones on request (RSSM_CUDA_PREFILL=3).
- * See cuda_kernels.cuh.
+ * the same lanes on 32-row slices (cfg_k128s_*: 1 row per thread, 4 CTAs per head). The launcher
+ * takes the sliced ones while the narrow grid has at most one CTA per SM (prefill_config); the
+ * same bits either way. See cuda_kernels.cuh.
  */
 #include "cuda_kernels.cuh"
 
@@ -14,4 +14,4 @@ template <class CF32, class CF16> static void *prefill_kernel(int bf16, int kda)
 }
 
 void *rssm_cuda_kernel_k128w(int bf16, int kda) { return prefill_kernel<cfg_k128w_f32, cfg_k128w_bf16>(bf16, kda); }
-void *rssm_cuda_kernel_k128m(int bf16, int kda) { return prefill_kernel<cfg_k128m_f32, cfg_k128m_bf16>(bf16, kda); }
+void *rssm_cuda_kernel_k128s(int bf16, int kda) { return prefill_kernel<cfg_k128s_f32, cfg_k128s_bf16>(bf16, kda); }
