@@ -5,7 +5,7 @@
  * times, in the same run, each loop on its own context: chunks on the narrow lanes
  * (RSSM_CUDA_PREFILL=1), on wide lanes with a whole head per CTA (=2), the same lanes sliced (=3,
  * 32 rows per CTA; the same bits as =2) and the one-token loop (=0; the narrow lanes' bits); the
- * default slices the wide lanes while the narrow grid has at most one CTA per SM.
+ * default slices the wide lanes while the sliced grid has at most one CTA per SM.
  * Built as build/bench_prefill [cpu|cuda] [ROWS T [REPS]]; prints a table, then the same rows as
  * CSV (ROWS T: that shape only, uniform rows, e.g. for a profiler; REPS: calls per timing, e.g. 1
  * under compute-sanitizer).

@@ -165,8 +165,8 @@ int main(void)
                                        : "kda-lb",
                            p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
                 }
-    /* the default context at 32 value heads: five rows together fill more than a wave of the
-     * narrow grid (wide lanes, whole heads), each row alone less (sliced); the same bits */
+    /* the default context at 32 value heads: five rows together would take more than one CTA
+     * per SM sliced (so take whole heads), each row alone less (sliced); the same bits */
     rssm_context *dflt = NULL;
     const int rd = rh_context(RSSM_DEVICE_CUDA, &dflt);
     for (int gate = 0; gate < 2 && !rd; gate++)

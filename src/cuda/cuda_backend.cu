@@ -173,9 +173,9 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
  * memory fits (always for K <= 128). For K = 128, wide lanes: 8 lanes of 16 channels per state
  * row, so that a row's products reduce in fewer shuffle levels per FMA (the fewest instructions
- * per state element), 4 rows per thread and a whole head per CTA; while the narrow grid (32-row
- * slices) has at most one CTA per SM, the same lanes sliced, 1 row per thread and 32 rows per
- * CTA (four times the CTAs of a launch that leaves most SMs idle). A row's sums run in the same
+ * per state element), 4 rows per thread and a whole head per CTA; while it has at most one CTA
+ * per SM that way, the same lanes sliced, 1 row per thread and 32 rows per CTA (four times the
+ * CTAs of a launch that leaves most SMs idle; 1 row at 32 value heads). A row's sums run in the same
  * order either way, so the choice changes no bits: a row's outputs and state do not depend on
  * the rows that share its call or on how a tensor-parallel rank splits the heads. H200, GDN
  * (bench/results/gpu-prefill-sliced.txt). RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow
@@ -191,9 +191,9 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
     /* (where the whole-head CTA's shared memory does not fit, every launch of the layer takes
      * the narrow lanes: the sliced CTA needs less, but its bits are the wide lanes') */
     if (l->head_k_dim != 128 || im->pf_mode == 1 || smem_bytes(l, wide, RSSM_PF_TC) > RSSM_SMEM_MAX) return config;
-    const int64_t narrow_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(config) - 1) / vs_of(config));
     if (im->pf_mode == 2 || im->pf_mode == 3) return im->pf_mode == 2 ? wide : sliced;
-    return narrow_ctas > (int64_t)im->sm_count ? wide : sliced;
+    const int64_t sliced_ctas = (int64_t)batch * l->num_v_heads * ((l->head_v_dim + vs_of(sliced) - 1) / vs_of(sliced));
+    return sliced_ctas > (int64_t)im->sm_count ? wide : sliced;
 }
 
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
