@@ -173,10 +173,10 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
 /* Prefill's configuration and tokens per chunk: the chunked token loop where its shared
  * memory fits (always for K <= 128). For K = 128, wide lanes: 8 lanes of 16 channels per state
  * row, so that a row's products reduce in fewer shuffle levels per FMA (the fewest instructions
- * per state element), 4 rows per thread and a whole head per CTA; while it has at most one CTA
- * per SM that way, the same lanes sliced, 1 row per thread and 32 rows per CTA (four times the
- * CTAs of a launch that leaves most SMs idle; 1 row at 32 value heads). A row's sums run in the same
- * order either way, so the choice changes no bits: a row's outputs and state do not depend on
+ * per state element), 4 rows per thread and a whole head per CTA; or the same lanes sliced, 1
+ * row per thread and 32 rows per CTA, four times the CTAs, where the sliced grid has at most one
+ * CTA per SM (1 row at 32 value heads: whole heads would leave most SMs idle). A row's sums run
+ * in the same order either way, so the choice changes no bits: a row's outputs and state do not depend on
  * the rows that share its call or on how a tensor-parallel rank splits the heads. H200, GDN
  * (bench/results/gpu-prefill-sliced.txt). RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow
  * (the one-token loop's bits), 2 wide, 3 sliced wide. */
