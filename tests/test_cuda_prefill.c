@@ -4,9 +4,10 @@
  * K = 128; the default picks one of the two by grid size): outputs and the whole state must be the same
  * bits, for GDN and KDA, every dtype mix, the fast head sizes (K = 128, 64) and a generic one,
  * prompts shorter and longer than a chunk, rows whose slot holds a live ring (folded first) and
- * a padding row; each also against the float64 reference, within check's tolerances; ragged
- * rows (cu_seqlens) against each row's own call, on each loop and on the default context where
- * the batch and a row alone take different lanes. Skips (exit 0) without a CUDA device.
+ * a padding row, KDA heads with a ring base (earlier early folds); each also against the float64
+ * reference, within check's tolerances; ragged rows (cu_seqlens) against each row's own call, on
+ * each loop and on the default context where the batch and a row alone take different lanes.
+ * Skips (exit 0) without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,10 @@ int main(void)
         printf("FAIL cuda contexts: %s\n", rh_msg());
         return 1;
     }
-    static const shape shapes[3] = {{2, 4, 128, 128}, {2, 2, 64, 64}, {1, 2, 96, 80}};
+    /* K = 128 with V = 80 (a partial last slice of the sliced lanes) and V = 256 (8 slices: a GDN
+     * group of 2 value heads no longer fits one cluster) */
+    static const shape shapes[5] = {
+        {2, 4, 128, 128}, {2, 2, 64, 64}, {1, 2, 96, 80}, {2, 4, 128, 80}, {1, 2, 128, 256}};
     static const int tokens[5] = {1, 7, 16, 17, 45};
     static const rssm_dtype dts[3][3] = {{RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32},
                                          {RSSM_DTYPE_F32, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16},
@@ -84,7 +88,7 @@ int main(void)
     const int B = 3;
     int seed = 0;
     for (int gate = 0; gate < 3; gate++)
-        for (int sh = 0; sh < 3; sh++)
+        for (int sh = 0; sh < 5; sh++)
             for (int d = 0; d < 3; d++)
                 for (int ti = 0; ti < 5; ti++) {
                     const shape *p = &shapes[sh];
@@ -101,6 +105,13 @@ int main(void)
                     if (!r) r = rh_state_randomize(chunked, &s0, &rng, 0);
                     if (!r) r = rh_snap_take(chunked, &s0, &init);
                     if (!r) rh_state_free(chunked, &s0);
+                    if (!r && gate) /* KDA: heads whose early folds took some of the ring (base <= cursor) */
+                        for (int sl = 0; sl < 4; sl++)
+                            for (int hv = 0; hv < l.num_v_heads; hv++) {
+                                const int32_t c = ((const int32_t *)init.t[RH_CURSOR])[sl];
+                                ((int32_t *)init.t[RH_RING_BASE])[sl * l.num_v_heads + hv] =
+                                    (int32_t)(rh_uniform(&rng) * (c + 1));
+                            }
                     rh_inputs in;
                     if (!r) r = rh_inputs_alloc(&in, &l, B, T, (seed & 1) == 0);
                     if (!r) rh_inputs_random(&in, &l, &rng);
@@ -149,7 +160,7 @@ int main(void)
     static const char *loop_name[4] = {"chunks", "one token", "wide chunks", "sliced wide chunks"};
     for (int ci = 0; ci < 4; ci++)
         for (int gate = 0; gate < 3; gate++)
-            for (int sh = 0; sh < 3; sh++)
+            for (int sh = 0; sh < 5; sh++)
                 for (int d = 0; d < 3; d += 2) {
                     const shape *p = &shapes[sh];
                     rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, p->H, p->HV, p->K, p->V, 8);
@@ -165,18 +176,20 @@ int main(void)
                                        : "kda-lb",
                            p->K, p->V, rh_dtype_name(l.state_dtype), rh_dtype_name(l.io_dtype));
                 }
-    /* the default context at 32 value heads: five rows together would take more than one CTA
-     * per SM sliced (so take whole heads), each row alone less (sliced); the same bits */
+    /* the default context at 8 value heads: twelve rows together take 384 CTAs sliced, more than
+     * one per SM on any sm_90 part (so whole heads), one row alone 32 (sliced); the same bits */
+    static const int32_t dslot[12] = {3, -1, 0, 5, 1, 7, 2, 9, 4, 11, 6, 8};
+    static const int32_t dlen[12] = {7, 3, 1, 40, 16, 9, 2, 17, 33, 5, 12, 20};
     rssm_context *dflt = NULL;
     const int rd = rh_context(RSSM_DEVICE_CUDA, &dflt);
     for (int gate = 0; gate < 2 && !rd; gate++)
         for (int d = 0; d < 3; d += 2) {
-            rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, gate ? 32 : 16, 32, 128, 128, 8);
+            rssm_layer l = rssm_layer_default(gate ? RSSM_GATE_KDA : RSSM_GATE_GDN, gate ? 8 : 4, 8, 128, 128, 8);
             l.state_dtype = dts[d][0], l.ring_dtype = dts[d][1], l.io_dtype = dts[d][2];
             int same = 0;
             seed++;
-            const int r = rh_prefill_ragged_check(dflt, &l, 5, rslot, rlen, 8, 0xfeed + seed, seed & 1, &same);
-            t_case(r, same, "default lanes, 5 rows together == each alone: %s HV=32 state=%s", gate ? "kda" : "gdn",
+            const int r = rh_prefill_ragged_check(dflt, &l, 12, dslot, dlen, 12, 0xfeed + seed, seed & 1, &same);
+            t_case(r, same, "default lanes, 12 rows together == each alone: %s HV=8 state=%s", gate ? "kda" : "gdn",
                    rh_dtype_name(l.state_dtype));
         }
     if (rd) t_case(rd, 0, "default cuda context: %s", rh_msg());
