@@ -909,8 +909,8 @@ typedef cfg<8, 32, true, false> cfg_gen_f32;   /* any K <= 256: c = lane + 32 e,
 typedef cfg<8, 32, true, true> cfg_gen_bf16;
 /* prefill only (TC = RSSM_PF_TC), K=128: wide lanes (8 lanes of 16 channels per row, 3 shuffle
  * levels per 16 FMAs, not the f32 narrow lanes' 5 per 4), 4 rows per thread and a whole 128-row
- * head per CTA, or sliced: 1 row per thread and 32-row slices, 4 CTAs per head (for launches
- * of less than a wave); the same bits */
+ * head per CTA, or sliced: 1 row per thread and 32-row slices, 4 CTAs per head (where whole
+ * heads would leave most SMs idle); the same bits */
 typedef cfg<16, 8, false, false> cfg_k128w_f32;    /* 8 lanes x 4 float4 blocks */
 typedef cfg<16, 8, false, true> cfg_k128w_bf16;    /* 8 lanes x 2 blocks of 8 bf16 */
 typedef cfg<16, 8, false, false, 1> cfg_k128s_f32; /* the same lanes, 1 row per thread */
