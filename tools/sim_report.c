@@ -107,10 +107,12 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
 #ifdef _SC_LEVEL3_CACHE_SIZE
     llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-    const double esz = l->state_dtype == RSSM_DTYPE_BF16 ? 2.0 : 4.0;
-    const double step_state = (pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0) * m->cfg.n_layers *
-                              l->num_v_heads * l->head_v_dim * l->head_k_dim * esz;
-    if (c->device != RSSM_DEVICE_CUDA && llc > 0 && step_state <= (double)llc)
+    rssm_state_bytes slot_bytes; /* one slot of one layer: checkpoint, ring, cursor */
+    const double step_state = rssm_state_size(l, 1, &slot_bytes) != RSSM_OK
+                                  ? 0.0
+                                  : (pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0) *
+                                        m->cfg.n_layers * (double)slot_bytes.total;
+    if (c->device != RSSM_DEVICE_CUDA && llc > 0 && step_state > 0 && step_state <= (double)llc)
         printf("note: a decode step's states (%.1f MiB over %d layers) fit in this CPU's last-level cache (%.0f MiB),\n"
                "      so replay has no memory traffic to save here and its extra arithmetic shows. Replay pays where\n"
                "      a step is bound by memory bandwidth: on an H200, --device cuda --model qwen3-next (README).\n",
