@@ -147,7 +147,10 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
     A.NS = (l->head_v_dim + VS - 1) / VS;
     /* CTAs that share ring data form a cluster (<= 8, the portable size) */
     A.defer_k = 0;
-    if (A.mode == MODE_PACKED)
+    /* (GDN prefill writes nothing that other CTAs read: no ring keys, no ring base; each CTA
+     * stores its own checkpoint rows. RSSM_CUDA_PREFILL_CLUSTER=1 keeps its clusters, for A/B.) */
+    const char *pc = getenv("RSSM_CUDA_PREFILL_CLUSTER");
+    if (A.mode == MODE_PACKED || (A.mode == MODE_PREFILL && !kda && !(pc && pc[0] == '1')))
         A.cs = 1;
     else if (kda)
         A.cs = A.NS;
