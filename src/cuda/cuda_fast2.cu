@@ -51,6 +51,8 @@ namespace rssm_fast2
 #define F2NW 16
 #define F2K 128
 #define F2LMAX (RSSM_MAX_RING_LEN + 8)
+#define F2XDS 130 /* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so
+                   * that the two columns of a quarter-warp's 16-byte loads fall in different banks */
 static_assert(F2K == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -167,13 +169,71 @@ struct fixed_smem {
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
-/* speculative KDA launches also hold every entry's G [L][K] f32 after ring u */
-static size_t smem_of(int L, int ring_bf16, int kda_spec)
+/* speculative KDA launches also hold every entry's G [L][K] f32 after ring u; windows of 3 or 4
+ * tokens then the tokens' x_k, x_q in f64 [8][F2XDS] (the row phase's B operand; before it, the
+ * start fold's scaled keys) */
+static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
 {
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4) +
-           (kda_spec ? (size_t)L * F2K * sizeof(float) : 0);
+           (kda_spec ? (size_t)L * F2K * sizeof(float) : 0) + (window_mma ? 8 * F2XDS * sizeof(double) : 0);
 }
 #define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
+
+/* one element (f32 or bf16) from shared memory */
+__device__ __forceinline__ float ld1s(const unsigned char *p, int bf, int off)
+{
+    return bf ? __uint_as_float((uint32_t)((const uint16_t *)p)[off] << 16) : ((const float *)p)[off];
+}
+
+/* fold_ring_rows for the window layout (the lane's one row srow, channels 16 j + sch + e in
+ * S[j][e]), with the same operations on each element, so the same bits: GDN S e^{Gs}, then for
+ * each entry S += u_i (k_i e^{Gs - G_i}); KDA S += u_i k~_i for each entry, then S e^{Gs} per
+ * channel (gs: GDN Gs in gs[0], KDA Gs per channel). A lane reads 32 channels of every key here
+ * (the other layout 4), so the CTA first stages up to 16 scaled keys at a time as f32 in kf
+ * (16 x 128 f32); every thread of the CTA calls this (it has barriers). */
+template <bool KDA>
+__device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
+                                              const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
+                                              float *kf)
+{
+    if (!KDA) {
+        const float eg = expf(gs[0]);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[j][e] = S[j][e] * eg;
+    }
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += 16) {
+        const int n = min(16, h - i0);
+#pragma unroll 1
+        for (int x = threadIdx.x; x < n * F2K; x += blockDim.x) {
+            const int i = i0 + (x >> 7);
+            const float k = ld1s(sK, rbf, i0 * F2K + x);
+            kf[x] = KDA ? k : k * expf(gs[0] - sG[i]);
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            const float u = ld1s(sU, rbf, (i0 + i) * F2K + srow);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float4 k4 = *(const float4 *)(kf + i * F2K + 16 * j + sch);
+                S[j][0] = __fmaf_rn(u, k4.x, S[j][0]), S[j][1] = __fmaf_rn(u, k4.y, S[j][1]);
+                S[j][2] = __fmaf_rn(u, k4.z, S[j][2]), S[j][3] = __fmaf_rn(u, k4.w, S[j][3]);
+            }
+        }
+        __syncthreads(); /* kf is rewritten by the next 16 entries (or, after the fold, by the tokens' vectors) */
+    }
+    if (KDA) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[j][e] = S[j][e] * expf(gs[16 * j + sch + e]);
+    }
+}
 
 template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
 {
@@ -203,6 +263,15 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     const int part = blockIdx.x & (split - 1), b = blockIdx.y, hv = blockIdx.x >> split_log2;
     const int kh = key_head(hv, group);
     const int row0 = part * R + w * 8;
+    /* Windows of 3 or 4 tokens (MMA) run the row phase on the FP64 tensor cores and hold the
+     * state as their fragments want it: lane l owns row row0 + l / 4 at channels 16 j + 4 (l % 4)
+     * + e (S[j][e]); the other kernels' lane owns rows row0 .. row0 + 7 at channels c4 + e
+     * (S[r][e]). srow, sch: row and channel of the lane's S[0][0]; SSTEP: element offset from
+     * S[i][0] to S[i + 1][0]. */
+    constexpr bool MMA = MODE == MODE_VERIFY && TC == 4;
+    const int srow = MMA ? row0 + (lane >> 2) : row0, sch = MMA ? 4 * (lane & 3) : c4;
+    constexpr int SSTEP = MMA ? 16 : F2K;
+    double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * F2K * sizeof(float) : 0));
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
     int s = A.io.slot[b];
@@ -268,13 +337,18 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     /* v of (token (lane >> 3) + 4j, row 8w + lane % 8), for the row phase: raw bits (f32, or
      * bf16 in the low half) so that nothing waits for them before the state loads are issued */
     uint32_t vraw[2] = {0u, 0u};
+    auto load_v = [&]() {
 #pragma unroll
-    for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
-        const int t = (lane >> 3) + 4 * jj;
-        const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7);
-        if (t < T)
-            vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
-    }
+        for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
+            const int t = (lane >> 3) + 4 * jj;
+            const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7);
+            if (t < T)
+                vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
+        }
+    };
+    /* (MMA: after the start fold, whose registers are short: held from here, v was spilled, and
+     * the spill's store waited for the load) */
+    if (!MMA) load_v();
     auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
 
     /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
@@ -307,14 +381,14 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
-    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + row0 * F2K + c4); };
+    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * F2K + sch); };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
     if (!SBF) {
         float4 raw[8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * F2K));
+            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * SSTEP));
 #pragma unroll
         for (int r = 0; r < 8; r++)
             S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
@@ -322,7 +396,7 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         uint2 raw[8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * F2K));
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * SSTEP));
 #pragma unroll
         for (int r = 0; r < 8; r++)
             unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
@@ -484,17 +558,23 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
-            float Gs[4];
+            if constexpr (MMA) {
+                fold_ring_row<KDA>(S, KDA ? Gl : sG + h - 1, h, sK, sU, sG, rbf, sch, srow, (float *)sXd);
+            } else {
+                float Gs[4];
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
-            fold_ring(Gs);
+                for (int e = 0; e < 4; e++)
+                    Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
+                fold_ring(Gs);
+            }
             store_checkpoint_rows<SBF>(
-                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * F2K; }, S);
+                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; }, S);
         }
         h = 0;
         new_base = c0;
     }
+
+    if (MMA) load_v();
 
     /* ---- cumulative gates and everything derived from them ---- */
     /* ONE: every warp, in registers, for its lanes' 4 channels: G and (KDA replay) the smallest
@@ -546,11 +626,18 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             sm.xq[t][c4 + e] = eg * qv;
             sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
             sm.G[t][c4 + e] = G[e];
+            if (MMA) /* columns 2t, 2t + 1 of the row phase's B operand */
+                sXd[2 * t * F2XDS + c4 + e] = (double)sm.xk[t][c4 + e],
+                                      sXd[(2 * t + 1) * F2XDS + c4 + e] = (double)sm.xq[t][c4 + e];
         }
-    } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window: zero vectors, so
-                                             * that the rows need no branch per slot */
+    } else if (!ONE && TC <= 4 && w < (MMA ? 4 : TC)) { /* a token slot past the window: zero
+                                                         * vectors, so that the rows need no branch per slot */
         *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (MMA)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sXd[2 * w * F2XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * F2XDS + c4 + e] = 0.0;
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
@@ -662,6 +749,55 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 st4(A.st.checkpoint, 1, cw + r * F2K, S[r]);
         }
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
+    } else if constexpr (MMA) {
+        /* D[row][2 t + type] = S0 row . (x_k,t | x_q,t) + sum_{i < h} u_i[row] (wk | wq)[t][i] on the
+         * FP64 tensor cores: 32 tiles over the channels (lane l: channels 16 j + 4 (l % 4) + e of its
+         * row, A from S, B from column l / 4 of sXd), two accumulators, then the ring in tiles of
+         * 4 entries (entry i0 + l % 4). Lane 4 r + t ends with row r's two values of token t, and
+         * finishes that row and token as the lanes of the kernels below do. */
+        const int cq = lane & 3, n = lane >> 2;
+        const double *xd = sXd + n * F2XDS + sch;
+        double d0 = 0.0, d1 = 0.0, e0 = 0.0, e1 = 0.0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const double2 x01 = *(const double2 *)(xd + 16 * j), x23 = *(const double2 *)(xd + 16 * j + 2);
+            dmma_8x8x4(d0, d1, (double)S[j][0], x01.x);
+            dmma_8x8x4(e0, e1, (double)S[j][1], x01.y);
+            dmma_8x8x4(d0, d1, (double)S[j][2], x23.x);
+            dmma_8x8x4(e0, e1, (double)S[j][3], x23.y);
+        }
+        const float *wcol = (n & 1) ? sm.wq[n >> 1] : sm.wk[n >> 1];
+        const bool wlive = (n >> 1) < T;
+#pragma unroll 1
+        for (int i0 = 0; i0 < h; i0 += 4) {
+            const int i = i0 + cq;
+            double a = 0.0, bw = 0.0;
+            if (i < h) {
+                a = (double)ld1s(sU, rbf, i * F2K + srow);
+                if (wlive) bw = (double)wcol[i];
+            }
+            dmma_8x8x4(d0, d1, a, bw);
+        }
+        const int t = cq;
+        const bool live = t < T;
+        const float vr = __shfl_sync(F2FULL, vreg(0), 8 * t + n); /* v of token t, row srow */
+        float dd = (float)(d0 + e0), o = (float)(d1 + e1), uw = 0.0f;
+#pragma unroll
+        for (int s2 = 0; s2 < TC; s2++) {
+            if (live && t == s2) {
+                const float u = sm.beta[t] * (vr - dd);
+                o = __fmaf_rn(u, sm.kq[t], o);
+                uw = round_dt(l.ring_dtype, u);
+            }
+            if (s2 + 1 < TC) {
+                const float us = __shfl_sync(F2FULL, uw, (lane & ~3) + s2);
+                if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
+            }
+        }
+        if (live) {
+            st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
+            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + srow, uw);
+        }
     } else if (MODE != MODE_PACKED) {
 #pragma unroll
         for (int g0 = 0; g0 < 8; g0 += RJ) {
@@ -811,7 +947,8 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
     if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
-    const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec);
+    const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec,
+                                A.mode == MODE_VERIFY && tc == 4);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
      * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {

@@ -141,6 +141,17 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     }
 }
 
+/* D += A B on the FP64 tensor cores, one 8 x 8 x 4 tile (mma m8n8k4): lane l holds A[l / 4][l % 4],
+ * B[l % 4][l / 4] and D[l / 4][2 (l % 4) + i] in d_i. f32 operands widen exactly and their
+ * products are exact in f64, so a dot product summed here and rounded once to f32 is at least as
+ * accurate as any f32 FMA chain (no TF32 anywhere). */
+__device__ __forceinline__ void dmma_8x8x4(double &d0, double &d1, double a, double b)
+{
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+        : "+d"(d0), "+d"(d1)
+        : "d"(a), "d"(b));
+}
+
 /* Ring weights of entries p = w, w + nw, .. < h (warp w of nw warps), over the warp's 128 channels
  * (lane: c4 .. c4 + 3; a(e), b(e) the lane's channels of the two vectors):
  *   wk[p] = (k_p . a) f_p,  wq[p] = (k_p . b) f_p,  f_p = 1 (KDA) or e^{G - G_p} (GDN, G_p = sG[p])
