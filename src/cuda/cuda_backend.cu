@@ -245,7 +245,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
          * (T = 4, B = 128 on the H200: 179.0 against 181.2 us; KDA, which also reads every
          * entry's gates, 196.1 against 195.1; bench/results/gpu-verify-switches.txt) */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
-        const int gdn_window = A.mode == MODE_VERIFY && A.l.gate != RSSM_GATE_KDA && p->io.tokens >= 3 && p->io.tokens <= 4;
+        const int gdn_window =
+            A.mode == MODE_VERIFY && A.l.gate != RSSM_GATE_KDA && p->io.tokens >= 3 && p->io.tokens <= 4;
         A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count || gdn_window;
         /* each head's rows over `split` CTAs of 512 / split threads, by what ran fastest in
          * the H200 sweeps (bench/results/gpu-ab-split*.txt): packed streams through more,

@@ -34,6 +34,10 @@
  * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
  * registers per thread, which together with S spilled 116-612 bytes per thread).
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
+ * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
+ * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
+ * instructions per warp); its lanes hold the state in that product's fragment layout (one row
+ * per 4 lanes, see MMA below), and its start fold reads the ring's keys staged as f32.
  *
  * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
  * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
@@ -51,8 +55,9 @@ namespace rssm_fast2
 #define F2NW 16
 #define F2K 128
 #define F2LMAX (RSSM_MAX_RING_LEN + 8)
-#define F2XDS 130 /* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so
-                   * that the two columns of a quarter-warp's 16-byte loads fall in different banks */
+/* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so that the two
+ * columns of a quarter-warp's 16-byte loads fall in different banks */
+#define F2XDS 130
 static_assert(F2K == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
@@ -626,9 +631,10 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             sm.xq[t][c4 + e] = eg * qv;
             sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
             sm.G[t][c4 + e] = G[e];
-            if (MMA) /* columns 2t, 2t + 1 of the row phase's B operand */
-                sXd[2 * t * F2XDS + c4 + e] = (double)sm.xk[t][c4 + e],
-                                      sXd[(2 * t + 1) * F2XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+            if (MMA) { /* columns 2t, 2t + 1 of the row phase's B operand */
+                sXd[2 * t * F2XDS + c4 + e] = (double)sm.xk[t][c4 + e];
+                sXd[(2 * t + 1) * F2XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+            }
         }
     } else if (!ONE && TC <= 4 && w < (MMA ? 4 : TC)) { /* a token slot past the window: zero
                                                          * vectors, so that the rows need no branch per slot */
@@ -947,8 +953,8 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
     if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
-    const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec,
-                                A.mode == MODE_VERIFY && tc == 4);
+    const size_t smem =
+        smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
      * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {
