@@ -7,16 +7,17 @@
  * after the H200 comparison (bench/results/earlier/gpu-bench.txt), kept in comments for the why.
  *
  * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
- * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each. Grids under one wave
+ * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each (windows of 3-4
+ * tokens: another lane layout, see MMA in the kernel). Grids under one wave
  * split a head's rows over A.split = 2 or 4 CTAs of 512 / split threads (part p owns rows
  * p * R .. p * R + R - 1, R = 128 / split), in one cluster with the other CTAs that read the
  * same ring, so a small batch streams its state through more SMs. Every CTA but the last wave's
  * also L2-prefetches (one thread, TMA bulk prefetch) the rows and committed ring entries of the
  * CTA A.pf_ahead places later in launch order, which starts about when this one ends.
- * After the row dot products' butterfly, each (row, token) value sits on one lane; that lane
- * finishes u and o of its row and token, the tokens of a row in order with one broadcast of u
- * per token. What v2 changes against v1 is the order of the memory traffic and where the ring
- * lives:
+ * After the row dot products' butterfly (MMA: their product's D fragment), each (row, token)
+ * value sits on one lane; that lane finishes u and o of its row and token, the tokens of a row
+ * in order with one broadcast of u per token. What v2 changes against v1 is the order of the
+ * memory traffic and where the ring lives:
  *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, v of the
  *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
  *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
@@ -25,10 +26,11 @@
  *     KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held);
  *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
  * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
- * B * HV <= 2 * SMs, and L <= 32): all L entries (u, k, G; KDA G of every entry) are copied
- * in round 1 next to S0, without waiting for the cursor; entries >= h are never used (they may
+ * B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
+ * entries (u, k, G; KDA G of every entry) are copied in round 1 next to S0, without waiting
+ * for the cursor; entries >= h are never used (they may
  * be written concurrently by this step's CTAs: a harmless read of unused bytes). Costs
- * (L - h) entries of extra reads, so it is off for bandwidth-bound grids.
+ * (L - h) entries of extra reads, so it is off for other bandwidth-bound grids.
  * After that no global load depends on another: the start fold, the ring weights, the end
  * fold and the rows read the ring from shared memory (v1 read ring_k after two barriers, the
  * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
@@ -166,7 +168,8 @@ __device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, in
 }
 
 /* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
- * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype) */
+ * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype), and what smem_of
+ * adds (KDA speculative G of every entry, the windows' f64 token vectors) */
 struct fixed_smem {
     float kn[8][F2K], qn[8][F2K], xk[8][F2K], xq[8][F2K], ks[8][F2K], G[8][F2K], gt[8][F2K];
     float wk[8][F2LMAX], wq[8][F2LMAX];
@@ -636,8 +639,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
                 sXd[(2 * t + 1) * F2XDS + c4 + e] = (double)sm.xq[t][c4 + e];
             }
         }
-    } else if (!ONE && TC <= 4 && w < (MMA ? 4 : TC)) { /* a token slot past the window: zero
-                                                         * vectors, so that the rows need no branch per slot */
+    } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
+                                             * rows): zero vectors, so that the rows need no branch */
         *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (MMA)
@@ -812,8 +815,8 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             for (int rr = 0; rr < RJ; rr++)
 #pragma unroll
                 for (int t = 0; t < TC; t++) {
-                    /* windows of up to 4 tokens: slots t >= T hold zero vectors (see above), so
-                     * no branch; of 5..8, registers are short and the branch stays */
+                    /* windows of 1-2 tokens have no slot past T; of 5..8, registers are short and
+                     * the branch stays */
                     float a = 0.0f, q = 0.0f;
                     if (TC <= 4 || t < T) {
 #pragma unroll
@@ -916,8 +919,8 @@ int rssm_cuda_fast2_ok(const kargs *A)
     return 1;
 }
 
-/* Once per context: the ring lives in dynamic shared memory (up to ~97 KiB at L = 64 with an
- * f32 ring), above the 48 KiB default: allow what a block may opt in to. */
+/* Once per context: the ring lives in dynamic shared memory (up to ~105 KiB at L = 64 with an
+ * f32 ring, windows of 3-4 tokens), above the 48 KiB default: allow what a block may opt in to. */
 cudaError_t rssm_cuda_fast2_init(int device)
 {
     using namespace rssm_fast2;
