@@ -241,9 +241,10 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     if (im->fast && rssm_cuda_fast2_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor. GDN windows of 3-4
-         * tokens always do (rings up to F2SPEC_LMAX = 32): on the FP64 tensor cores they are bound by latency at any
-         * batch (T = 4, B = 128 on the H200: 179.0 against 181.2 us; KDA, which also reads every entry's gates, 196.1
-         * against 195.1; bench/results/gpu-verify-switches.txt) */
+         * tokens always do (rings up to F2SPEC_LMAX = 32): on the FP64 tensor cores they are
+         * bound by latency at any batch (T = 4, B = 128 on the H200: 179.0 against 181.2 us;
+         * KDA, which also reads every entry's gates, 196.1 against 195.1;
+         * bench/results/gpu-verify-switches.txt) */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
         const int gdn_window =
             A.mode == MODE_VERIFY && A.l.gate != RSSM_GATE_KDA && p->io.tokens >= 3 && p->io.tokens <= 4;

@@ -17,9 +17,9 @@
  * slice of a head shares ring_g and, for KDA, ring_base) form one thread-block cluster and
  * pass a cluster barrier after reading the committed entries and before anyone writes new
  * ones (a start fold overwrites positions 0..T-1). (GDN prefill writes no ring data another
- * CTA reads, so its sliced lanes run without a cluster: cuda_backend.cu, launch_step.) When a GDN group does not fit
- * one cluster (group * slices > 8), the step kernel writes no ring_k and a second small kernel (gdn_write_k_kernel)
- * writes the new keys after it.
+ * CTA reads, so its sliced lanes run without a cluster: cuda_backend.cu, launch_step.) When a
+ * GDN group does not fit one cluster (group * slices > 8), the step kernel writes no ring_k
+ * and a second small kernel (gdn_write_k_kernel) writes the new keys after it.
  *
  * Packed decode runs the same code with an empty ring and an end fold on every token, so
  * replay at L = 1 (every step an end fold with h = 0) performs the same operations in the
