@@ -9,7 +9,10 @@
  * for <= 5%). It also times the same N layers with packed decode (rssm_decode_packed per layer,
  * nothing else: a packed engine has no cursor to move) and reports T_packed / T_full, the
  * step's speed-up as an engine sees it: the planner's kernels and the one cursor move per step
- * are shared by all N layers, where `replayssm bench` charges them to its one layer.
+ * are shared by all N layers, where `replayssm bench` charges them to its one layer. Last, the
+ * whole step with the planner's small-batch folds on (rssm_plan_set_small_batch: every row
+ * folds every step, so each layer moves packed's bytes through the replay kernels; the
+ * warm-up's first step folds the rings the runs before left).
  * Replays advance the cursors, so timing over a multiple of L replays averages whole ring
  * cycles, folds included; --phase staggered (the default) starts row b at cursor b mod L, so
  * that about B/L rows fold in each step, inphase starts every row at 0. On the CPU it times the
@@ -32,6 +35,7 @@ typedef struct step_arg {
     int packed; /* 1: rssm_decode_packed per layer, no plan_begin / plan_end */
     void *q, *k, *v, *a, *b, *o;
     float *A_log, *dt_bias;
+    int32_t *slots; /* [batch]: the rows' slots */
 } step_arg;
 
 static int step(void *p, void *stream)
@@ -90,16 +94,18 @@ static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind,
 int rssm_cli_bench_step(int argc, char **argv)
 {
     rssm_device dev = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
-    int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1;
+    int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1, small = 1;
     rssm_dtype io = RSSM_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
-                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160]\n"
+                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160] "
+                   "[--small-batch 0|1]\n"
                    "  one decode step of a model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, "
                    "kimi-linear: KDA H=HV=32; K=V=128, f32 state, bf16 ring, f32 io by default) through the "
-                   "runtime, as one CUDA graph vs the sum of its parts, and against N packed layers\n");
+                   "runtime, as one CUDA graph vs the sum of its parts, and against N packed layers; "
+                   "--small-batch 1 (default) also times the step with every row folded every step\n");
             return 0;
         } else if (!strcmp(a, "--model") && v) {
             if (strcmp(v, "qwen3-next") && strcmp(v, "kimi-linear"))
@@ -123,6 +129,8 @@ int rssm_cli_bench_step(int argc, char **argv)
             L = atoi(v), i++;
         } else if (!strcmp(a, "--reps") && v) {
             reps = atoi(v), i++;
+        } else if (!strcmp(a, "--small-batch") && v) {
+            small = atoi(v), i++;
         } else {
             fprintf(stderr, "bench-step: unknown or incomplete option '%s'\n", a);
             return 2;
@@ -164,7 +172,8 @@ int rssm_cli_bench_step(int argc, char **argv)
     st = rssm_plan_set(s.plan, B, slot, seq);
     if (st == RSSM_OK) st = rssm_pool_state(s.pool, 0, &st0);
     if (st == RSSM_OK) st = rssm_dev_upload(ctx, st0.cursor, cursor, sizeof(int32_t) * ((size_t)B + 1));
-    free(slot), free(seq), free(cursor);
+    s.slots = slot;
+    free(seq), free(cursor);
     if (st != RSSM_OK) goto fail;
     const size_t nqk = (size_t)B * H * 128, nv = (size_t)B * HV * 128, nab = (size_t)B * HV;
     const rssm_dtype f32 = RSSM_DTYPE_F32;
@@ -177,7 +186,7 @@ int rssm_cli_bench_step(int argc, char **argv)
         fprintf(stderr, "bench-step: out of device memory\n");
         goto out;
     }
-    double t_full, t_one, t_zero, t_packed;
+    double t_full, t_one, t_zero, t_packed, t_small = 0;
     const int warm = 2 * L;
     s.layers = layers;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_full)) != RSSM_OK) goto fail;
@@ -189,12 +198,22 @@ int rssm_cli_bench_step(int argc, char **argv)
     s.layers = 0;
     if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_zero)) != RSSM_OK) goto fail;
     const double parts = t_zero + layers * (t_one - t_zero);
+    if (small) {
+        s.layers = layers;
+        st = rssm_plan_set_small_batch(s.plan, B);
+        if (st == RSSM_OK) st = rssm_plan_set(s.plan, B, s.slots, NULL);
+        if (st == RSSM_OK) st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_small);
+        if (st != RSSM_OK) goto fail;
+    }
     printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, %s io, L=%d), batch %d "
            "%s, %d replays\n",
            dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, kda ? "KDA" : "GDN", H,
            HV, io == RSSM_DTYPE_BF16 ? "bf16" : "f32", L, B, staggered ? "staggered" : "in phase", reps);
     printf("  packed step (N layers)           %10.2f us\n", t_packed);
     printf("  whole replay step                %10.2f us   (%.3fx packed)\n", t_full, t_packed / t_full);
+    if (small)
+        printf("  replay step, every row folded    %10.2f us   (%.3fx packed; rssm_plan_set_small_batch)\n", t_small,
+               t_packed / t_small);
     printf("  begin + 1 layer + end            %10.2f us\n", t_one);
     printf("  begin + end                      %10.2f us\n", t_zero);
     printf("  sum of parts  (T0 + N (T1 - T0)) %10.2f us\n", parts);
@@ -211,7 +230,7 @@ out:
     rssm_dev_free(ctx, s.b), rssm_dev_free(ctx, s.A_log), rssm_dev_free(ctx, s.dt_bias), rssm_dev_free(ctx, s.o);
     rssm_plan_free(s.plan);
     rssm_pool_free(s.pool);
-    free(ls);
+    free(ls), free(s.slots);
     rssm_context_free(ctx);
     return rc;
 }

@@ -7,6 +7,7 @@
  * layer), like an embedding, so two requests with the same tokens see the same inputs.
  * Device buffers come from device.h, so the same code runs on reference, CPU and CUDA.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,15 +119,17 @@ static void fill_inputs(rt_model *m, int l, int T, const int32_t *tok)
     }
 }
 
-/* One step of every layer through the planner (rssm_plan_set done by the caller).
+/* One step of every layer on the planner's rows (rssm_plan_set done by the caller): through
+ * the planner (begin, rssm_decode_replay or rssm_verify per layer, end), or with packed = 1
+ * one rssm_decode_packed per layer on its rows and nothing else (no cursor moves).
  * tok [B*T]; accepted [B] for verify (NULL for decode); out [NL][B*T*HV*V] or NULL. */
-static rssm_status model_step(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, int T, const int32_t *tok,
-                              const int32_t *accepted, float *out)
+static rssm_status model_run(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, int T, const int32_t *tok,
+                             const int32_t *accepted, float *out, int packed)
 {
     rssm_status st = RSSM_OK;
     void *stream = rssm_dev_stream(m->ctx);
     if (mode == RSSM_PLAN_VERIFY && (st = rssm_plan_set_accepted(plan, m->B, accepted)) != RSSM_OK) return st;
-    if ((st = rssm_plan_begin(plan, mode, T, stream)) != RSSM_OK) return st;
+    if (!packed && (st = rssm_plan_begin(plan, mode, T, stream)) != RSSM_OK) return st;
     const size_t no = (size_t)m->B * T * m->HV * m->V;
     for (int l = 0; l < NL && st == RSSM_OK; l++) {
         fill_inputs(m, l, T, tok);
@@ -138,15 +141,23 @@ static rssm_status model_step(rt_model *m, rssm_plan *plan, rssm_plan_mode mode,
         io.q = m->d[0], io.k = m->d[1], io.v = m->d[2], io.g = m->d[3], io.beta = m->d[4], io.o = m->d[5];
         rssm_state s;
         rssm_pool_state(m->pool, l, &s);
+        if (packed) io.fold = NULL;
         if (st == RSSM_OK)
-            st = mode == RSSM_PLAN_DECODE ? rssm_decode_replay(m->ctx, &m->ly[l], &s, &io, stream)
-                                          : rssm_verify(m->ctx, &m->ly[l], &s, &io, stream);
+            st = packed                      ? rssm_decode_packed(m->ctx, &m->ly[l], &s, &io, stream)
+                 : mode == RSSM_PLAN_DECODE ? rssm_decode_replay(m->ctx, &m->ly[l], &s, &io, stream)
+                                            : rssm_verify(m->ctx, &m->ly[l], &s, &io, stream);
         if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
         if (st == RSSM_OK && out) st = rssm_dev_download(m->ctx, out + (size_t)l * no, m->d[5], no * sizeof(float));
     }
-    if (st == RSSM_OK) st = rssm_plan_end(plan, stream);
+    if (st == RSSM_OK && !packed) st = rssm_plan_end(plan, stream);
     if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
     return st;
+}
+
+static rssm_status model_step(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, int T, const int32_t *tok,
+                              const int32_t *accepted, float *out)
+{
+    return model_run(m, plan, mode, T, tok, accepted, out, 0);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -287,6 +298,125 @@ void rt_suite_pool(rssm_context *ctx, rt_counts *c)
 
 /* ---- planner ------------------------------------------------------------------------------- */
 
+/* max |x - y| / max |y| over n values */
+static double rel_diff(const float *x, const float *y, size_t n)
+{
+    double d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)x[i] - y[i]));
+        s = fmax(s, fabs((double)y[i]));
+    }
+    return s > 0 ? d / s : d;
+}
+
+/* rssm_plan_set_small_batch: a step of at most max_rows live rows folds every live row. Slot a
+ * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
+ * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
+ * there a's cursor stays at 0 and a reproduces packed decode (bit for bit on the CPU and CUDA
+ * back ends; the reference rounds each op once from float64, so within 1e-6 there). */
+static void plan_small_batch(rssm_context *ctx, rssm_gate gate, rt_counts *c)
+{
+    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    const int exact = rssm_context_device(ctx) != RSSM_DEVICE_REFERENCE;
+    rssm_pool *p = make_pool(ctx, gate, 4);
+    rt_model m;
+    rssm_plan *small = NULL, *plain = NULL;
+    memset(&m, 0, sizeof m);
+    if (!p || !model_init(&m, ctx, p, 2, 1) || rssm_plan_create(p, 2, 0, &small) != RSSM_OK ||
+        rssm_plan_create(p, 2, 0, &plain) != RSSM_OK || rssm_plan_set_small_batch(small, 1) != RSSM_OK) {
+        rt_case(c, 0, "plan/%s small-batch setup", gn);
+        goto out;
+    }
+    int32_t a = -1, b = -1, cs = -1;
+    rssm_pool_acquire(p, &a), rssm_pool_acquire(p, &b), rssm_pool_acquire(p, &cs);
+    const size_t no = (size_t)NL * 2 * m.HV * m.V, row = (size_t)m.HV * m.V; /* out [NL][B=2][HV*V] */
+    float *oa = calloc(no, sizeof(float)), *ob = calloc(no, sizeof(float));
+    if (!oa || !ob) {
+        rt_case(c, 0, "plan/%s small-batch: host memory", gn);
+        free(oa), free(ob);
+        goto out;
+    }
+    /* a and b: two plain replay steps as rows of one batch (ring 2 of L = 4) */
+    const int32_t ab[2] = {a, b}, a_only[2] = {a, -1}, b_only[2] = {b, -1}, c_only[2] = {cs, -1}, ac[2] = {a, cs};
+    rssm_status st = rssm_plan_set(plain, 2, ab, NULL);
+    for (int i = 0; i < 2 && st == RSSM_OK; i++) {
+        const int32_t tok[2] = {300 + i, 300 + i};
+        st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
+    }
+    /* one step: a small (1 live row <= 1), b plain; the same outputs, a folded */
+    const int32_t t0[2] = {400, 0};
+    uint8_t fold_d[2] = {9, 9}, fold_h[2] = {9, 9};
+    if (st == RSSM_OK) st = rssm_plan_set(small, 2, a_only, NULL);
+    if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t0, NULL, oa);
+    if (st == RSSM_OK) st = rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(small), 2);
+    if (st == RSSM_OK) st = rssm_plan_fold_rows(small, RSSM_PLAN_DECODE, fold_h);
+    if (st == RSSM_OK) st = rssm_plan_set(plain, 2, b_only, NULL);
+    if (st == RSSM_OK) st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, t0, NULL, ob);
+    int32_t ca = -1, cb = -1;
+    rssm_pool_cursor(p, a, &ca), rssm_pool_cursor(p, b, &cb);
+    int same = 1;
+    double first = 0;
+    for (int l = 0; l < NL; l++) {
+        same &= !memcmp(oa + l * 2 * row, ob + l * 2 * row, row * sizeof(float));
+        first = fmax(first, rel_diff(oa + l * 2 * row, ob + l * 2 * row, row));
+    }
+    /* a folding step may compute its output from the folded state (the CPU back end does): the
+     * same value, rounded in another order */
+    rt_case(c, st == RSSM_OK && first <= 1e-6 && ca == 0 && cb == 3 && fold_d[0] == 1 && fold_d[1] == 0 && !fold_h[0],
+            "plan/%s small batch: a row with 2 ring entries folds on the step (cursor %d, plain %d), the same outputs "
+            "(%s, max rel diff %.3g); fold flags [%d %d], no snapshot point in the host mirror%s%s",
+            gn, ca, cb, same ? "bit for bit" : "rounded apart", first, fold_d[0], fold_d[1], st ? " — " : "",
+            st ? err(st) : "");
+    /* from the folded a: c = its checkpoint; a small, c packed, 6 steps */
+    if (st == RSSM_OK) st = rssm_pool_copy_checkpoint(p, a, p, cs);
+    if (st == RSSM_OK) st = rssm_plan_set(plain, 2, c_only, NULL);
+    double worst = 0;
+    int cursor_ok = 1;
+    same = 1;
+    for (int i = 0; i < 6 && st == RSSM_OK; i++) {
+        const int32_t tok[2] = {500 + i, 0};
+        st = model_step(&m, small, RSSM_PLAN_DECODE, 1, tok, NULL, oa);
+        if (st == RSSM_OK) st = model_run(&m, plain, RSSM_PLAN_DECODE, 1, tok, NULL, ob, 1);
+        for (int l = 0; l < NL; l++) {
+            same &= !memcmp(oa + l * 2 * row, ob + l * 2 * row, row * sizeof(float));
+            worst = fmax(worst, rel_diff(oa + l * 2 * row, ob + l * 2 * row, row));
+        }
+        rssm_pool_cursor(p, a, &ca);
+        cursor_ok &= ca == 0;
+    }
+    const int states = st == RSSM_OK && same_state(p, a, p, cs, RSSM_EXPORT_MATERIALIZED);
+    rt_case(c, st == RSSM_OK && cursor_ok && (exact ? same && states : worst <= 1e-6),
+            "plan/%s small batch: 6 steps == packed decode (%s, max rel diff %.3g; checkpoints %s), cursor stays 0%s%s",
+            gn, same ? "bit for bit" : "differ", worst, states ? "equal" : "differ", st ? " — " : "",
+            st ? err(st) : "");
+    /* 2 live rows > 1: a plain step, no fold, cursors move */
+    if (st == RSSM_OK) st = rssm_plan_set(small, 2, ac, NULL);
+    const int32_t t1[2] = {600, 601};
+    if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t1, NULL, NULL);
+    if (st == RSSM_OK) st = rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(small), 2);
+    rssm_pool_cursor(p, a, &ca), rssm_pool_cursor(p, cs, &cb);
+    rt_case(c, st == RSSM_OK && ca == 1 && cb == 1 && !fold_d[0] && !fold_d[1],
+            "plan/%s small batch: 2 live rows over the limit of 1 replay as usual (cursors %d %d)%s%s", gn, ca, cb,
+            st ? " — " : "", st ? err(st) : "");
+    /* the limit: AUTO resolves by device (host devices: never), bad values are refused */
+    int lim_ok = rssm_plan_set_small_batch(small, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
+    const int32_t autolim = rssm_plan_small_batch(small);
+    lim_ok &= rssm_context_device(ctx) == RSSM_DEVICE_CUDA ? autolim >= 0 : autolim == 0;
+    lim_ok &= rssm_plan_set_small_batch(small, -2) == RSSM_ERROR_BAD_ARGUMENT && *rssm_last_error();
+    lim_ok &= rssm_plan_set_small_batch(NULL, 1) == RSSM_ERROR_NULL_POINTER && rssm_plan_small_batch(NULL) == 0;
+    lim_ok &= rssm_plan_small_batch(small) == autolim; /* a refused call changed nothing */
+    lim_ok &= rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_dev_stream(ctx)) == RSSM_OK &&
+              rssm_plan_set_small_batch(small, 4) == RSSM_ERROR_BAD_ARGUMENT &&
+              rssm_plan_end(small, rssm_dev_stream(ctx)) == RSSM_OK && rssm_dev_sync(ctx) == RSSM_OK;
+    rt_case(c, lim_ok, "plan/%s small batch: AUTO = %d rows here; -2, NULL and a call inside a step refused", gn,
+            autolim);
+    free(oa), free(ob);
+out:
+    model_free(&m);
+    rssm_plan_free(small), rssm_plan_free(plain);
+    rssm_pool_free(p);
+}
+
 void rt_suite_plan(rssm_context *ctx, rt_counts *c)
 {
     rssm_pool *p = make_pool(ctx, RSSM_GATE_GDN, 6);
@@ -405,6 +535,8 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
     }
     rssm_plan_free(plan);
     rssm_pool_free(p);
+    plan_small_batch(ctx, RSSM_GATE_GDN, c);
+    plan_small_batch(ctx, RSSM_GATE_KDA, c);
 }
 
 /* ---- export / import ------------------------------------------------------------------------ */

@@ -68,6 +68,8 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
         printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
     printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
     printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
+    if (rp->small_rows > 0)
+        printf("%-28s %14s %14lld\n", "  small, every row folded", "-", rp->small_steps);
     printf("%-28s %14.1f %14.1f\n", "requests per decode step",
            pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
            rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);
@@ -174,12 +176,13 @@ void sim_print_json(const sim_config *c, const sim_result *pk, const sim_result 
                "\"prefill_forwards\": %lld, \"prefill_tokens\": %lld, \"prefill_rows\": %lld, "
                "\"prefill_longest_tokens\": %lld, \"prep_seconds\": %.4f, "
                "\"forward_seconds\": %.4f, \"mixer_seconds\": %.4f, \"dense_seconds\": %.4f, \"bookkeeping_seconds\": "
-               "%.4f, \"stream_hash\": \"%016llx\"}",
+               "%.4f, \"small_batch_rows\": %d, \"small_batch_steps\": %lld, \"stream_hash\": \"%016llx\"}",
                i ? "replay" : "packed", tok_s(r[i]), r[i]->decode_tokens / r[i]->decode_seconds, bytes_tok(r[i]),
                r[i]->memory, hit_rate(r[i]), reuse(r[i]), acceptance(r[i]), r[i]->generated, r[i]->seconds,
                r[i]->decode_seconds, r[i]->prefill_seconds, r[i]->prefill_forwards, r[i]->prefill_tokens,
                r[i]->prefill_rows, r[i]->prefill_longest, r[i]->t_prep, r[i]->t_forward, r[i]->t_mixer, r[i]->t_dense,
-               r[i]->t_book, (unsigned long long)sim_stream_hash(r[i], c->requests));
+               r[i]->t_book, r[i]->small_rows, r[i]->small_steps,
+               (unsigned long long)sim_stream_hash(r[i], c->requests));
     if (t)
         printf(
             ", \"tp\": {\"ranks\": %d, \"transport\": \"%s\", \"tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "

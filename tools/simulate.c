@@ -462,7 +462,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         CHECK(rssm_pool_create(ctx, h->layers, nl, c->snapshots, &h->snap_pool));
         CHECK(rssm_prefix_cache_create(h->snap_pool, 0, 0, &h->cache));
         CHECK(rssm_plan_create(h->pool, B, c->track_interval, &h->plan));
+        if (replay) CHECK(rssm_plan_set_small_batch(h->plan, c->small_batch));
     }
+    res->small_rows = rssm_plan_small_batch(e->sh[0].plan);
     res->memory =
         rssm_pool_memory(e->sh[0].pool) + rssm_pool_memory(e->sh[0].snap_pool) + rssm_plan_memory(e->sh[0].plan);
     CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
@@ -549,6 +551,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
             CHECK(rssm_plan_set(h->plan, B, slot, seq));
         CHECK(rssm_plan_fold_rows(e->sh[0].plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
+        /* a small decode step folds every row (fold[] keeps the prefix snapshot points) */
+        const int every = replay && T == 1 && n <= res->small_rows;
+        res->small_steps += every;
         const double tf = now_s();
         res->t_prep += tf - td;
         if (c->profile) e->prof_mixer = &res->t_mixer, e->prof_dense = &res->t_dense;
@@ -603,9 +608,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
             const double io = rssm_bm_io_token(l);
             if (replay && T == 1) {
                 const int h = r->cursor; /* decode-only runs never start-fold */
-                const int fold_end = h + 1 == l->ring_len || fold[row];
+                const int fold_end = h + 1 == l->ring_len || fold[row] || every;
                 res->state_bytes += nl * (rssm_bm_replay_step(l, h, fold_end) - io);
-                r->cursor = rssm_cursor_after_decode(r->cursor, l->ring_len, fold[row]);
+                r->cursor = rssm_cursor_after_decode(r->cursor, l->ring_len, fold[row] || every);
             } else if (replay) {
                 const int start = rssm_start_fold(r->cursor, T, l->ring_len, fold[row]);
                 res->state_bytes += nl * (rssm_bm_verify_replay(l, r->cursor, T, start) - T * io);
@@ -705,6 +710,8 @@ static void usage(void)
            "  --threads N              CPU threads (default: all cores)\n"
            "  --profile                time mixers and dense parts separately (synchronises; slower)\n"
            "  --repeat N               run the packed / replay pair N times, report the last (default 1)\n"
+           "  --small-batch auto|N     replay: decode steps of at most N requests fold every row, as packed\n"
+           "                           decode moves the state (default auto: by device; cpu never; 0 = off)\n"
            "  --tp N                   also run replay with the heads split over N ranks (tensor parallel)\n"
            "                           and check its token streams equal the unsharded run's; cpu: the N\n"
            "                           ranks in this process; cuda: one process per GPU over NCCL (N=1:\n"
@@ -791,7 +798,7 @@ int rssm_cli_simulate(int argc, char **argv)
     c.model.seed = 1;
     c.requests = 48, c.max_batch = 16, c.system_len = 48, c.user_min = 8, c.user_max = 24;
     c.gen_min = 24, c.gen_max = 48, c.arrival_gap = 2, c.spec = 1, c.track_interval = 16, c.snapshots = 64;
-    c.followup = 0.4, c.repeat = 1;
+    c.followup = 0.4, c.repeat = 1, c.small_batch = RSSM_PLAN_SMALL_BATCH_AUTO;
     int layers = 0, ring_len = 16;
     rssm_dtype ring = RSSM_DTYPE_F32;
     for (int i = 1; i < argc; i++) {
@@ -837,6 +844,8 @@ int rssm_cli_simulate(int argc, char **argv)
             c.threads = atoi(v);
         else if (ARG("--repeat"))
             c.repeat = atoi(v);
+        else if (ARG("--small-batch"))
+            c.small_batch = !strcmp(v, "auto") ? RSSM_PLAN_SMALL_BATCH_AUTO : atoi(v);
         else if (ARG("--tp")) {
             c.tp = atoi(v);
             if (c.tp < 1) return fprintf(stderr, "simulate: --tp %s: need a rank count >= 1\n", v), 2;
@@ -849,7 +858,8 @@ int rssm_cli_simulate(int argc, char **argv)
     c.model.layer.ring_dtype = ring;
     c.model.layer.io_dtype = RSSM_DTYPE_BF16; /* the model's activations (sim_model.h) */
     if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 || c.gen_min < 1 ||
-        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0 || c.repeat < 1)
+        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0 || c.repeat < 1 ||
+        c.small_batch < RSSM_PLAN_SMALL_BATCH_AUTO)
         return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
     c.progress = !c.json && isatty(2);
     if (c.tp > 0) {

@@ -24,6 +24,7 @@ typedef struct sim_config {
     int profile; /* synchronise around each part of a decode step to time it (slower) */
     int repeat;  /* run the packed / replay pair this many times; the last pair is reported */
     int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
+    int small_batch; /* replay: rssm_plan_set_small_batch's max_rows (RSSM_PLAN_SMALL_BATCH_AUTO by default) */
 } sim_config;
 
 typedef struct request {
@@ -60,6 +61,8 @@ typedef struct sim_result {
      * forward is split further into mixers and dense parts (each synchronised) */
     double t_prep, t_forward, t_book, t_mixer, t_dense;
     long long active_rows; /* sum over decode steps of the rows holding a request */
+    long long small_steps; /* replay decode steps that folded every row (rssm_plan_set_small_batch) */
+    int small_rows;        /* the planner's small-batch limit in rows (0: off) */
     size_t memory;         /* state memory of one rank (pools and planner; the whole run without --tp) */
     int tp;                /* 0: unsharded; N: heads split over N ranks */
     request *rq;           /* the run's requests (token streams) */

@@ -273,6 +273,8 @@ _RUNTIME_PROTOTYPES = {
     "rssm_plan_io": (_ST, [_P, _IO_P]),
     "rssm_plan_end": (_ST, [_P, _P]),
     "rssm_plan_fold_rows": (_ST, [_P, _c_enum, _P]),
+    "rssm_plan_set_small_batch": (_ST, [_P, _I32]),
+    "rssm_plan_small_batch": (_I32, [_P]),
     "rssm_plan_slot_buffer": (_P, [_P]),
     "rssm_plan_fold_buffer": (_P, [_P]),
     "rssm_plan_seq_len_buffer": (_P, [_P]),

@@ -224,6 +224,15 @@ class Plan:
         sl = None if seq_len is None else _i32_array(seq_len, "seq_len", n)
         _lib.call("rssm_plan_set", self.handle, n, s.ctypes.data, None if sl is None else sl.ctypes.data)
 
+    def set_small_batch(self, max_rows="auto") -> None:
+        """Decode steps of at most max_rows live rows fold every row (replay then moves the state as
+        packed decode does, which is faster on grids too small to be bound by bandwidth); 0 = never,
+        "auto" = by device (rssm_plan_set_small_batch). Takes effect from the next set()."""
+        n = -1 if max_rows == "auto" else int(max_rows)
+        _lib.call("rssm_plan_set_small_batch", self.handle, n)
+
+    small_batch = property(lambda s: int(_lib.lib().rssm_plan_small_batch(s.handle)))
+
     def set_accepted(self, accepted) -> None:
         a = _i32_array(accepted, "accepted")
         _lib.call("rssm_plan_set_accepted", self.handle, a.shape[0], a.ctypes.data)

@@ -68,6 +68,37 @@ def test_plan_decode_over_layers_matches_recurrence(ctx):
     pool.validate()
 
 
+def test_plan_small_batch_folds_every_row(ctx):
+    """With the small-batch limit a step of few rows folds every row: the cursor stays at 0 and
+    the outputs are still the recurrence's; over the limit the ring fills as usual."""
+    pool = Pool(ctx, LAYERS, 4)
+    s = [pool.acquire(), pool.acquire()]
+    plan = Plan(pool, batch=3)
+    plan.set_small_batch(1)
+    assert plan.small_batch == 1
+    probs = [Problem(layer, [s[0], -1, -1], T=6, seed=40 + i, initial_state=np.zeros((3, 4, 8, 16)))
+             for i, layer in enumerate(LAYERS)]
+    for t in range(6):
+        plan.set([s[0]])
+        plan.begin("decode")
+        for i, (layer, p) in enumerate(zip(LAYERS, probs)):
+            o = rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold, **p.token(t))
+            assert rel_err(from_io(o, "f32")[:1], p.o[:1, t]) < tol("f32")
+        plan.end()
+        assert pool.cursor(s[0]) == 0
+    plan.set(s)  # 2 live rows > 1: plain replay
+    plan.begin("decode")
+    for i, layer in enumerate(LAYERS):
+        rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold, **probs[i].token(0))
+    plan.end()
+    assert pool.cursor(s[0]) == 1 and pool.cursor(s[1]) == 1
+    plan.set_small_batch("auto")
+    assert plan.small_batch >= 0 if ctx.is_cuda else plan.small_batch == 0
+    with pytest.raises(rs.ReplaySSMError) as e:
+        plan.set_small_batch(-2)
+    assert e.value.status_name == "RSSM_ERROR_BAD_ARGUMENT"
+
+
 def test_export_import_roundtrip(ctx):
     pool = Pool(ctx, LAYERS, 3)
     s = pool.acquire()

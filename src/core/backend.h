@@ -62,5 +62,6 @@ void *rssm_cuda_stream(rssm_context *ctx);
 rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup, int reps,
                            double *us_per_rep);
 rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps);
+int rssm_cuda_sm_count(rssm_context *ctx);
 
 #endif /* RSSM_BACKEND_H */

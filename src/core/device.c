@@ -137,6 +137,8 @@ static void bw_task(void *arg, int64_t begin, int64_t end, int thread)
             a[i] = b[i];
 }
 
+int rssm_dev_sm_count(rssm_context *ctx) { return ctx && on_cuda(ctx) ? rssm_cuda_sm_count(ctx) : 0; }
+
 rssm_status rssm_dev_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps)
 {
     if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_dev_bandwidth: ctx is NULL");

@@ -54,6 +54,9 @@ rssm_status rssm_dev_time(rssm_context *ctx, rssm_dev_work work, void *arg, int 
  * three streams (STREAM's convention). GB/s = 1e9 bytes per second. */
 rssm_status rssm_dev_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps);
 
+/* Multiprocessors of a CUDA context's GPU; 0 on host devices (and for NULL). */
+int rssm_dev_sm_count(rssm_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif

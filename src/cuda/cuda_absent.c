@@ -45,3 +45,4 @@ rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gb
 {
     return ABSENT;
 }
+int rssm_cuda_sm_count(rssm_context *ctx) { return 0; }

@@ -616,6 +616,8 @@ __global__ void bw_triad_kernel(float4 *__restrict__ a, const float4 *__restrict
     }
 }
 
+extern "C" int rssm_cuda_sm_count(rssm_context *ctx) { return impl_of(ctx)->sm_count; }
+
 extern "C" rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps)
 {
     cuda_impl *im = impl_of(ctx);

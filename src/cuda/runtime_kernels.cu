@@ -1,7 +1,8 @@
 /*
  * runtime_kernels.cu — the step planner's device kernels (src/runtime/plan.c calls them on
  * CUDA contexts; the same rules run as host loops there otherwise):
- *   plan_fold: fold[b] = rssm_rt_fold_rule(slot[b], seq_len[b])   (forced prefix-snapshot folds)
+ *   plan_fold: fold[b] = rssm_rt_fold_rule(slot[b], seq_len[b], *every)   (forced folds: prefix
+ *              snapshots, and every live row of a small-batch decode step)
  *   plan_seq:  seq_len[b] += 1 (decode) or accepted[b] (verify), padding rows unchanged
  * One thread per row; enqueued on the caller's stream, no allocation or synchronisation, so
  * both can be captured in a CUDA graph with the rest of the step.
@@ -13,11 +14,11 @@
 
 extern "C" rssm_status rssm_fail(rssm_status status, const char *fmt, ...);
 
-static __global__ void plan_fold_kernel(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
-                                        int32_t n_slots, int32_t mode, int32_t track)
+static __global__ void plan_fold_kernel(const int32_t *slot, const int32_t *seq_len, const int32_t *every,
+                                        uint8_t *fold, int32_t batch, int32_t n_slots, int32_t mode, int32_t track)
 {
     const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
-    if (b < batch) fold[b] = rssm_rt_fold_rule(slot[b], n_slots, seq_len[b], mode, track);
+    if (b < batch) fold[b] = rssm_rt_fold_rule(slot[b], n_slots, seq_len[b], mode, track, *every);
 }
 
 static __global__ void plan_seq_kernel(const int32_t *slot, int32_t *seq_len, const int32_t *accepted, int32_t batch,
@@ -34,13 +35,14 @@ static rssm_status launched(const char *what)
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
-                                              int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
-                                              void *stream)
+extern "C" rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, const int32_t *every,
+                                              uint8_t *fold, int32_t batch, int32_t n_slots, int32_t mode,
+                                              int32_t tokens, int32_t track, void *stream)
 {
     (void)tokens;
     const int threads = 128, blocks = (batch + threads - 1) / threads;
-    plan_fold_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(slot, seq_len, fold, batch, n_slots, mode, track);
+    plan_fold_kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(slot, seq_len, every, fold, batch, n_slots, mode,
+                                                                   track);
     return launched("rssm_plan_begin (fold kernel)");
 }
 

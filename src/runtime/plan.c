@@ -8,9 +8,10 @@
  *   rssm_plan_end    (capturable)  rssm_advance / rssm_commit, then seq_len[b] += 1 / accepted[b]
  *
  * Device memory (one allocation, each buffer on a 256-byte boundary):
- *   slot [batch] i32 | seq_len [batch] i32 | accepted [batch] i32 | fold [batch] u8
- * The host keeps a staging copy of slot and seq_len with the same layout, so that the two
- * go up in one upload. On CUDA the fold and seq_len updates are kernels (runtime_kernels.cu);
+ *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8
+ * `every` is 1 when the step is a small batch that folds every live row (rssm_plan_set_small_batch).
+ * The host keeps a staging copy of slot, seq_len and every with the same layout, so that the
+ * three go up in one upload. On CUDA the fold and seq_len updates are kernels (runtime_kernels.cu);
  * on host devices the same rules run as loops here.
  */
 #include <stdio.h>
@@ -25,13 +26,16 @@ struct rssm_plan {
     int32_t batch, track;
     unsigned char *mem;  /* device */
     unsigned char *host; /* staging: [slot | seq_len] as on the device */
-    size_t bytes, off_seq, off_acc, off_fold;
-    int32_t *slot, *seq, *acc; /* device */
+    size_t bytes, off_seq, off_every, off_acc, off_fold;
+    int32_t *slot, *seq, *every, *acc; /* device */
     uint8_t *fold;             /* device */
     /* rssm_plan_set's duplicate check in O(n): mark[s] = (call << 32) | row of the first row that
      * named slot s in call number `call` (host [pool n_slots]; stale entries have an older call) */
     uint64_t *mark;
     uint32_t call;
+    /* small batches: a decode step of at most small_rows live rows folds every row (0: never;
+     * resolved from RSSM_PLAN_SMALL_BATCH_AUTO at the call that set it) */
+    int32_t small_rows;
     int set;   /* rssm_plan_set was called */
     int begun; /* between begin and end */
     rssm_plan_mode mode;
@@ -60,9 +64,10 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->track = track_interval;
     const size_t n4 = al((size_t)batch * 4);
     p->off_seq = n4;
-    p->off_acc = 2 * n4;
-    p->off_fold = 3 * n4;
-    p->bytes = 3 * n4 + al((size_t)batch);
+    p->off_every = 2 * n4;
+    p->off_acc = p->off_every + RSSM_RT_ALIGN;
+    p->off_fold = p->off_acc + n4;
+    p->bytes = p->off_fold + al((size_t)batch);
     p->host = calloc(1, p->off_acc);
     p->mark = calloc((size_t)pool->n_slots, sizeof *p->mark);
     if (!p->host || !p->mark) {
@@ -80,6 +85,7 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->mem = mem;
     p->slot = (int32_t *)p->mem;
     p->seq = (int32_t *)(p->mem + p->off_seq);
+    p->every = (int32_t *)(p->mem + p->off_every);
     p->acc = (int32_t *)(p->mem + p->off_acc);
     p->fold = p->mem + p->off_fold;
     /* every row padding, seq 0, accepted 0, no fold */
@@ -139,10 +145,13 @@ rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const
             return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: seq_len[%d] = %d < 0", fn, i, seq_len[i]);
     }
     int32_t *hs = (int32_t *)plan->host, *hq = (int32_t *)(plan->host + plan->off_seq);
+    int32_t live = 0;
     for (int32_t b = 0; b < plan->batch; b++) {
         hs[b] = b < n ? slot[b] : -1;
         hq[b] = (b < n && seq_len && slot[b] >= 0) ? seq_len[b] : 0;
+        live += hs[b] >= 0;
     }
+    *(int32_t *)(plan->host + plan->off_every) = live > 0 && live <= plan->small_rows;
     rssm_context *ctx = pool->ctx;
     rssm_status st = rssm_dev_sync(ctx); /* the previous step no longer reads the buffers */
     if (st == RSSM_OK) st = rssm_dev_upload(ctx, plan->mem, plan->host, plan->off_acc);
@@ -171,6 +180,30 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     return st;
 }
 
+/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA: fold every row while the per-head grid (one CTA per row
+ * and value head) has at most SMALL_BATCH_HEADS_PER_SM of them per multiprocessor, where
+ * bench-step measured replay's whole step slower than packed's (bench/results/README.md,
+ * "Small batches"). Host devices: never (their replay is not faster at any batch). */
+#define SMALL_BATCH_HEADS_PER_SM 2
+
+rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
+{
+    const char *fn = "rssm_plan_set_small_batch";
+    if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
+    if (max_rows < RSSM_PLAN_SMALL_BATCH_AUTO)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: max_rows %d < 0 (0 = never, RSSM_PLAN_SMALL_BATCH_AUTO = by device)",
+                         fn, max_rows);
+    if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
+    if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
+        const int sms = rssm_dev_sm_count(plan->pool->ctx);
+        max_rows = sms * SMALL_BATCH_HEADS_PER_SM / plan->pool->lm[0].layer.num_v_heads;
+    }
+    plan->small_rows = max_rows;
+    return RSSM_OK;
+}
+
+int32_t rssm_plan_small_batch(const rssm_plan *plan) { return plan ? plan->small_rows : 0; }
+
 rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens, void *stream)
 {
     const char *fn = "rssm_plan_begin";
@@ -187,11 +220,12 @@ rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens
     const int32_t ns = plan->pool->n_slots;
     rssm_status st = RSSM_OK;
     if (on_cuda(plan)) {
-        st = rssm_rt_cuda_plan_fold(plan->slot, plan->seq, plan->fold, plan->batch, ns, (int32_t)mode, tokens,
-                                    plan->track, stream);
+        st = rssm_rt_cuda_plan_fold(plan->slot, plan->seq, plan->every, plan->fold, plan->batch, ns, (int32_t)mode,
+                                    tokens, plan->track, stream);
     } else {
         for (int32_t b = 0; b < plan->batch; b++)
-            plan->fold[b] = rssm_rt_fold_rule(plan->slot[b], ns, plan->seq[b], (int32_t)mode, plan->track);
+            plan->fold[b] =
+                rssm_rt_fold_rule(plan->slot[b], ns, plan->seq[b], (int32_t)mode, plan->track, *plan->every);
     }
     if (st != RSSM_OK) return st;
     plan->mode = mode;
@@ -246,14 +280,15 @@ rssm_status rssm_plan_fold_rows(const rssm_plan *plan, rssm_plan_mode mode, uint
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_plan_fold_rows: unknown mode %d", (int)mode);
     const int32_t *hs = (const int32_t *)plan->host, *hq = (const int32_t *)(plan->host + plan->off_seq);
     for (int32_t b = 0; b < plan->batch; b++)
-        fold[b] = rssm_rt_fold_rule(hs[b], plan->pool->n_slots, hq[b], (int32_t)mode, plan->track);
+        fold[b] = rssm_rt_fold_rule(hs[b], plan->pool->n_slots, hq[b], (int32_t)mode, plan->track, 0);
     return RSSM_OK;
 }
 
 #ifndef RSSM_HAVE_CUDA
 /* Without the CUDA back end no context is a CUDA context, so these are never reached. */
-rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
-                                   int32_t n_slots, int32_t mode, int32_t tokens, int32_t track, void *stream)
+rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, const int32_t *every, uint8_t *fold,
+                                   int32_t batch, int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
+                                   void *stream)
 {
     return rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end");
 }

@@ -14,14 +14,19 @@
 #define RSSM_RT_HD static inline
 #endif
 
-/* Forced fold of one row for a prefix snapshot (mode 0 decode, 1 verify):
+/* Forced fold of one row (mode 0 decode, 1 verify), for a prefix snapshot:
  *   decode: the post-increment length seq_len + 1 is a multiple of the track interval;
  *   verify: the committed length seq_len (> 0) is a multiple of it (the start fold then
- *           leaves the checkpoint at exactly that length).
- * Padding rows (slot outside [0, n_slots)) and track <= 0 never fold. */
-RSSM_RT_HD uint8_t rssm_rt_fold_rule(int32_t slot, int32_t n_slots, int32_t seq_len, int32_t mode, int32_t track)
+ *           leaves the checkpoint at exactly that length);
+ * or, in decode, because the step is a small batch that folds every row (`every` != 0,
+ * rssm_plan_set_small_batch). Padding rows (slot outside [0, n_slots)) never fold; track <= 0
+ * gives no snapshot folds. */
+RSSM_RT_HD uint8_t rssm_rt_fold_rule(int32_t slot, int32_t n_slots, int32_t seq_len, int32_t mode, int32_t track,
+                                     int32_t every)
 {
-    if (slot < 0 || slot >= n_slots || track <= 0 || seq_len < 0) return 0;
+    if (slot < 0 || slot >= n_slots || seq_len < 0) return 0;
+    if (mode == 0 && every) return 1;
+    if (track <= 0) return 0;
     if (mode == 0) return (uint8_t)((seq_len + 1) % track == 0);
     return (uint8_t)(seq_len > 0 && seq_len % track == 0);
 }

@@ -60,8 +60,9 @@ rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds,
 rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot);
 
 /* Planner kernels (CUDA; runtime_kernels.cu). Enqueue on `stream`; never synchronise. */
-rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, uint8_t *fold, int32_t batch,
-                                   int32_t n_slots, int32_t mode, int32_t tokens, int32_t track, void *stream);
+rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, const int32_t *every, uint8_t *fold,
+                                   int32_t batch, int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
+                                   void *stream);
 rssm_status rssm_rt_cuda_plan_seq(const int32_t *slot, int32_t *seq_len, const int32_t *accepted, int32_t batch,
                                   int32_t n_slots, void *stream);
 
