@@ -36,9 +36,10 @@
 extern "C" {
 #endif
 
-/* 0.2.0: rssm_step_io gained cu_seqlens (ragged prefill rows); its size changed. */
+/* 0.2.0: rssm_step_io gained cu_seqlens (ragged prefill rows); its size changed.
+ * 0.3.0: rssm_step_io gained fold_every (the small-batch launch hint); its size changed. */
 #define RSSM_VERSION_MAJOR 0
-#define RSSM_VERSION_MINOR 2
+#define RSSM_VERSION_MINOR 3
 #define RSSM_VERSION_PATCH 0
 #define RSSM_VERSION_NUMBER (RSSM_VERSION_MAJOR * 10000 + RSSM_VERSION_MINOR * 100 + RSSM_VERSION_PATCH)
 
@@ -205,6 +206,10 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
  * fold     [B] u8    optional forced fold (NULL = none). decode: fold at the end of the step
  *                    (the checkpoint then includes this token; used for prefix snapshots).
  *                    verify: fold the committed entries at the start of the step.
+ * fold_every  0 or 1 replay decode: 1 says fold[b] is set for every row with a slot (a
+ *                    small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets it). A
+ *                    launch hint: the CUDA back end then shapes the launch as packed decode's
+ *                    (rows with empty rings do packed's work). Results never depend on it.
  */
 typedef struct rssm_step_io {
     int32_t batch;  /* B */
@@ -226,6 +231,7 @@ typedef struct rssm_step_io {
      * range is not inside [0, cu_seqlens[batch]] (or a bad cu_seqlens[0] or total) is skipped
      * and counted as a device error. */
     const int32_t *cu_seqlens;
+    int32_t fold_every;
 } rssm_step_io;
 
 /* ------------------------------------------------------------------------------------ */

@@ -176,6 +176,12 @@ int main(void)
                          (bad[0] = -1, bad[1] = 3, io.write_slot = bad));
                 if (f) STEP(RSSM_ERROR_BAD_ARGUMENT, "write_slot off packed", io.write_slot = slot2);
                 {
+                    static const _Alignas(16) uint8_t fold1[16] = {1, 1};
+                    if (f != 1) STEP(RSSM_ERROR_BAD_ARGUMENT, "fold_every off replay decode", io.fold_every = 1);
+                    if (f == 1) STEP(RSSM_ERROR_BAD_ARGUMENT, "fold_every without a fold array", io.fold_every = 1);
+                    STEP(RSSM_ERROR_BAD_ARGUMENT, "fold_every 2", (io.fold = fold1, io.fold_every = 2));
+                }
+                {
                     _Alignas(16) int32_t cu[8] = {0, 1, 2};
                     if (f != 3) STEP(RSSM_ERROR_BAD_ARGUMENT, "cu_seqlens off prefill", io.cu_seqlens = cu);
                     if (f == 3) {

@@ -313,12 +313,19 @@ static double rel_diff(const float *x, const float *y, size_t n)
  * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
  * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
  * there a's cursor stays at 0 and a reproduces packed decode (bit for bit on the CPU and CUDA
- * back ends; the reference rounds each op once from float64, so within 1e-6 there). */
-static void plan_small_batch(rssm_context *ctx, rssm_gate gate, rt_counts *c)
+ * back ends; the reference rounds each op once from float64, so within 1e-6 there). k128: heads
+ * of K = V = 128 (CUDA's fast kernels, which launch such steps as packed decode) instead of
+ * the suite's small ones. */
+static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_counts *c)
 {
-    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    const char *gn = gate == RSSM_GATE_KDA ? (k128 ? "kda-k128" : "kda") : (k128 ? "gdn-k128" : "gdn");
     const int exact = rssm_context_device(ctx) != RSSM_DEVICE_REFERENCE;
-    rssm_pool *p = make_pool(ctx, gate, 4);
+    rssm_layer ly[NL];
+    rt_layers(gate, ly);
+    for (int l = 0; l < NL && k128; l++)
+        ly[l].head_k_dim = ly[l].head_v_dim = 128;
+    rssm_pool *p = NULL;
+    rssm_status st = rssm_pool_create(ctx, ly, NL, 4, &p);
     rt_model m;
     rssm_plan *small = NULL, *plain = NULL;
     memset(&m, 0, sizeof m);
@@ -338,7 +345,7 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, rt_counts *c)
     }
     /* a and b: two plain replay steps as rows of one batch (ring 2 of L = 4) */
     const int32_t ab[2] = {a, b}, a_only[2] = {a, -1}, b_only[2] = {b, -1}, c_only[2] = {cs, -1}, ac[2] = {a, cs};
-    rssm_status st = rssm_plan_set(plain, 2, ab, NULL);
+    st = rssm_plan_set(plain, 2, ab, NULL);
     for (int i = 0; i < 2 && st == RSSM_OK; i++) {
         const int32_t tok[2] = {300 + i, 300 + i};
         st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
@@ -405,11 +412,21 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, rt_counts *c)
     lim_ok &= rssm_plan_set_small_batch(small, -2) == RSSM_ERROR_BAD_ARGUMENT && *rssm_last_error();
     lim_ok &= rssm_plan_set_small_batch(NULL, 1) == RSSM_ERROR_NULL_POINTER && rssm_plan_small_batch(NULL) == 0;
     lim_ok &= rssm_plan_small_batch(small) == autolim; /* a refused call changed nothing */
+    /* inside a step: refused; the launch hint of rssm_plan_io follows the step (2 live rows, then 1) */
+    rssm_step_io io;
+    lim_ok &= rssm_plan_set_small_batch(small, 1) == RSSM_OK && rssm_plan_set(small, 2, ac, NULL) == RSSM_OK;
     lim_ok &= rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_dev_stream(ctx)) == RSSM_OK &&
+              rssm_plan_io(small, &io) == RSSM_OK && io.fold_every == 0 &&
               rssm_plan_set_small_batch(small, 4) == RSSM_ERROR_BAD_ARGUMENT &&
               rssm_plan_end(small, rssm_dev_stream(ctx)) == RSSM_OK && rssm_dev_sync(ctx) == RSSM_OK;
-    rt_case(c, lim_ok, "plan/%s small batch: AUTO = %d rows here; -2, NULL and a call inside a step refused", gn,
-            autolim);
+    lim_ok &= rssm_plan_set(small, 2, a_only, NULL) == RSSM_OK &&
+              rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_dev_stream(ctx)) == RSSM_OK &&
+              rssm_plan_io(small, &io) == RSSM_OK && io.fold_every == 1 &&
+              rssm_plan_end(small, rssm_dev_stream(ctx)) == RSSM_OK && rssm_dev_sync(ctx) == RSSM_OK;
+    rt_case(c, lim_ok,
+            "plan/%s small batch: AUTO = %d rows here; -2, NULL and a call inside a step refused; io.fold_every "
+            "follows the step",
+            gn, autolim);
     free(oa), free(ob);
 out:
     model_free(&m);
@@ -535,8 +552,10 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
     }
     rssm_plan_free(plan);
     rssm_pool_free(p);
-    plan_small_batch(ctx, RSSM_GATE_GDN, c);
-    plan_small_batch(ctx, RSSM_GATE_KDA, c);
+    for (int k128 = 0; k128 < 2; k128++) {
+        plan_small_batch(ctx, RSSM_GATE_GDN, k128, c);
+        plan_small_batch(ctx, RSSM_GATE_KDA, k128, c);
+    }
 }
 
 /* ---- export / import ------------------------------------------------------------------------ */

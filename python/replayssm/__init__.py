@@ -16,7 +16,7 @@ from .core import Context, Layer, State, cuda_available, dtype_size, status_name
 from .ops import advance, commit, decode_packed, decode_replay, materialize, prefill, reset_cursors, verify
 from .runtime import Plan, Pool, PrefixCache
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Context", "Layer", "State", "ReplaySSMError", "UnsupportedError", "LibraryNotFoundError",

@@ -243,6 +243,8 @@ rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io)
     io->write_slot = NULL;
     io->cu_seqlens = NULL;
     io->fold = plan->fold;
+    /* the last rssm_plan_set's step folds every row (decode): the launch hint */
+    io->fold_every = plan->begun && plan->mode == RSSM_PLAN_DECODE && *(const int32_t *)(plan->host + plan->off_every);
     return RSSM_OK;
 }
 
