@@ -206,10 +206,13 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
  * fold     [B] u8    optional forced fold (NULL = none). decode: fold at the end of the step
  *                    (the checkpoint then includes this token; used for prefix snapshots).
  *                    verify: fold the committed entries at the start of the step.
- * fold_every  0 or 1 replay decode: 1 says fold[b] is set for every row with a slot (a
- *                    small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets it). A
- *                    launch hint: the CUDA back end then shapes the launch as packed decode's
- *                    (rows with empty rings do packed's work). Results never depend on it.
+ * fold_every  0 or 1 replay decode: 1 promises fold[b] = 1 for every row with a slot (a
+ *                    small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets it). No
+ *                    row then writes a ring entry, and the CUDA back end launches as packed
+ *                    decode does (rows with empty rings do packed's work; GDN without thread-
+ *                    block clusters). A row that breaks the promise is refused: RSSM_ERROR_BAD_ARGUMENT
+ *                    on host devices; on CUDA's K = V = 128 kernels a zero output, nothing
+ *                    written, and a device error (kernels that take no hint step it as usual).
  */
 typedef struct rssm_step_io {
     int32_t batch;  /* B */

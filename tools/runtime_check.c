@@ -298,6 +298,29 @@ void rt_suite_pool(rssm_context *ctx, rt_counts *c)
 
 /* ---- planner ------------------------------------------------------------------------------- */
 
+/* One replay decode of layer 0 on the planner's rows with io.fold = fold (device [B]) and
+ * io.fold_every = 1, synchronised, device errors collected; o downloaded to out [B*HV*V]. */
+static rssm_status fold_every_call(rt_model *m, rssm_plan *plan, const uint8_t *fold, const int32_t *tok, float *out)
+{
+    fill_inputs(m, 0, 1, tok);
+    rssm_status st = RSSM_OK;
+    for (int i = 0; i < 5 && st == RSSM_OK; i++)
+        st = rssm_dev_upload(m->ctx, m->d[i], m->h[i], m->n[i] * sizeof(float));
+    rssm_step_io io;
+    memset(&io, 0, sizeof io);
+    rssm_plan_io(plan, &io);
+    io.q = m->d[0], io.k = m->d[1], io.v = m->d[2], io.g = m->d[3], io.beta = m->d[4], io.o = m->d[5];
+    io.fold = fold, io.fold_every = 1;
+    rssm_state s;
+    rssm_pool_state(m->pool, 0, &s);
+    if (st == RSSM_OK) st = rssm_dev_memset(m->ctx, m->d[5], 0x7f, m->n[5] * sizeof(float)); /* poison */
+    if (st == RSSM_OK) st = rssm_decode_replay(m->ctx, &m->ly[0], &s, &io, rssm_dev_stream(m->ctx));
+    if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
+    if (st == RSSM_OK) st = rssm_context_check_device_errors(m->ctx);
+    if (st != RSSM_OK) return st;
+    return rssm_dev_download(m->ctx, out, m->d[5], (size_t)m->B * m->HV * m->V * sizeof(float));
+}
+
 /* max |x - y| / max |y| over n values */
 static double rel_diff(const float *x, const float *y, size_t n)
 {
@@ -405,6 +428,31 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
     rt_case(c, st == RSSM_OK && ca == 1 && cb == 1 && !fold_d[0] && !fold_d[1],
             "plan/%s small batch: 2 live rows over the limit of 1 replay as usual (cursors %d %d)%s%s", gn, ca, cb,
             st ? " — " : "", st ? err(st) : "");
+    /* a broken promise (io.fold_every with a live row whose fold flag is 0) is refused, nothing
+     * changes: host devices check it in the call; CUDA's K = 128 kernels (which launch on the
+     * promise) give a zero output and a device error; other CUDA kernels take no hint */
+    const int cuda = rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
+    if (!cuda || k128) {
+        uint8_t *df = NULL;
+        size_t nb = 0, na = 0;
+        const uint8_t zero[16] = {0};
+        const int32_t tk[2] = {700, 0};
+        unsigned char *before = export_blob(p, a, RSSM_EXPORT_RING, &nb);
+        rssm_status bs = rssm_plan_set(plain, 2, a_only, NULL);
+        if (bs == RSSM_OK) bs = rssm_dev_alloc(ctx, 16, (void **)&df);
+        if (bs == RSSM_OK) bs = rssm_dev_upload(ctx, df, zero, 16);
+        if (bs == RSSM_OK) bs = fold_every_call(&m, plain, df, tk, oa);
+        unsigned char *after = export_blob(p, a, RSSM_EXPORT_RING, &na);
+        int zero_out = 1;
+        for (size_t i = 0; i < row; i++)
+            zero_out &= oa[i] == 0.0f;
+        const rssm_status want = cuda ? RSSM_ERROR_BAD_SLOT : RSSM_ERROR_BAD_ARGUMENT;
+        rt_case(c, bs == want && before && after && na == nb && !memcmp(before, after, na) && (!cuda || zero_out),
+                "plan/%s small batch: io.fold_every with a row not folding is refused (%s: %s), the slot unchanged", gn,
+                rssm_status_name(bs), rssm_last_error());
+        free(before), free(after);
+        rssm_dev_free(ctx, df);
+    }
     /* the limit: AUTO resolves by device (host devices: never), bad values are refused */
     int lim_ok = rssm_plan_set_small_batch(small, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
     const int32_t autolim = rssm_plan_small_batch(small);

@@ -379,6 +379,14 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         zero_exit();
         return;
     }
+    /* io.fold_every promises that every row folds at the end, so that none writes a ring entry
+     * (GDN's group then needs no cluster: rssm_cuda_fast2_launch): a row without its fold flag
+     * breaks the promise and is refused before it reads or writes anything */
+    if (MODE == MODE_REPLAY && A.io.fold_every && !forced) {
+        if (part == 0 && tid == 0) atomicAdd(A.err, 1);
+        zero_exit();
+        return;
+    }
     /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
@@ -950,8 +958,12 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     if (A.split < 1) A.split = 1;
     while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > F2NW / A.split || (kda ? 1 : A.group) * A.split > 8))
         A.split /= 2;
-    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part) */
-    A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
+    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part).
+     * None for GDN's small-batch steps (io.fold_every): every row folds at the end, so none
+     * writes the key head's ring entry that the group's other CTAs read (KDA's parts still
+     * share the ring base they may reset) */
+    const bool gdn_fold_every = !kda && A.mode == MODE_REPLAY && A.io.fold_every;
+    A.cs = A.mode == MODE_PACKED || gdn_fold_every ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
