@@ -316,9 +316,10 @@ static rssm_status fold_every_call(rt_model *m, rssm_plan *plan, const uint8_t *
     if (st == RSSM_OK) st = rssm_dev_memset(m->ctx, m->d[5], 0x7f, m->n[5] * sizeof(float)); /* poison */
     if (st == RSSM_OK) st = rssm_decode_replay(m->ctx, &m->ly[0], &s, &io, rssm_dev_stream(m->ctx));
     if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
-    if (st == RSSM_OK) st = rssm_context_check_device_errors(m->ctx);
     if (st != RSSM_OK) return st;
-    return rssm_dev_download(m->ctx, out, m->d[5], (size_t)m->B * m->HV * m->V * sizeof(float));
+    st = rssm_dev_download(m->ctx, out, m->d[5], (size_t)m->B * m->HV * m->V * sizeof(float));
+    const rssm_status de = rssm_context_check_device_errors(m->ctx);
+    return st != RSSM_OK ? st : de;
 }
 
 /* max |x - y| / max |y| over n values */
