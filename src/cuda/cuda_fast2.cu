@@ -243,7 +243,11 @@ __device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs,
     }
 }
 
-template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
+/* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
+ * decode where the row's ring is empty (cursor and ring base 0; packed's instructions, so its
+ * time), else it returns false before it has written anything and the caller runs the replay
+ * step. Returns true when the CTA is done. */
+template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinline__ bool fast2_body(const kargs &A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
     fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
@@ -377,21 +381,21 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
     if (s < 0) {
         if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
-        return;
+        return true;
     }
     /* io.fold_every promises that every row folds at the end, so that none writes a ring entry
      * (GDN's group then needs no cluster: rssm_cuda_fast2_launch): a row without its fold flag
      * breaks the promise and is refused before it reads or writes anything */
-    if (MODE == MODE_REPLAY && A.io.fold_every && !forced) {
+    if ((CHK || (MODE == MODE_REPLAY && A.io.fold_every)) && !forced) {
         if (part == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
-        return;
+        return true;
     }
     /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
     int c = 0, base = 0;
-    if (MODE != MODE_PACKED) {
+    if (MODE != MODE_PACKED || CHK) {
         c = A.st.cursor[s];
         base = KDA ? A.st.ring_base[hd] : 0;
     }
@@ -460,12 +464,16 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
             cp4(sG + tid, ringg + tid);
         }
     };
+    if (CHK && (c != 0 || base != 0)) { /* entries to fold: the replay step does it (and checks c and base) */
+        cp_wait_all();
+        return false;
+    }
     if (spec) copy_ring(L); /* needs only the slot */
     int h = c - base;
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
-        return;
+        return true;
     }
 
     /* ---- round 2: the committed ring entries into shared memory ---- */
@@ -886,6 +894,23 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
         if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
         if (part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
     }
+    return true;
+}
+
+template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
+{
+    fast2_body<KDA, SBF, MODE, TC, false>(A);
+}
+
+/* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
+ * decode for the rows whose ring is empty, the replay step for the others (the first such
+ * step of a row that has entries). The decision is per head, so uniform over a CTA and over
+ * a KDA head's cluster. */
+template <bool KDA, bool SBF> __global__ void __launch_bounds__(F2NT, 2) fast2_fold_every_kernel(const kargs A)
+{
+    if (fast2_body<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
+    __syncthreads(); /* the replay step stages into the same shared memory */
+    fast2_body<KDA, SBF, MODE_REPLAY, 1, false>(A);
 }
 
 template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
@@ -908,6 +933,12 @@ static void *kernel_for(bool kda, bool sbf, int mode, int tc)
 {
     return kda ? (sbf ? kernel_of<true, true>(mode, tc) : kernel_of<true, false>(mode, tc))
                : (sbf ? kernel_of<false, true>(mode, tc) : kernel_of<false, false>(mode, tc));
+}
+
+static void *fold_every_kernel_for(bool kda, bool sbf)
+{
+    return kda ? (sbf ? (void *)fast2_fold_every_kernel<true, true> : (void *)fast2_fold_every_kernel<true, false>)
+               : (sbf ? (void *)fast2_fold_every_kernel<false, true> : (void *)fast2_fold_every_kernel<false, false>);
 }
 
 } // namespace rssm_fast2
@@ -944,6 +975,12 @@ cudaError_t rssm_cuda_fast2_init(int device)
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, most);
                 if (e != cudaSuccess) return e;
             }
+    for (int kda = 0; kda <= 1; kda++)
+        for (int sbf = 0; sbf <= 1; sbf++) {
+            cudaError_t e = cudaFuncSetAttribute(fold_every_kernel_for(kda, sbf),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+            if (e != cudaSuccess) return e;
+        }
     return cudaSuccess;
 }
 
@@ -980,6 +1017,7 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     }
     const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
     A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
-    return launch_clustered((const void *)kernel_for(kda, sbf, A.mode, tc), A, (unsigned)gx, (unsigned)batch,
-                            F2NT / A.split, smem, stream);
+    const void *kernel = A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf)
+                                                                   : kernel_for(kda, sbf, A.mode, tc);
+    return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, F2NT / A.split, smem, stream);
 }
