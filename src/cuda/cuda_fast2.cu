@@ -395,7 +395,10 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
     int c = 0, base = 0;
-    if (MODE != MODE_PACKED || CHK) {
+    if (CHK) { /* read for the test before the rows: into L1 now, no register held meanwhile */
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(A.st.cursor + s));
+        if (KDA) asm volatile("prefetch.global.L1 [%0];" ::"l"(A.st.ring_base + hd));
+    } else if (MODE != MODE_PACKED) {
         c = A.st.cursor[s];
         base = KDA ? A.st.ring_base[hd] : 0;
     }
@@ -464,12 +467,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             cp4(sG + tid, ringg + tid);
         }
     };
-    if (CHK && (c != 0 || base != 0)) { /* entries to fold: the replay step does it (and checks c and base) */
-        cp_wait_all();
-        return false;
-    }
     if (spec) copy_ring(L); /* needs only the slot */
-    int h = c - base;
+    int h = c - base; /* (CHK: 0, packed's step; the cursor and base are tested before the rows' writes) */
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
@@ -739,6 +738,14 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
                 rg[0] = sm.G[t][0];
         }
         __syncthreads();
+    }
+
+    /* CHK: a head with ring entries (or a bad cursor or base) is the replay step's to do; its
+     * test waits for the cursor only here, where packed's step has nothing left but the rows,
+     * and before anything is written */
+    if (CHK && (A.st.cursor[s] != 0 || (KDA && A.st.ring_base[hd] != 0))) {
+        cp_wait_all();
+        return false;
     }
 
     /* ---- rows ---- */
