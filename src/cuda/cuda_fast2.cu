@@ -395,10 +395,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
     int c = 0, base = 0;
-    if (CHK) { /* read for the test before the rows: into L1 now, no register held meanwhile */
-        asm volatile("prefetch.global.L1 [%0];" ::"l"(A.st.cursor + s));
-        if (KDA) asm volatile("prefetch.global.L1 [%0];" ::"l"(A.st.ring_base + hd));
-    } else if (MODE != MODE_PACKED) {
+    if (MODE != MODE_PACKED || CHK) {
         c = A.st.cursor[s];
         base = KDA ? A.st.ring_base[hd] : 0;
     }
@@ -468,7 +465,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         }
     };
     if (spec) copy_ring(L); /* needs only the slot */
-    int h = c - base; /* (CHK: 0, packed's step; the cursor and base are tested before the rows' writes) */
+    int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
@@ -743,7 +740,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     /* CHK: a head with ring entries (or a bad cursor or base) is the replay step's to do; its
      * test waits for the cursor only here, where packed's step has nothing left but the rows,
      * and before anything is written */
-    if (CHK && (A.st.cursor[s] != 0 || (KDA && A.st.ring_base[hd] != 0))) {
+    if (CHK && (c != 0 || base != 0)) {
         cp_wait_all();
         return false;
     }
