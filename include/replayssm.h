@@ -444,23 +444,26 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
  *           post-increment length). Padding rows get 0. `tokens`: 1 for decode, 1..L verify. */
 rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens, void *stream);
 /* Small batches (decode steps). A step of few rows is too small a grid to be bound by memory
- * bandwidth: its time is a chain of dependent loads and launches, which replay's ring work
+ * bandwidth: it is bound by latency, which replay's ring work (and for KDA its clusters)
  * lengthens, so there replay decode is slower than packed decode. With max_rows > 0, a decode
- * step whose rssm_plan_set named at most max_rows live rows (1 or more) folds every live row:
- * the ring stays empty, each layer reads and writes the whole state as packed decode does,
- * and the cursors stay at 0 (a row with ring entries folds them on the first such step, at
- * the cost of one fold). The outputs are replay's: with an empty ring, those of packed decode
- * (the same bits on the CPU and CUDA back ends). Larger steps replay as before, so an engine
- * may leave it on. rssm_plan_fold_rows still reports only prefix-snapshot points.
- * max_rows: 0 = never (the default); RSSM_PLAN_SMALL_BATCH_AUTO = where replay's step measured
- * slower on the context's device (CUDA: at most 2 value heads per multiprocessor, B * HV <=
- * 2 * SMs; host devices: never). Takes effect from the next rssm_plan_set; not inside a step. */
+ * step whose rssm_plan_set named 1 to max_rows live rows folds every live row: the rings stay
+ * empty, the cursors at 0, and each layer does packed decode's work (on CUDA's K = V = 128
+ * kernels, packed's code path; a row that still has entries folds them on its first such
+ * step). The outputs are replay's; with an empty ring, packed decode's, bit for bit on the CPU
+ * and CUDA back ends. Larger steps replay as before, so an engine may leave it on.
+ * rssm_plan_io sets io.fold_every on such steps; rssm_plan_fold_rows still reports only
+ * prefix-snapshot points.
+ * max_rows: 0 = never (the default); RSSM_PLAN_SMALL_BATCH_AUTO = where folded steps measured
+ * faster than replay's (CUDA, KDA layers: B * HV <= 3 * SMs, 12 rows of 32 heads on an H200;
+ * GDN layers and host devices: never). Takes effect from the next rssm_plan_set; not inside
+ * a step. */
 #define RSSM_PLAN_SMALL_BATCH_AUTO (-1)
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows);
 /* The live-row limit in force (AUTO resolved); 0 when off or plan is NULL. */
 int32_t rssm_plan_small_batch(const rssm_plan *plan);
 /* Fills io->batch, io->tokens, io->slot and io->fold with the planner's device buffers
- * (io->write_slot = NULL); the caller sets the per-token tensors. */
+ * (io->write_slot = NULL) and io->fold_every for a small-batch decode step; the caller sets
+ * the per-token tensors. */
 rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io);
 /* Capturable. After the last layer: decode -> rssm_advance, verify -> rssm_commit with the
  * accepted buffer, on the device; then seq_len[b] += 1 (decode) or accepted[b] (verify).

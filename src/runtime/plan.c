@@ -180,11 +180,12 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     return st;
 }
 
-/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA: fold every row while the per-head grid (one CTA per row
- * and value head) has at most SMALL_BATCH_HEADS_PER_SM of them per multiprocessor, where
- * bench-step measured replay's whole step slower than packed's (bench/results/README.md,
- * "Small batches"). Host devices: never (their replay is not faster at any batch). */
-#define SMALL_BATCH_HEADS_PER_SM 2
+/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, KDA layers: fold every row while the step has at most
+ * SMALL_BATCH_HEADS_PER_SM value heads per multiprocessor (B * HV <= 3 * SMs: 12 rows of 32
+ * heads on an H200), where bench-step measured the folded step 1-12% faster than replay's
+ * (both still slower than packed's; bench/results/README.md, "Small batches"). GDN layers:
+ * never (folded steps measured 5% faster at 8 rows, 4% slower at 4). Host devices: never. */
+#define SMALL_BATCH_HEADS_PER_SM 3
 
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
 {
@@ -195,8 +196,9 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
                          fn, max_rows);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
-        const int sms = rssm_dev_sm_count(plan->pool->ctx);
-        max_rows = sms * SMALL_BATCH_HEADS_PER_SM / plan->pool->lm[0].layer.num_v_heads;
+        const rssm_layer *l0 = &plan->pool->lm[0].layer;
+        const int sms = l0->gate == RSSM_GATE_KDA ? rssm_dev_sm_count(plan->pool->ctx) : 0;
+        max_rows = sms * SMALL_BATCH_HEADS_PER_SM / l0->num_v_heads;
     }
     plan->small_rows = max_rows;
     return RSSM_OK;
