@@ -143,7 +143,7 @@ static rssm_status model_run(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, 
         rssm_pool_state(m->pool, l, &s);
         if (packed) io.fold = NULL;
         if (st == RSSM_OK)
-            st = packed                      ? rssm_decode_packed(m->ctx, &m->ly[l], &s, &io, stream)
+            st = packed                     ? rssm_decode_packed(m->ctx, &m->ly[l], &s, &io, stream)
                  : mode == RSSM_PLAN_DECODE ? rssm_decode_replay(m->ctx, &m->ly[l], &s, &io, stream)
                                             : rssm_verify(m->ctx, &m->ly[l], &s, &io, stream);
         if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);

@@ -68,8 +68,7 @@ void sim_print_table(const sim_config *c, const sim_model *m, const sim_result *
         printf("%-28s %13.1f%% %13.1f%%\n", "draft acceptance", 100 * acceptance(pk), 100 * acceptance(rp));
     printf("%-28s %14lld %14lld\n", "tokens generated", pk->generated, rp->generated);
     printf("%-28s %14lld %14lld\n", "decode steps", pk->decode_steps, rp->decode_steps);
-    if (rp->small_rows > 0)
-        printf("%-28s %14s %14lld\n", "  small, every row folded", "-", rp->small_steps);
+    if (rp->small_rows > 0) printf("%-28s %14s %14lld\n", "  small, every row folded", "-", rp->small_steps);
     printf("%-28s %14.1f %14.1f\n", "requests per decode step",
            pk->decode_steps ? (double)pk->active_rows / pk->decode_steps : 0.0,
            rp->decode_steps ? (double)rp->active_rows / rp->decode_steps : 0.0);

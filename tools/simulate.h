@@ -21,9 +21,9 @@ typedef struct sim_config {
     int snapshots;      /* snapshot slots of the prefix cache */
     double followup;    /* share of requests that continue an earlier conversation */
     int json, progress;
-    int profile; /* synchronise around each part of a decode step to time it (slower) */
-    int repeat;  /* run the packed / replay pair this many times; the last pair is reported */
-    int tp;      /* --tp N: also run replay with the heads split over N ranks (0 = off) */
+    int profile;     /* synchronise around each part of a decode step to time it (slower) */
+    int repeat;      /* run the packed / replay pair this many times; the last pair is reported */
+    int tp;          /* --tp N: also run replay with the heads split over N ranks (0 = off) */
     int small_batch; /* replay: rssm_plan_set_small_batch's max_rows (RSSM_PLAN_SMALL_BATCH_AUTO by default) */
 } sim_config;
 

@@ -371,8 +371,8 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
     if (op != RSSM_OP_PREFILL && io->cu_seqlens)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: cu_seqlens is for prefill only", fn);
     if (io->fold_every != 0 && (io->fold_every != 1 || op != RSSM_OP_DECODE_REPLAY || !io->fold))
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: fold_every %d (0, or 1 for replay decode with a fold array)",
-                         fn, io->fold_every);
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: fold_every %d (0, or 1 for replay decode with a fold array)", fn,
+                         io->fold_every);
     ALIGNED(io->cu_seqlens, "io.cu_seqlens");
     return RSSM_OK;
 }

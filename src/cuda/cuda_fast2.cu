@@ -36,6 +36,8 @@
  * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
  * registers per thread, which together with S spilled 116-612 bytes per thread).
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
+ * Small-batch replay steps (io.fold_every: every row folds) run fast2_fold_every_kernel: packed's
+ * code for a head whose ring is empty (CHK), the replay step for one that has entries.
  * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
  * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
  * instructions per warp); its lanes hold the state in that product's fragment layout (one row
@@ -464,7 +466,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             cp4(sG + tid, ringg + tid);
         }
     };
-    if (spec) copy_ring(L); /* needs only the slot */
+    if (spec) copy_ring(L);     /* needs only the slot */
     int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
@@ -1021,7 +1023,7 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     }
     const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
     A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
-    const void *kernel = A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf)
-                                                                   : kernel_for(kda, sbf, A.mode, tc);
+    const void *kernel =
+        A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf) : kernel_for(kda, sbf, A.mode, tc);
     return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, F2NT / A.split, smem, stream);
 }

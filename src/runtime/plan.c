@@ -25,10 +25,10 @@ struct rssm_plan {
     rssm_pool *pool;
     int32_t batch, track;
     unsigned char *mem;  /* device */
-    unsigned char *host; /* staging: [slot | seq_len] as on the device */
+    unsigned char *host; /* staging: [slot | seq_len | every] as on the device */
     size_t bytes, off_seq, off_every, off_acc, off_fold;
     int32_t *slot, *seq, *every, *acc; /* device */
-    uint8_t *fold;             /* device */
+    uint8_t *fold;                     /* device */
     /* rssm_plan_set's duplicate check in O(n): mark[s] = (call << 32) | row of the first row that
      * named slot s in call number `call` (host [pool n_slots]; stale entries have an older call) */
     uint64_t *mark;
@@ -192,8 +192,8 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
     const char *fn = "rssm_plan_set_small_batch";
     if (!plan) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: plan is NULL", fn);
     if (max_rows < RSSM_PLAN_SMALL_BATCH_AUTO)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: max_rows %d < 0 (0 = never, RSSM_PLAN_SMALL_BATCH_AUTO = by device)",
-                         fn, max_rows);
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
+                         "%s: max_rows %d < 0 (0 = never, RSSM_PLAN_SMALL_BATCH_AUTO = by device)", fn, max_rows);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
         const rssm_layer *l0 = &plan->pool->lm[0].layer;
