@@ -206,13 +206,12 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
  * fold     [B] u8    optional forced fold (NULL = none). decode: fold at the end of the step
  *                    (the checkpoint then includes this token; used for prefix snapshots).
  *                    verify: fold the committed entries at the start of the step.
- * fold_every  0 or 1 replay decode: 1 promises fold[b] = 1 for every row with a slot (a
- *                    small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets it). No
- *                    row then writes a ring entry, and the CUDA back end launches as packed
- *                    decode does (rows with empty rings do packed's work; GDN without thread-
- *                    block clusters). A row that breaks the promise is refused: RSSM_ERROR_BAD_ARGUMENT
- *                    on host devices; on CUDA's K = V = 128 kernels a zero output, nothing
- *                    written, and a device error (kernels that take no hint step it as usual).
+ * fold_every  0 or 1 replay decode: 1 says fold[b] = 1 is expected for every row with a
+ *                    slot (a small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets
+ *                    it). A launch hint: CUDA's K = V = 128 kernels then run packed decode's
+ *                    code for a folding row whose ring is empty and replay's for any other
+ *                    row, with packed's launch shape. Results never depend on it (a graph
+ *                    captured on a small-batch step stays right on larger ones).
  */
 typedef struct rssm_step_io {
     int32_t batch;  /* B */
@@ -454,8 +453,8 @@ rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens
  * rssm_plan_io sets io.fold_every on such steps; rssm_plan_fold_rows still reports only
  * prefix-snapshot points.
  * max_rows: 0 = never (the default); RSSM_PLAN_SMALL_BATCH_AUTO = where folded steps measured
- * faster than replay's (CUDA, KDA layers: B * HV <= 3 * SMs, 12 rows of 32 heads on an H200;
- * GDN layers and host devices: never). Takes effect from the next rssm_plan_set; not inside
+ * faster than replay's (CUDA, KDA layers of K = V = 128: B * HV <= 3 * SMs, 12 rows of 32 heads
+ * on an H200; other layers and host devices: never). Takes effect from the next rssm_plan_set; not inside
  * a step. */
 #define RSSM_PLAN_SMALL_BATCH_AUTO (-1)
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows);

@@ -110,7 +110,7 @@ def _ragged_rows(cu_seqlens, max_seqlen, total):
 
 
 def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, write_slot, fold, out, stream,
-          cu_seqlens=None, max_seqlen=None):
+          cu_seqlens=None, max_seqlen=None, fold_every=False):
     _check_ctx(ctx, layer, state)
     qv = tz.view(q, "q")
     if len(qv.shape) == 3:
@@ -167,6 +167,7 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     c.write_slot = tz.index_tensor(write_slot, "write_slot", "i32", B, mem, idx, keep)
     c.fold = tz.index_tensor(fold, "fold", "u8", B, mem, idx, keep)
     c.cu_seqlens = tz.index_tensor(cu_seqlens, "cu_seqlens", "i32", rows + 1, mem, idx, keep)
+    c.fold_every = 1 if fold_every else 0
     _lib.call(fn, ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), ctypes.byref(c), _stream(ctx, stream, keep))
     if squeeze and len(tz.view(out, "out").shape) == 4:
         out = out[:, 0]
@@ -194,12 +195,13 @@ def decode_packed(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bia
 
 
 def decode_replay(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-                  slot, fold=None, out=None, stream=None):
+                  slot, fold=None, out=None, stream=None, fold_every=False):
     """ReplaySSM decode of one token per row (rssm_decode_replay): reads the checkpoint and the live
     ring, appends the new entry, folds when the ring is full or fold[b]. Does not move the
-    cursor: call advance() once after the last layer. Returns o."""
+    cursor: call advance() once after the last layer. Returns o. fold_every: the launch hint
+    of a small-batch step (Plan.fold_every; needs fold), which never changes the results."""
     return _step("rssm_decode_replay", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None,
-                 fold, out, stream)
+                 fold, out, stream, fold_every=fold_every)
 
 
 def verify(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,

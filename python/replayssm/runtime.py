@@ -233,6 +233,14 @@ class Plan:
 
     small_batch = property(lambda s: int(_lib.lib().rssm_plan_small_batch(s.handle)))
 
+    @property
+    def fold_every(self) -> bool:
+        """True between begin() and end() of a small-batch decode step: pass it to decode_replay
+        (its launch hint) with fold=plan.fold."""
+        io = _lib.rssm_step_io()
+        _lib.call("rssm_plan_io", self.handle, ctypes.byref(io))
+        return bool(io.fold_every)
+
     def set_accepted(self, accepted) -> None:
         a = _i32_array(accepted, "accepted")
         _lib.call("rssm_plan_set_accepted", self.handle, a.shape[0], a.ctypes.data)

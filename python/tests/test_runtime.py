@@ -81,13 +81,16 @@ def test_plan_small_batch_folds_every_row(ctx):
     for t in range(6):
         plan.set([s[0]])
         plan.begin("decode")
+        assert plan.fold_every
         for i, (layer, p) in enumerate(zip(LAYERS, probs)):
-            o = rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold, **p.token(t))
+            o = rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold,
+                                 fold_every=plan.fold_every, **p.token(t))
             assert rel_err(from_io(o, "f32")[:1], p.o[:1, t]) < tol("f32")
         plan.end()
         assert pool.cursor(s[0]) == 0
     plan.set(s)  # 2 live rows > 1: plain replay
     plan.begin("decode")
+    assert not plan.fold_every
     for i, layer in enumerate(LAYERS):
         rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold, **probs[i].token(0))
     plan.end()

@@ -469,10 +469,6 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
         if (op == RSSM_OP_VERIFY && p.layer.gate == RSSM_GATE_KDA && (st = check_kda_window(fn, &p)) != RSSM_OK)
             return st;
         if (p.io.cu_seqlens && (st = check_cu_seqlens(fn, &p.io)) != RSSM_OK) return st;
-        for (int32_t b = 0; p.io.fold_every && b < p.io.batch; b++)
-            if (p.io.slot[b] >= 0 && !p.io.fold[b])
-                return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: fold_every is 1 but row %d (slot %d) has fold 0", fn, b,
-                                 p.io.slot[b]);
     }
     if (p.io.batch == 0) return RSSM_OK;
     if (!ctx->backend->step)

@@ -467,9 +467,7 @@ extern "C" rssm_status rssm_cuda_check_errors(rssm_context *ctx)
     CU(cudaDeviceSynchronize(), "check errors");
     if (n)
         return rssm_fail(RSSM_ERROR_BAD_SLOT,
-                         "%d row(s) had a slot, cursor, accepted count or cu_seqlens range out of range, or no fold "
-                         "flag under io.fold_every",
-                         n);
+                         "%d row(s) had a slot, cursor, accepted count or cu_seqlens range out of range", n);
     return RSSM_OK;
 }
 

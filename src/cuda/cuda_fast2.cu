@@ -37,7 +37,7 @@
  * registers per thread, which together with S spilled 116-612 bytes per thread).
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
  * Small-batch replay steps (io.fold_every: every row folds) run fast2_fold_every_kernel: packed's
- * code for a head whose ring is empty (CHK), the replay step for one that has entries.
+ * code for a folding head whose ring is empty (CHK), the replay step for any other.
  * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
  * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
  * instructions per warp); its lanes hold the state in that product's fragment layout (one row
@@ -246,9 +246,9 @@ __device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs,
 }
 
 /* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
- * decode where the row's ring is empty (cursor and ring base 0; packed's instructions, so its
- * time), else it returns false before it has written anything and the caller runs the replay
- * step. Returns true when the CTA is done. */
+ * decode where the row folds this step and its ring is empty (cursor and ring base 0: packed's
+ * instructions, so its time), else it returns false before it has written anything and the
+ * caller runs the replay step. Returns true when the CTA is done. */
 template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinline__ bool fast2_body(const kargs &A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
@@ -385,13 +385,11 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         zero_exit();
         return true;
     }
-    /* io.fold_every promises that every row folds at the end, so that none writes a ring entry
-     * (GDN's group then needs no cluster: rssm_cuda_fast2_launch): a row without its fold flag
-     * breaks the promise and is refused before it reads or writes anything */
-    if ((CHK || (MODE == MODE_REPLAY && A.io.fold_every)) && !forced) {
-        if (part == 0 && tid == 0) atomicAdd(A.err, 1);
-        zero_exit();
-        return true;
+    /* CHK: a row that does not fold this step (a graph captured on a small-batch step, replayed
+     * on a larger one) is the replay step's, as a head with ring entries is below */
+    if (CHK && !forced) {
+        cp_wait_all();
+        return false;
     }
     /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
      * (slot, value head) */
@@ -909,9 +907,11 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
 }
 
 /* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
- * decode for the rows whose ring is empty, the replay step for the others (the first such
- * step of a row that has entries). The decision is per head, so uniform over a CTA and over
- * a KDA head's cluster. */
+ * decode for the folding heads whose ring is empty, the replay step for the others (the first
+ * such step of a row that has entries, or every row when a graph captured on a small step runs
+ * a larger one). The decision depends on the row's slot, fold flag and cursor and the head's
+ * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
+ * heads, which share the ring base 0; KDA: one head's parts). */
 template <bool KDA, bool SBF> __global__ void __launch_bounds__(F2NT, 2) fast2_fold_every_kernel(const kargs A)
 {
     if (fast2_body<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
@@ -1001,12 +1001,9 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     if (A.split < 1) A.split = 1;
     while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > F2NW / A.split || (kda ? 1 : A.group) * A.split > 8))
         A.split /= 2;
-    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part).
-     * None for GDN's small-batch steps (io.fold_every): every row folds at the end, so none
-     * writes the key head's ring entry that the group's other CTAs read (KDA's parts still
-     * share the ring base they may reset) */
-    const bool gdn_fold_every = !kda && A.mode == MODE_REPLAY && A.io.fold_every;
-    A.cs = A.mode == MODE_PACKED || gdn_fold_every ? 1 : (kda ? 1 : A.group) * A.split;
+    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part);
+     * small-batch launches keep them, as any of their rows may take the replay step */
+    A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */

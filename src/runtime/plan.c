@@ -180,7 +180,8 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     return st;
 }
 
-/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, KDA layers: fold every row while the step has at most
+/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, KDA layers of K = V = 128 (the fast kernels' shape, the
+ * one measured): fold every row while the step has at most
  * SMALL_BATCH_HEADS_PER_SM value heads per multiprocessor (B * HV <= 3 * SMs: 12 rows of 32
  * heads on an H200), where bench-step measured the folded step 1-12% faster than replay's
  * (both still slower than packed's; bench/results/README.md, "Small batches"). GDN layers:
@@ -197,7 +198,8 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
         const rssm_layer *l0 = &plan->pool->lm[0].layer;
-        const int sms = l0->gate == RSSM_GATE_KDA ? rssm_dev_sm_count(plan->pool->ctx) : 0;
+        const int measured = l0->gate == RSSM_GATE_KDA && l0->head_k_dim == 128 && l0->head_v_dim == 128;
+        const int sms = measured ? rssm_dev_sm_count(plan->pool->ctx) : 0;
         max_rows = sms * SMALL_BATCH_HEADS_PER_SM / l0->num_v_heads;
     }
     plan->small_rows = max_rows;
