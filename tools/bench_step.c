@@ -11,8 +11,8 @@
  * step's speed-up as an engine sees it: the planner's kernels and the one cursor move per step
  * are shared by all N layers, where `replayssm bench` charges them to its one layer. Last, the
  * whole step with the planner's small-batch folds on (rssm_plan_set_small_batch: every row
- * folds every step, so each layer moves packed's bytes through the replay kernels; the
- * warm-up's first step folds the rings the runs before left).
+ * folds every step, so a layer whose ring is empty does packed decode's work; the warm-up's
+ * first step folds the rings the runs before left).
  * Replays advance the cursors, so timing over a multiple of L replays averages whole ring
  * cycles, folds included; --phase staggered (the default) starts row b at cursor b mod L, so
  * that about B/L rows fold in each step, inphase starts every row at 0. On the CPU it times the

@@ -46,6 +46,9 @@ static size_t al(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RS
 
 static int on_cuda(const rssm_plan *p) { return rssm_context_device(p->pool->ctx) == RSSM_DEVICE_CUDA; }
 
+/* the host staging copy of the `every` word (what the last rssm_plan_set uploaded) */
+static int32_t *staged_every(const rssm_plan *p) { return (int32_t *)(p->host + p->off_every); }
+
 rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_interval, rssm_plan **out)
 {
     const char *fn = "rssm_plan_create";
@@ -151,7 +154,7 @@ rssm_status rssm_plan_set(rssm_plan *plan, int32_t n, const int32_t *slot, const
         hq[b] = (b < n && seq_len && slot[b] >= 0) ? seq_len[b] : 0;
         live += hs[b] >= 0;
     }
-    *(int32_t *)(plan->host + plan->off_every) = live > 0 && live <= plan->small_rows;
+    *staged_every(plan) = live > 0 && live <= plan->small_rows;
     rssm_context *ctx = pool->ctx;
     rssm_status st = rssm_dev_sync(ctx); /* the previous step no longer reads the buffers */
     if (st == RSSM_OK) st = rssm_dev_upload(ctx, plan->mem, plan->host, plan->off_acc);
@@ -248,7 +251,7 @@ rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io)
     io->cu_seqlens = NULL;
     io->fold = plan->fold;
     /* the last rssm_plan_set's step folds every row (decode): the launch hint */
-    io->fold_every = plan->begun && plan->mode == RSSM_PLAN_DECODE && *(const int32_t *)(plan->host + plan->off_every);
+    io->fold_every = plan->begun && plan->mode == RSSM_PLAN_DECODE && *staged_every(plan);
     return RSSM_OK;
 }
 
