@@ -54,7 +54,7 @@ typedef struct cpu_arena {
     size_t cap, used; /* in floats */
 } cpu_arena;
 
-/* Bytes of one thread's arena: enough for every op at K = V = 256, L = T = 64. */
+/* Floats of one thread's arena: enough for every op at K = V = 256, L = T = 64. */
 #define RSSM_CPU_ARENA_FLOATS ((size_t)1 << 20)
 
 /* n floats, 64-byte aligned, from the arena (internal invariant: it fits). */
@@ -69,15 +69,15 @@ typedef struct cpu_impl {
     cpu_arena *arenas;  /* [threads] */
 } cpu_impl;
 
-/* The table and arena of the current context (vec is the scalar table when ctx has no impl). */
+/* The vector kernels of ctx: its selected table, or the scalar table when ctx has no impl. */
 const cpu_vec *rssm_cpu_vec_of(const rssm_context *ctx);
 
 /* ---- work items (cpu_kernels.c): one (row b, key head kh) with its group of value heads -- */
 typedef struct cpu_job {
-    const rssm_params *p;
-    const rssm_materialize_params *m;
+    const rssm_params *p;             /* a step (packed, prefill, replay, verify), or NULL */
+    const rssm_materialize_params *m; /* a materialise, or NULL */
     const cpu_vec *vec;
-    cpu_arena *arenas;
+    cpu_arena *arenas; /* [threads] */
 } cpu_job;
 
 void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a); /* packed decode, prefill */

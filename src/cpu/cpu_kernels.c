@@ -56,16 +56,16 @@ static float min_of(const float *x, int n)
     return m;
 }
 
-/* ---- rows in groups of four streams ----------------------------------------------------------
- * A head's V rows are walked as V/4 groups {g, g + V/4, g + 2V/4, g + 3V/4} (four sequential
- * streams, read side by side), then the V mod 4 last rows one by one (generally V/n groups of
- * n = RSSM_CPU_STREAMS rows). The 4-row kernels give
- * every row the bits of the one-row kernels, so the walk order never changes results. */
+/* ---- rows in groups of streams ---------------------------------------------------------------
+ * With n = RSSM_CPU_STREAMS and Vn = V / n, a head's V rows are walked as Vn groups
+ * {g, g + Vn, ..., g + (n-1) Vn} (n sequential streams, read side by side), then the V mod n
+ * last rows one by one. The 4-row kernels give every row the bits of the one-row kernels, so
+ * the walk order never changes results. */
 
 /* Row streams read side by side (a multiple of 4: the 4-row kernels are called
- * RSSM_CPU_STREAMS / 4 times). Measured on one core of the dev VM (dot2 over cold rows):
- * 1 stream 8-10 GB/s, 2: 11-13, 4: 13-18, 8: 14-18, 16: 12-16; the bench showed no
- * difference between 4 and 8, so 4 (fewer live pointers). -DRSSM_CPU_STREAMS=8 to try. */
+ * RSSM_CPU_STREAMS / 4 times). 4 because one core reads (dot2 over cold rows, dev VM)
+ * 1 stream at 8-10 GB/s, 2 at 11-13, 4 at 13-18, 8 at 14-18, 16 at 12-16, and the bench shows
+ * no difference between 4 and 8: 4 keeps fewer pointers live. -DRSSM_CPU_STREAMS=8 to try. */
 #ifndef RSSM_CPU_STREAMS
 #define RSSM_CPU_STREAMS 4
 #endif
@@ -470,276 +470,429 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
     }
 }
 
-/* ---- replay decode (T = 1) and verify (T tokens) ------------------------------------------ */
+/* ---- replay decode (T = 1) and verify (T tokens) ------------------------------------------
+ * A work item (row b, key head kh) first prepares what its value heads share (replay_item_init:
+ * q_t, k_t, the key head's committed keys), then runs, per value head, these phases in order:
+ *   replay_head_load     the head's ring and window inputs; whether the step folds at start
+ *   replay_window_gates  G_t, e^{G_t} k_t, e^{G_t} q_t and the keys as the ring will store them
+ *   replay_end_plan      whether the step folds at its end; the fold weights it needs
+ *   replay_ring_weights  the ring and window terms (small per-head vectors, before the stream)
+ *   replay_stream        the one pass over S0's rows (start fold, end fold or S0 x_k, S0 x_q)
+ *   replay_tokens        u_t and o_t of every token over all V rows (steps without an end fold)
+ *   replay_store         outputs, fold bases and the window's ring entries */
 
-void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
+/* What the value heads of one work item (row b, key head kh) share. */
+typedef struct replay_item {
+    const rssm_params *p;
+    const cpu_vec *vec;
+    const rssm_layer *l;
+    const rssm_state *sp;
+    int b, kh, s; /* row, key head, slot */
+    int K, V, L, T, gk;
+    int c;          /* the slot's cursor (committed entries) */
+    int forced;     /* the row's fold flag */
+    int verify;     /* a verify step (T tokens kept or rejected later) */
+    int uniform;    /* the shared start-fold rule fires (the same for every head of the row) */
+    float thr;      /* KDA's G_MAX: fold early when min(G) < -thr */
+    float *qn, *kn; /* [T][K] normalised q (scaled) and k of the key head */
+    float *kq;      /* [T] k_t . q_t */
+    float *Kr;      /* [L][K] committed keys (GDN: the key head's, loaded once; KDA: per value head) */
+    float *ones;    /* [K] 1.0: the alpha of the end fold's last update */
+    /* GDN: k_i . k_t and k_i . q_t [T][L] of the committed entries are the key head's, shared
+     * by the group's value heads (which all read the same hw = c or 0 entries); made by the
+     * first head that needs them (wd_ready) */
+    float *wkd, *wqd;
+    int wd_ready;
+    uint16_t *k16; /* [K] a key rounded to bf16 */
+} replay_item;
+
+/* One value head's step. */
+typedef struct replay_head {
+    int hv;
+    int h; /* live ring entries */
+    ring rg;
+    float *vv, *g, *beta;        /* the window's inputs: v [T][V], log-gates [T][gk], beta [T] */
+    float Gh[RSSM_MAX_HEAD_DIM]; /* cumulative gate after the live entries */
+    int start;                   /* fold the live entries into S0 before the window */
+    int c0;                      /* the cursor the window starts from */
+    int hw;                      /* committed entries the window reads */
+    float *alphaS, *KWs;         /* start fold weights over the h live entries */
+    float *Gt;                   /* [T][gk] G_t */
+    float *xk, *xq;              /* [T][K] e^{G_t} k_t, e^{G_t} q_t */
+    float *kst;                  /* [T][K] the keys as stored (KDA: k e^{-G_t}), rounded to the ring dtype */
+    int end;                     /* decode end fold: 0 none, 1 the shared rule, 2 KDA early fold */
+    float *alphaN, *KWn;         /* end fold weights over the hw entries */
+    float *rk, *rq;              /* [T][V] the committed ring's part of S_{t-1} alpha_t k_t, S_t q_t */
+    float *wkk, *wqk;            /* [T][T] weights of the window's earlier entries t' < t */
+    float *Uo;                   /* [T][V] u_t (the ring entries to append) */
+    float *O;                    /* [T][V] outputs */
+    float *DK;                   /* [T][V] S0 x_k, then the whole S_{t-1} alpha_t k_t */
+} replay_head;
+
+/* The per-key-head part of an item: normalised q_t, k_t, k_t . q_t and the group's committed keys. */
+static void replay_item_init(replay_item *it, const cpu_job *j, int b, int kh, cpu_arena *a)
 {
     const rssm_params *p = j->p;
     const cpu_vec *vec = j->vec;
     const rssm_layer *l = &p->layer;
     const rssm_state *sp = &p->state;
-    const int K = l->head_k_dim, V = l->head_v_dim, L = l->ring_len, T = p->io.tokens, gk = p->gk;
-    const int s = p->io.slot[b];
-    if (s < 0) {
-        zero_o(p, b, kh);
-        return;
-    }
-    const rssm_dtype sdt = l->state_dtype, rdt = l->ring_dtype;
-    const int c = sp->cursor[s];
-    const int forced = p->io.fold ? p->io.fold[b] != 0 : 0;
-    const int verify = p->op == RSSM_OP_VERIFY;
-    const int uniform = rssm_start_fold(c, T, L, verify && forced);
-    const float thr = l->kda_fold_threshold;
+    const int K = l->head_k_dim, L = l->ring_len, T = p->io.tokens;
+    it->p = p, it->vec = vec, it->l = l, it->sp = sp;
+    it->b = b, it->kh = kh, it->s = p->io.slot[b];
+    it->K = K, it->V = l->head_v_dim, it->L = L, it->T = T, it->gk = p->gk;
+    it->c = sp->cursor[it->s];
+    it->forced = p->io.fold ? p->io.fold[b] != 0 : 0;
+    it->verify = p->op == RSSM_OP_VERIFY;
+    it->uniform = rssm_start_fold(it->c, T, L, it->verify && it->forced);
+    it->thr = l->kda_fold_threshold;
 
-    /* per key head: normalised q_t, k_t and k_t . q_t */
     float *qn = rssm_cpu_take(a, (size_t)T * K), *kn = rssm_cpu_take(a, (size_t)T * K), *kq = rssm_cpu_take(a, T);
     for (int t = 0; t < T; t++) {
         prep_qk(p, vec, rssm_bt(&p->io, b, t), kh, qn + (size_t)t * K, kn + (size_t)t * K);
         kq[t] = vec->dot(kn + (size_t)t * K, qn + (size_t)t * K, K);
     }
+    it->qn = qn, it->kn = kn, it->kq = kq;
     /* GDN: the group's committed keys, read before any head of the group writes ring_k */
-    float *Kr = rssm_cpu_take(a, (size_t)L * K);
-    if (l->gate == RSSM_GATE_GDN) load_keys(vec, l, sp, s, kh * p->group, p->group, c, Kr);
-    float *ones = rssm_cpu_take(a, K);
+    it->Kr = rssm_cpu_take(a, (size_t)L * K);
+    if (l->gate == RSSM_GATE_GDN) load_keys(vec, l, sp, it->s, kh * p->group, p->group, it->c, it->Kr);
+    it->ones = rssm_cpu_take(a, K);
     for (int cc = 0; cc < K; cc++)
-        ones[cc] = 1.0f;
-    /* GDN: k_i . k_t and k_i . q_t of the committed entries are the key head's, shared by the
-     * group's value heads (which all read the same hw = c or 0 entries); made by the first
-     * head that needs them */
-    float *wkd = rssm_cpu_take(a, (size_t)T * L), *wqd = rssm_cpu_take(a, (size_t)T * L);
-    int wd_ready = 0;
-    uint16_t *k16 = (uint16_t *)rssm_cpu_take(a, (size_t)K);
+        it->ones[cc] = 1.0f;
+    it->wkd = rssm_cpu_take(a, (size_t)T * L), it->wqd = rssm_cpu_take(a, (size_t)T * L);
+    it->wd_ready = 0;
+    it->k16 = (uint16_t *)rssm_cpu_take(a, (size_t)K);
+}
 
+/* The head's live ring, the window's inputs and the start fold: the shared rule, or KDA's early
+ * fold when the window would take min(G) past -G_MAX. */
+static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu_arena *a)
+{
+    const rssm_params *p = it->p;
+    const cpu_vec *vec = it->vec;
+    const rssm_layer *l = it->l;
+    const int K = it->K, V = it->V, T = it->T, gk = it->gk, s = it->s;
+    hd->hv = hv;
+    const int h = hd->h = live_entries(l, it->sp, s, hv);
+    if (l->gate == RSSM_GATE_KDA) load_keys(vec, l, it->sp, s, hv, p->group, h, it->Kr);
+    load_ring(vec, l, it->sp, s, hv, gk, h, a, &hd->rg);
+    hd->rg.Kr = it->Kr;
+
+    /* the window's inputs */
+    float *vv = rssm_cpu_take(a, (size_t)T * V), *g = rssm_cpu_take(a, (size_t)T * gk), *beta = rssm_cpu_take(a, T);
+    for (int t = 0; t < T; t++)
+        prep_head(p, vec, rssm_bt(&p->io, it->b, t), hv, vv + (size_t)t * V, g + (size_t)t * gk, beta + t);
+    hd->vv = vv, hd->g = g, hd->beta = beta;
+    ring_G(&hd->rg, gk, hd->Gh);
+
+    int early = 0;
+    if (!it->uniform && it->verify && gk > 1 && h > 0) {
+        float W[RSSM_MAX_HEAD_DIM];
+        for (int i = 0; i < gk; i++) {
+            W[i] = hd->Gh[i];
+            for (int t = 0; t < T; t++)
+                W[i] += g[(size_t)t * gk + i];
+        }
+        early = min_of(W, gk) < -it->thr;
+    }
+    hd->start = it->uniform || early;
+    hd->c0 = it->uniform ? 0 : it->c;
+    hd->hw = hd->start ? 0 : h;
+    hd->alphaS = NULL, hd->KWs = NULL;
+    if (hd->start && h > 0) {
+        hd->alphaS = rssm_cpu_take(a, K), hd->KWs = rssm_cpu_take(a, (size_t)h * K);
+        fold_weights(&hd->rg, h, K, gk, hd->Gh, hd->alphaS, hd->KWs);
+    }
+}
+
+/* Per token: G_t = G_{t-1} + g_t (from 0 after a start fold), x_k = e^{G_t} k_t,
+ * x_q = e^{G_t} q_t and the key as the ring stores it (KDA pre-decayed: k e^{-G_t}). */
+static void replay_window_gates(const replay_item *it, replay_head *hd, cpu_arena *a)
+{
+    const cpu_vec *vec = it->vec;
+    const int K = it->K, T = it->T, gk = it->gk;
+    const float *g = hd->g, *kn = it->kn, *qn = it->qn;
+    float G0[RSSM_MAX_HEAD_DIM];
+    for (int i = 0; i < gk; i++)
+        G0[i] = hd->start ? 0.0f : hd->Gh[i];
+
+    float *Gt = rssm_cpu_take(a, (size_t)T * gk), *xk = rssm_cpu_take(a, (size_t)T * K);
+    float *xq = rssm_cpu_take(a, (size_t)T * K), *kst = rssm_cpu_take(a, (size_t)T * K);
+    for (int t = 0; t < T; t++) {
+        float *G = Gt + (size_t)t * gk;
+        const float *Gp = t ? Gt + (size_t)(t - 1) * gk : G0;
+        for (int i = 0; i < gk; i++)
+            G[i] = Gp[i] + g[(size_t)t * gk + i];
+        const float *kt = kn + (size_t)t * K, *qt = qn + (size_t)t * K;
+        float *xkt = xk + (size_t)t * K, *xqt = xq + (size_t)t * K, *ks = kst + (size_t)t * K;
+        if (gk == 1) {
+            const float e = expf(G[0]);
+            for (int cc = 0; cc < K; cc++)
+                xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = kt[cc];
+        } else {
+            for (int cc = 0; cc < K; cc++) {
+                const float e = expf(G[cc]);
+                xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc];
+                ks[cc] = kt[cc] / e; /* k e^{-G}: one expf per channel, not two */
+            }
+        }
+        if (it->l->ring_dtype == RSSM_DTYPE_BF16) { /* the key as stored */
+            vec->bf16_store(ks, it->k16, K);
+            vec->bf16_load(it->k16, ks, K);
+        }
+    }
+    hd->Gt = Gt, hd->xk = xk, hd->xq = xq, hd->kst = kst;
+}
+
+/* Decode end fold: 1 the shared rule (ring full or forced), 2 KDA's early fold when G_1 passes
+ * -G_MAX (the entry is folded, never stored). Makes the per-row fold weights (the transposed
+ * ring) when a start or an end fold reads them. */
+static void replay_end_plan(const replay_item *it, replay_head *hd, cpu_arena *a)
+{
+    const int K = it->K, gk = it->gk, hw = hd->hw;
+    hd->end = 0;
+    if (!it->verify) {
+        hd->end = (hd->c0 + 1 == it->L || it->forced) ? 1 : 0;
+        if (!hd->end && gk > 1 && min_of(hd->Gt, gk) < -it->thr) hd->end = 2;
+    }
+    if ((hd->start && hd->h > 0) || (hd->end && hw > 0)) ring_transpose(&hd->rg, it->V);
+    hd->alphaN = NULL, hd->KWn = NULL;
+    if (hd->end) {
+        hd->alphaN = rssm_cpu_take(a, K), hd->KWn = rssm_cpu_take(a, (size_t)hw * K + 1);
+        fold_weights(&hd->rg, hw, K, gk, hd->Gt, hd->alphaN, hd->KWn);
+    }
+}
+
+/* Ring weights of the committed entries i < hw and of the window entries t' < t:
+ *   GDN w = (k_i . x) e^{G_t - G_i};  KDA w = k~_i . (e^{G_t} x)
+ * rk_t = sum_i w(k_t) u_i, rq_t = sum_i w(q_t) u_i [T][V]; the window's weights wkk, wqk [T][T]. */
+static void replay_ring_weights(replay_item *it, replay_head *hd, cpu_arena *a)
+{
+    const cpu_vec *vec = it->vec;
+    const int K = it->K, V = it->V, L = it->L, T = it->T, gk = it->gk, hw = hd->hw;
+    const float *kn = it->kn, *qn = it->qn, *Kr = it->Kr, *Gt = hd->Gt, *kst = hd->kst;
+    float *wkd = it->wkd, *wqd = it->wqd;
+    const ring *rg = &hd->rg;
+    float *rk = rssm_cpu_take(a, (size_t)T * V), *rq = rssm_cpu_take(a, (size_t)T * V);
+    float *wkk = rssm_cpu_take(a, (size_t)T * T), *wqk = rssm_cpu_take(a, (size_t)T * T);
+    memset(rk, 0, sizeof(float) * (size_t)T * V);
+    memset(rq, 0, sizeof(float) * (size_t)T * V);
+    for (int t = 0; t < T; t++) {
+        const float *G = Gt + (size_t)t * gk;
+        const float *xa = gk == 1 ? kn + (size_t)t * K : hd->xk + (size_t)t * K;
+        const float *xb = gk == 1 ? qn + (size_t)t * K : hd->xq + (size_t)t * K;
+        if (gk == 1 && hw > 0 && !it->wd_ready)
+            for (int i = 0; i < hw; i++) {
+                wkd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xa, K);
+                wqd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xb, K);
+            }
+        for (int i = 0; i < hw; i++) {
+            const float *ki = Kr + (size_t)i * K;
+            float wk, wq;
+            if (gk == 1) {
+                const float e = expf(G[0] - rg->G[i]);
+                wk = wkd[(size_t)t * L + i] * e, wq = wqd[(size_t)t * L + i] * e;
+            } else {
+                wk = vec->dot(ki, xa, K), wq = vec->dot(ki, xb, K);
+            }
+            vec->axpy(wk, rg->U + (size_t)i * V, rk + (size_t)t * V, V); /* rk_t += w u_i */
+            vec->axpy(wq, rg->U + (size_t)i * V, rq + (size_t)t * V, V);
+        }
+        for (int tp = 0; tp < t; tp++) {
+            const float *ks = kst + (size_t)tp * K;
+            float wk = vec->dot(ks, xa, K), wq = vec->dot(ks, xb, K);
+            if (gk == 1) {
+                const float e = expf(G[0] - Gt[tp]);
+                wk *= e, wq *= e;
+            }
+            wkk[t * T + tp] = wk, wqk[t * T + tp] = wq;
+        }
+    }
+    if (gk == 1 && hw > 0) it->wd_ready = 1;
+    hd->rk = rk, hd->rq = rq, hd->wkk = wkk, hd->wqk = wqk;
+}
+
+/* One group of S0's rows in the stream (see row_groups). */
+typedef struct replay_rows {
+    int nr, rows[RSSM_CPU_STREAMS];
+    int64_t roff[RSSM_CPU_STREAMS];                     /* the rows' checkpoint offsets */
+    const float *src[RSSM_CPU_STREAMS];                 /* the rows in f32: in the checkpoint, or loaded into b1 */
+    float *b1[RSSM_CPU_STREAMS], *b2[RSSM_CPU_STREAMS]; /* [K] scratch rows */
+} replay_rows;
+
+/* S0' = S0 e^{G_h} + sum_i u_i kw_i on the group's rows, stored; the stream continues from the
+ * stored values (rounded to the state dtype). */
+static void replay_rows_start_fold(const replay_item *it, const replay_head *hd, replay_rows *g)
+{
+    const cpu_vec *vec = it->vec;
+    const rssm_dtype sdt = it->l->state_dtype;
+    const int K = it->K, nr = g->nr, h = hd->h;
+    const float *wS[RSSM_CPU_STREAMS];
+    for (int i = 0; i < nr; i++)
+        wS[i] = hd->rg.UT + (size_t)g->rows[i] * h;
+    fold_rows(vec, nr, g->src, hd->alphaS, h, wS, hd->KWs, K, g->b1, K);
+    for (int i = 0; i < nr; i++) {
+        store_f32(vec, it->sp->checkpoint, sdt, g->roff[i], g->b1[i], K);
+        if (sdt == RSSM_DTYPE_BF16) load_f32(vec, it->sp->checkpoint, sdt, g->roff[i], g->b1[i], K);
+        g->src[i] = g->b1[i];
+    }
+}
+
+/* The whole step on the group's rows, stored as the new checkpoint:
+ *   S_n = S0' e^{G_n} + sum_i u_i kw_i + u_n k_n;  o = S_n q   (hw = 0: the packed rows) */
+static void replay_rows_end_fold(const replay_item *it, const replay_head *hd, const replay_rows *g)
+{
+    const cpu_vec *vec = it->vec;
+    const rssm_dtype sdt = it->l->state_dtype;
+    const int K = it->K, nr = g->nr, hw = hd->hw;
+    const int *rows = g->rows;
+    const float *beta = hd->beta;
+    float *out[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
+    for (int i = 0; i < nr; i++) {
+        out[i] = sdt == RSSM_DTYPE_F32 ? (float *)it->sp->checkpoint + g->roff[i] : g->b2[i];
+        vr[i] = hd->vv[rows[i]];
+    }
+    if (hw == 0) {
+        packed_rows(vec, nr, g->src, hd->alphaN, hd->xk, it->kn, it->qn, beta[0], vr, out, o4, K);
+    } else {
+        float u[RSSM_CPU_STREAMS], dx[RSSM_CPU_STREAMS];
+        const float *wN[RSSM_CPU_STREAMS];
+        dot_rows(vec, nr, g->src, hd->xk, K, dx);
+        for (int i = 0; i < nr; i++)
+            u[i] = beta[0] * (vr[i] - (dx[i] + hd->rk[rows[i]]));
+        for (int i = 0; i < nr; i++)
+            wN[i] = hd->rg.UT + (size_t)rows[i] * hw;
+        fold_rows(vec, nr, g->src, hd->alphaN, hw, wN, hd->KWn, K, g->b2, K);
+        update_dot_rows(vec, nr, (const float *const *)g->b2, it->ones, u, it->kn, it->qn, out, K, o4);
+    }
+    for (int i = 0; i < nr; i++) {
+        hd->O[rows[i]] = o4[i];
+        if (sdt != RSSM_DTYPE_F32) store_f32(vec, it->sp->checkpoint, sdt, g->roff[i], out[i], K);
+    }
+}
+
+/* The stream over S0's rows, RSSM_CPU_STREAMS rows at a time: S0 x_k and S0 x_q of every token
+ * into DK, O [T][V] (or, on an end fold, the whole step), after the start fold if there is one. */
+static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
+{
+    const cpu_vec *vec = it->vec;
+    const rssm_layer *l = it->l;
+    const rssm_dtype sdt = l->state_dtype;
+    const int K = it->K, V = it->V, T = it->T;
+    hd->Uo = rssm_cpu_take(a, (size_t)T * V), hd->O = rssm_cpu_take(a, (size_t)T * V);
+    hd->DK = rssm_cpu_take(a, (size_t)T * V);
+    float *buf1 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K),
+          *buf2 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
+    const int64_t c_off = rssm_ckpt_off(l, it->s, hd->hv);
+    prefetch_next_head(it->p, it->b, hd->hv, 1);
+    for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
+        replay_rows g;
+        const int nr = g.nr = group_rows(V, gi, g.rows);
+        for (int i = 0; i < nr; i++) {
+            g.roff[i] = c_off + (int64_t)g.rows[i] * K;
+            g.b1[i] = buf1 + (size_t)i * K, g.b2[i] = buf2 + (size_t)i * K;
+            if (sdt == RSSM_DTYPE_F32) {
+                g.src[i] = (const float *)it->sp->checkpoint + g.roff[i];
+            } else {
+                load_f32(vec, it->sp->checkpoint, sdt, g.roff[i], g.b1[i], K);
+                g.src[i] = g.b1[i];
+            }
+        }
+        if (hd->start && hd->h > 0) replay_rows_start_fold(it, hd, &g);
+        if (hd->end) {
+            replay_rows_end_fold(it, hd, &g);
+            continue;
+        }
+        float dx[RSSM_CPU_STREAMS], dy[RSSM_CPU_STREAMS];
+        for (int t = 0; t < T; t++) {
+            dot2_rows(vec, nr, g.src, hd->xk + (size_t)t * K, hd->xq + (size_t)t * K, K, dx, dy);
+            for (int i = 0; i < nr; i++)
+                hd->DK[(size_t)t * V + g.rows[i]] = dx[i], hd->O[(size_t)t * V + g.rows[i]] = dy[i];
+        }
+    }
+}
+
+/* Per token, over all rows at once (steps without an end fold):
+ *   u_t = beta (v - [S0 x_k + ring + window]);  o_t = S0 x_q + ring + window + u_t (k.q)
+ * window terms use the entries as stored (rounded to the ring dtype) */
+static void replay_tokens(const replay_item *it, const replay_head *hd, cpu_arena *a)
+{
+    const cpu_vec *vec = it->vec;
+    const int V = it->V, T = it->T;
+    const float *wkk = hd->wkk, *wqk = hd->wqk;
+    float *Ust = rssm_cpu_take(a, (size_t)T * V);
+    uint16_t *u16 = (uint16_t *)rssm_cpu_take(a, (size_t)V);
+    for (int t = 0; t < T; t++) {
+        float *d = hd->DK + (size_t)t * V, *o = hd->O + (size_t)t * V, *u = hd->Uo + (size_t)t * V;
+        const float *rkt = hd->rk + (size_t)t * V, *rqt = hd->rq + (size_t)t * V, *vt = hd->vv + (size_t)t * V;
+        for (int r = 0; r < V; r++)
+            d[r] += rkt[r], o[r] += rqt[r];
+        for (int tp = 0; tp < t; tp++) {
+            vec->axpy(wkk[t * T + tp], Ust + (size_t)tp * V, d, V); /* d += ust_tp wkk */
+            vec->axpy(wqk[t * T + tp], Ust + (size_t)tp * V, o, V);
+        }
+        const float bt = hd->beta[t];
+        for (int r = 0; r < V; r++)
+            u[r] = bt * (vt[r] - d[r]);
+        if (t + 1 < T) {
+            if (it->l->ring_dtype == RSSM_DTYPE_BF16) {
+                vec->bf16_store(u, u16, V);
+                vec->bf16_load(u16, Ust + (size_t)t * V, V);
+            } else {
+                memcpy(Ust + (size_t)t * V, u, sizeof(float) * (size_t)V);
+            }
+        }
+        vec->axpy(it->kq[t], u, o, V); /* o = fma(u, k.q, o) */
+    }
+}
+
+/* The outputs; the KDA fold base of a folded head; without an end fold, the window's entries at
+ * ring positions hw .. hw+T-1. */
+static void replay_store(const replay_item *it, const replay_head *hd)
+{
+    const rssm_params *p = it->p;
+    const cpu_vec *vec = it->vec;
+    const rssm_layer *l = it->l;
+    const rssm_state *sp = it->sp;
+    const int K = it->K, V = it->V, T = it->T, gk = it->gk, s = it->s, hv = hd->hv, hw = hd->hw;
+    const rssm_dtype rdt = l->ring_dtype;
+    for (int t = 0; t < T; t++)
+        store_o(p, vec, rssm_bt(&p->io, it->b, t), hv, hd->O + (size_t)t * V);
+
+    if (hd->start) base_store(l, sp, s, hv, hd->c0);
+    if (hd->end) {
+        base_store(l, sp, s, hv, hd->end == 2 ? hd->c0 + 1 : 0);
+        return;
+    }
+    const int write_k = l->gate == RSSM_GATE_KDA || hv % p->group == 0;
+    for (int t = 0; t < T; t++) {
+        store_f32(vec, sp->ring_u, rdt, rssm_ring_u_off(l, s, hv, hw + t), hd->Uo + (size_t)t * V, V);
+        if (write_k)
+            store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, hw + t), hd->kst + (size_t)t * K, K);
+        memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, hw + t, gk), hd->Gt + (size_t)t * gk,
+               sizeof(float) * (size_t)gk);
+    }
+}
+
+void rssm_cpu_item_replay(const cpu_job *j, int b, int kh, cpu_arena *a)
+{
+    const rssm_params *p = j->p;
+    if (p->io.slot[b] < 0) {
+        zero_o(p, b, kh);
+        return;
+    }
+    replay_item it;
+    replay_item_init(&it, j, b, kh, a);
     const size_t mark = a->used;
     for (int hv = kh * p->group; hv < (kh + 1) * p->group; hv++) {
         a->used = mark;
-        const int h = live_entries(l, sp, s, hv);
-        if (l->gate == RSSM_GATE_KDA) load_keys(vec, l, sp, s, hv, p->group, h, Kr);
-        ring rg;
-        load_ring(vec, l, sp, s, hv, gk, h, a, &rg);
-        rg.Kr = Kr;
-
-        /* the window's inputs and cumulative gates G_t = G_{t-1} + g_t */
-        float *vv = rssm_cpu_take(a, (size_t)T * V), *g = rssm_cpu_take(a, (size_t)T * gk), *beta = rssm_cpu_take(a, T);
-        for (int t = 0; t < T; t++)
-            prep_head(p, vec, rssm_bt(&p->io, b, t), hv, vv + (size_t)t * V, g + (size_t)t * gk, beta + t);
-        float Gh[RSSM_MAX_HEAD_DIM];
-        ring_G(&rg, gk, Gh);
-
-        /* start fold: the shared rule, or KDA's early fold when the window would pass -G_MAX */
-        int early = 0;
-        if (!uniform && verify && gk > 1 && h > 0) {
-            float W[RSSM_MAX_HEAD_DIM];
-            for (int i = 0; i < gk; i++) {
-                W[i] = Gh[i];
-                for (int t = 0; t < T; t++)
-                    W[i] += g[(size_t)t * gk + i];
-            }
-            early = min_of(W, gk) < -thr;
-        }
-        const int start = uniform || early;
-        const int c0 = uniform ? 0 : c; /* the cursor the window starts from */
-        const int hw = start ? 0 : h;   /* committed entries the window reads */
-        float *alphaS = NULL, *KWs = NULL;
-        if (start && h > 0) {
-            alphaS = rssm_cpu_take(a, K), KWs = rssm_cpu_take(a, (size_t)h * K);
-            fold_weights(&rg, h, K, gk, Gh, alphaS, KWs);
-        }
-        float G0[RSSM_MAX_HEAD_DIM];
-        for (int i = 0; i < gk; i++)
-            G0[i] = start ? 0.0f : Gh[i];
-
-        /* per token: G_t, x_k = e^{G_t} k_t, x_q = e^{G_t} q_t, the stored key (KDA k e^{-G_t}) */
-        float *Gt = rssm_cpu_take(a, (size_t)T * gk), *xk = rssm_cpu_take(a, (size_t)T * K);
-        float *xq = rssm_cpu_take(a, (size_t)T * K), *kst = rssm_cpu_take(a, (size_t)T * K);
-        for (int t = 0; t < T; t++) {
-            float *G = Gt + (size_t)t * gk;
-            const float *Gp = t ? Gt + (size_t)(t - 1) * gk : G0;
-            for (int i = 0; i < gk; i++)
-                G[i] = Gp[i] + g[(size_t)t * gk + i];
-            const float *kt = kn + (size_t)t * K, *qt = qn + (size_t)t * K;
-            float *xkt = xk + (size_t)t * K, *xqt = xq + (size_t)t * K, *ks = kst + (size_t)t * K;
-            if (gk == 1) {
-                const float e = expf(G[0]);
-                for (int cc = 0; cc < K; cc++)
-                    xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc], ks[cc] = kt[cc];
-            } else {
-                for (int cc = 0; cc < K; cc++) {
-                    const float e = expf(G[cc]);
-                    xkt[cc] = e * kt[cc], xqt[cc] = e * qt[cc];
-                    ks[cc] = kt[cc] / e; /* k e^{-G}: one expf per channel, not two */
-                }
-            }
-            if (rdt == RSSM_DTYPE_BF16) { /* the key as stored */
-                vec->bf16_store(ks, k16, K);
-                vec->bf16_load(k16, ks, K);
-            }
-        }
-
-        /* decode end fold: 1 shared rule, 2 KDA early fold (the entry is folded, never stored) */
-        int end = 0;
-        if (!verify) {
-            end = (c0 + 1 == L || forced) ? 1 : 0;
-            if (!end && gk > 1 && min_of(Gt, gk) < -thr) end = 2;
-        }
-        if ((start && h > 0) || (end && hw > 0)) ring_transpose(&rg, V);
-        float *alphaN = NULL, *KWn = NULL;
-        if (end) {
-            alphaN = rssm_cpu_take(a, K), KWn = rssm_cpu_take(a, (size_t)hw * K + 1);
-            fold_weights(&rg, hw, K, gk, Gt, alphaN, KWn);
-        }
-
-        /* ring weights of the committed entries i < hw and of the window entries t' < t:
-         *   GDN w = (k_i . x) e^{G_t - G_i};  KDA w = k~_i . (e^{G_t} x) */
-        float *rk = rssm_cpu_take(a, (size_t)T * V), *rq = rssm_cpu_take(a, (size_t)T * V);
-        float *wkk = rssm_cpu_take(a, (size_t)T * T), *wqk = rssm_cpu_take(a, (size_t)T * T);
-        memset(rk, 0, sizeof(float) * (size_t)T * V);
-        memset(rq, 0, sizeof(float) * (size_t)T * V);
-        for (int t = 0; t < T; t++) {
-            const float *G = Gt + (size_t)t * gk;
-            const float *xa = gk == 1 ? kn + (size_t)t * K : xk + (size_t)t * K;
-            const float *xb = gk == 1 ? qn + (size_t)t * K : xq + (size_t)t * K;
-            if (gk == 1 && hw > 0 && !wd_ready)
-                for (int i = 0; i < hw; i++) {
-                    wkd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xa, K);
-                    wqd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xb, K);
-                }
-            for (int i = 0; i < hw; i++) {
-                const float *ki = Kr + (size_t)i * K;
-                float wk, wq;
-                if (gk == 1) {
-                    const float e = expf(G[0] - rg.G[i]);
-                    wk = wkd[(size_t)t * L + i] * e, wq = wqd[(size_t)t * L + i] * e;
-                } else {
-                    wk = vec->dot(ki, xa, K), wq = vec->dot(ki, xb, K);
-                }
-                vec->axpy(wk, rg.U + (size_t)i * V, rk + (size_t)t * V, V); /* rk_t += w u_i */
-                vec->axpy(wq, rg.U + (size_t)i * V, rq + (size_t)t * V, V);
-            }
-            for (int tp = 0; tp < t; tp++) {
-                const float *ks = kst + (size_t)tp * K;
-                float wk = vec->dot(ks, xa, K), wq = vec->dot(ks, xb, K);
-                if (gk == 1) {
-                    const float e = expf(G[0] - Gt[tp]);
-                    wk *= e, wq *= e;
-                }
-                wkk[t * T + tp] = wk, wqk[t * T + tp] = wq;
-            }
-        }
-        if (gk == 1 && hw > 0) wd_ready = 1;
-
-        /* the stream over S0's rows, four rows (streams) at a time: S0 x_k and S0 x_q of every
-         * token into DK, O [T][V] (or, on an end fold, the whole step) */
-        float *Uo = rssm_cpu_take(a, (size_t)T * V), *O = rssm_cpu_take(a, (size_t)T * V);
-        float *DK = rssm_cpu_take(a, (size_t)T * V);
-        float *buf1 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K),
-              *buf2 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
-        const int64_t c_off = rssm_ckpt_off(l, s, hv);
-        prefetch_next_head(p, b, hv, 1);
-        for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
-            int rows[RSSM_CPU_STREAMS];
-            const int nr = group_rows(V, gi, rows);
-            int64_t roff[RSSM_CPU_STREAMS];
-            const float *src[RSSM_CPU_STREAMS], *wS[RSSM_CPU_STREAMS], *wN[RSSM_CPU_STREAMS];
-            float *b1[RSSM_CPU_STREAMS], *b2[RSSM_CPU_STREAMS], dx[RSSM_CPU_STREAMS], dy[RSSM_CPU_STREAMS];
-            for (int i = 0; i < nr; i++) {
-                roff[i] = c_off + (int64_t)rows[i] * K;
-                b1[i] = buf1 + (size_t)i * K, b2[i] = buf2 + (size_t)i * K;
-                if (sdt == RSSM_DTYPE_F32) {
-                    src[i] = (const float *)sp->checkpoint + roff[i];
-                } else {
-                    load_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
-                    src[i] = b1[i];
-                }
-            }
-            if (start && h > 0) {
-                /* S0' = S0 e^{G_h} + sum_i u_i kw_i, stored; continue from the stored values */
-                for (int i = 0; i < nr; i++)
-                    wS[i] = rg.UT + (size_t)rows[i] * h;
-                fold_rows(vec, nr, src, alphaS, h, wS, KWs, K, b1, K);
-                for (int i = 0; i < nr; i++) {
-                    store_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
-                    if (sdt == RSSM_DTYPE_BF16) load_f32(vec, sp->checkpoint, sdt, roff[i], b1[i], K);
-                    src[i] = b1[i];
-                }
-            }
-            if (end) {
-                /* S_n = S0' e^{G_n} + sum_i u_i kw_i + u_n k_n;  o = S_n q  (hw = 0: the packed rows) */
-                float *out[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
-                for (int i = 0; i < nr; i++) {
-                    out[i] = sdt == RSSM_DTYPE_F32 ? (float *)sp->checkpoint + roff[i] : b2[i];
-                    vr[i] = vv[rows[i]];
-                }
-                if (hw == 0) {
-                    packed_rows(vec, nr, src, alphaN, xk, kn, qn, beta[0], vr, out, o4, K);
-                } else {
-                    float u[RSSM_CPU_STREAMS];
-                    dot_rows(vec, nr, src, xk, K, dx);
-                    for (int i = 0; i < nr; i++)
-                        u[i] = beta[0] * (vr[i] - (dx[i] + rk[rows[i]]));
-                    for (int i = 0; i < nr; i++)
-                        wN[i] = rg.UT + (size_t)rows[i] * hw;
-                    fold_rows(vec, nr, src, alphaN, hw, wN, KWn, K, b2, K);
-                    update_dot_rows(vec, nr, (const float *const *)b2, ones, u, kn, qn, out, K, o4);
-                }
-                for (int i = 0; i < nr; i++) {
-                    O[rows[i]] = o4[i];
-                    if (sdt != RSSM_DTYPE_F32) store_f32(vec, sp->checkpoint, sdt, roff[i], out[i], K);
-                }
-                continue;
-            }
-            for (int t = 0; t < T; t++) {
-                dot2_rows(vec, nr, src, xk + (size_t)t * K, xq + (size_t)t * K, K, dx, dy);
-                for (int i = 0; i < nr; i++)
-                    DK[(size_t)t * V + rows[i]] = dx[i], O[(size_t)t * V + rows[i]] = dy[i];
-            }
-        }
-        if (!end) {
-            /* per token, over all rows at once:
-             *   u_t = beta (v - [S0 x_k + ring + window]);  o_t = S0 x_q + ring + window + u_t (k.q)
-             * window terms use the entries as stored (rounded to the ring dtype) */
-            float *Ust = rssm_cpu_take(a, (size_t)T * V);
-            uint16_t *u16 = (uint16_t *)rssm_cpu_take(a, (size_t)V);
-            for (int t = 0; t < T; t++) {
-                float *d = DK + (size_t)t * V, *o = O + (size_t)t * V, *u = Uo + (size_t)t * V;
-                const float *rkt = rk + (size_t)t * V, *rqt = rq + (size_t)t * V, *vt = vv + (size_t)t * V;
-                for (int r = 0; r < V; r++)
-                    d[r] += rkt[r], o[r] += rqt[r];
-                for (int tp = 0; tp < t; tp++) {
-                    vec->axpy(wkk[t * T + tp], Ust + (size_t)tp * V, d, V); /* d += ust_tp wkk */
-                    vec->axpy(wqk[t * T + tp], Ust + (size_t)tp * V, o, V);
-                }
-                const float bt = beta[t];
-                for (int r = 0; r < V; r++)
-                    u[r] = bt * (vt[r] - d[r]);
-                if (t + 1 < T) {
-                    if (rdt == RSSM_DTYPE_BF16) {
-                        vec->bf16_store(u, u16, V);
-                        vec->bf16_load(u16, Ust + (size_t)t * V, V);
-                    } else {
-                        memcpy(Ust + (size_t)t * V, u, sizeof(float) * (size_t)V);
-                    }
-                }
-                vec->axpy(kq[t], u, o, V); /* o = fma(u, k.q, o) */
-            }
-        }
-        for (int t = 0; t < T; t++)
-            store_o(p, vec, rssm_bt(&p->io, b, t), hv, O + (size_t)t * V);
-
-        if (start) base_store(l, sp, s, hv, c0);
-        if (end) {
-            base_store(l, sp, s, hv, end == 2 ? c0 + 1 : 0);
-            continue;
-        }
-        /* append the window's entries at positions hw .. hw+T-1 */
-        const int write_k = l->gate == RSSM_GATE_KDA || hv % p->group == 0;
-        for (int t = 0; t < T; t++) {
-            store_f32(vec, sp->ring_u, rdt, rssm_ring_u_off(l, s, hv, hw + t), Uo + (size_t)t * V, V);
-            if (write_k)
-                store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, hw + t), kst + (size_t)t * K, K);
-            memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, hw + t, gk), Gt + (size_t)t * gk,
-                   sizeof(float) * (size_t)gk);
-        }
+        replay_head hd;
+        replay_head_load(&it, &hd, hv, a);
+        replay_window_gates(&it, &hd, a);
+        replay_end_plan(&it, &hd, a);
+        replay_ring_weights(&it, &hd, a);
+        replay_stream(&it, &hd, a);
+        if (!hd.end) replay_tokens(&it, &hd, a);
+        replay_store(&it, &hd);
     }
 }
 

@@ -2,10 +2,11 @@
  * cpu_simd.c — the vector kernels of the CPU back end: a portable scalar table and an
  * AVX2+FMA table (compiled with __attribute__((target)), chosen at run time), no -march.
  *
- * Each kernel has a fixed reduction order for its table: dot products keep two 8-lane
- * accumulators over blocks of 16, add them, reduce the 8 lanes pairwise, then add the
- * tail with fmaf. Two calls with the same inputs give the same bits, which is all that the
- * packed / replay(L=1) identity needs.
+ * Each kernel has a fixed reduction order for its table. The scalar dot products are one
+ * fmaf chain in order of c. The AVX2 ones keep two 8-lane accumulators over blocks of 16, put
+ * a last block of 8 into the first, add the two, reduce the 8 lanes pairwise, then add the
+ * remaining (< 8) elements with fmaf. Two calls with the same inputs give the same bits, which
+ * is all that the packed / replay(L=1) identity needs; the two tables need not agree bit for bit.
  */
 #include <math.h>
 #include <string.h>
