@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 static double now_s(void)
 {
@@ -20,7 +20,7 @@ static double now_s(void)
 int main(void)
 {
     rssm_context *ctx = NULL;
-    if (rssm_context_create(RSSM_DEVICE_CPU, 0, &ctx) != RSSM_OK) return printf("%s\n", rssm_last_error()), 1;
+    if (rssm_context_create(RSSM_DEVICE_CPU, NULL, &ctx) != RSSM_OK) return printf("%s\n", rssm_last_error()), 1;
     const rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 1, 1, 16, 16, 4); /* small: only the slots matter */
     printf("%8s %14s\n", "rows", "plan_set us");
     for (int n = 64; n <= 4096; n *= 4) {

@@ -16,9 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/device.h"
-#include "core/params.h"
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 static double now_s(void)
 {
@@ -45,8 +43,8 @@ static void *random_bf16(rssm_context *ctx, size_t n, float scale, unsigned *see
         h[i] = rssm_f32_to_bf16(scale * ((float)(*seed >> 8) / (float)(1u << 24) * 2.0f - 1.0f));
     }
     void *d = NULL;
-    TRY(rssm_dev_alloc(ctx, sizeof(uint16_t) * n + 64, &d));
-    TRY(rssm_dev_upload(ctx, d, h, sizeof(uint16_t) * n));
+    TRY(rssm_mem_alloc(ctx, sizeof(uint16_t) * n + 64, &d));
+    TRY(rssm_mem_copy(ctx, d, h, sizeof(uint16_t) * n, RSSM_COPY_HOST_TO_DEVICE));
     free(h);
     return d;
 }
@@ -54,8 +52,8 @@ static void *random_bf16(rssm_context *ctx, size_t n, float scale, unsigned *see
 static void *upload(rssm_context *ctx, const void *h, size_t bytes)
 {
     void *d = NULL;
-    TRY(rssm_dev_alloc(ctx, bytes + 64, &d));
-    TRY(rssm_dev_upload(ctx, d, h, bytes));
+    TRY(rssm_mem_alloc(ctx, bytes + 64, &d));
+    TRY(rssm_mem_copy(ctx, d, h, bytes, RSSM_COPY_HOST_TO_DEVICE));
     return d;
 }
 
@@ -92,25 +90,25 @@ static double time_prefill(rssm_context *ctx, const rssm_layer *l, int B, int T,
     io.A_log = upload(ctx, alog, sizeof(float) * HV);
     io.dt_bias = upload(ctx, dtb, sizeof(float) * HV * gk);
     void *o = NULL;
-    TRY(rssm_dev_alloc(ctx, sizeof(uint16_t) * n * HV * l->head_v_dim + 64, &o));
+    TRY(rssm_mem_alloc(ctx, sizeof(uint16_t) * n * HV * l->head_v_dim + 64, &o));
     io.o = o;
     io.slot = upload(ctx, slot, sizeof(int32_t) * B);
     io.cu_seqlens = ragged ? upload(ctx, cu, sizeof(int32_t) * (B + 1)) : NULL;
-    void *stream = rssm_dev_stream(ctx);
+    void *stream = rssm_context_stream(ctx);
     for (int r = 0; r < (reps < 2 ? reps : 2); r++) /* warm-up */
         TRY(rssm_prefill(ctx, l, &st, &io, stream));
-    TRY(rssm_dev_sync(ctx));
+    TRY(rssm_context_synchronize(ctx));
     const double t0 = now_s();
     for (int r = 0; r < reps; r++)
         TRY(rssm_prefill(ctx, l, &st, &io, stream));
-    TRY(rssm_dev_sync(ctx));
+    TRY(rssm_context_synchronize(ctx));
     const double us = (now_s() - t0) / reps * 1e6;
     TRY(rssm_context_check_device_errors(ctx));
     void *bufs[] = {(void *)io.q,    (void *)io.k,         (void *)io.v,       (void *)io.a,
                     (void *)io.b,    (void *)io.A_log,     (void *)io.dt_bias, o,
                     (void *)io.slot, (void *)io.cu_seqlens};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        rssm_dev_free(ctx, bufs[i]);
+        rssm_mem_free(ctx, bufs[i]);
     rssm_pool_free(pool);
     free(cu), free(slot), free(alog), free(dtb);
     return us;
@@ -119,18 +117,18 @@ static double time_prefill(rssm_context *ctx, const rssm_layer *l, int B, int T,
 int main(int argc, char **argv)
 {
     const int cuda = argc > 1 && !strcmp(argv[1], "cuda");
-    /* ctx[0]: the default; on CUDA ctx[1..4]: RSSM_CUDA_PREFILL = 1, 2, 3, 0 */
+    /* ctx[0]: the default; on CUDA ctx[1..4]: params.cuda_prefill = 1, 2, 3, 0 */
     rssm_context *ctx[5] = {NULL, NULL, NULL, NULL, NULL};
-    if (rssm_context_create(cuda ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, 0, &ctx[0]) != RSSM_OK) {
+    if (rssm_context_create(cuda ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, NULL, &ctx[0]) != RSSM_OK) {
         printf("bench_prefill: no %s context (%s); skipped\n", cuda ? "CUDA" : "CPU", rssm_last_error());
         return 0;
     }
-    static const char *mode[5] = {NULL, "1", "2", "3", "0"};
+    static const int mode[5] = {-1, 1, 2, 3, 0};
     const int nctx = cuda ? 5 : 1;
     for (int i = 1; i < nctx; i++) {
-        setenv("RSSM_CUDA_PREFILL", mode[i], 1); /* read when a context is created */
-        TRY(rssm_context_create(RSSM_DEVICE_CUDA, 0, &ctx[i]));
-        unsetenv("RSSM_CUDA_PREFILL");
+        rssm_context_params p = rssm_context_params_default();
+        p.cuda_prefill = mode[i];
+        TRY(rssm_context_create(RSSM_DEVICE_CUDA, &p, &ctx[i]));
     }
     static const int rows_cuda[5] = {1, 2, 8, 64, 256}, toks_cuda[3] = {16, 64, 256};
     static const int rows_cpu[2] = {1, 4}, toks_cpu[2] = {16, 64};

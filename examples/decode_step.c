@@ -28,7 +28,7 @@ int main(void)
     const int B = 2, slots = 8, HV = 4, H = 2, K = 64, V = 64;
 
     rssm_context *ctx;
-    CHECK(rssm_context_create(RSSM_DEVICE_CPU, 0, &ctx));
+    CHECK(rssm_context_create(RSSM_DEVICE_CPU, NULL, &ctx));
 
     /* the engine owns the state memory; rssm_state_size says how much */
     rssm_state_bytes sz;

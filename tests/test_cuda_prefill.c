@@ -26,7 +26,7 @@ static int run_prefill(rssm_context *ctx, const rssm_layer *l, const rh_snap *in
     int rc = rh_state_create(ctx, l, 4, &s);
     if (rc) return rc;
     rc = rh_snap_put(ctx, &s, init);
-    if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, in, slot, NULL, NULL, 0, o);
+    if (!rc) rc = rh_step(ctx, &s, RH_OP_PREFILL, in, slot, NULL, NULL, 0, o);
     if (!rc) rc = rh_snap_take(ctx, &s, after);
     rh_state_free(ctx, &s);
     return rc;
@@ -51,26 +51,25 @@ static int near_ref(const rssm_layer *l, const double *o, const double *oref, si
     return same && *err <= tol;
 }
 
-/* A CUDA context created with RSSM_CUDA_PREFILL=mode (read when a context is created). */
-static int cuda_context_with(const char *mode, rssm_context **out)
+/* A CUDA context whose prefill takes the lanes `mode` (rssm_context_params.cuda_prefill). */
+static int cuda_context_with(int mode, rssm_context **out)
 {
-    setenv("RSSM_CUDA_PREFILL", mode, 1);
-    const int rc = rh_context(RSSM_DEVICE_CUDA, out);
-    unsetenv("RSSM_CUDA_PREFILL");
-    return rc;
+    rssm_context_params p = rssm_context_params_default();
+    p.cuda_prefill = mode;
+    return rh_context_with(RSSM_DEVICE_CUDA, &p, out);
 }
 
 int main(void)
 {
     rssm_context *chunked = NULL, *one = NULL, *wide = NULL, *sliced = NULL, *ref = NULL;
-    int rc = cuda_context_with("1", &chunked);
+    int rc = cuda_context_with(1, &chunked);
     if (rc == RH_UNSUPPORTED) {
         printf("SKIP cuda prefill chunks (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
         return 0;
     }
-    if (!rc) rc = cuda_context_with("0", &one);
-    if (!rc) rc = cuda_context_with("2", &wide);
-    if (!rc) rc = cuda_context_with("3", &sliced);
+    if (!rc) rc = cuda_context_with(0, &one);
+    if (!rc) rc = cuda_context_with(2, &wide);
+    if (!rc) rc = cuda_context_with(3, &sliced);
     if (!rc) rc = rh_context(RSSM_DEVICE_REFERENCE, &ref);
     if (rc) {
         printf("FAIL cuda contexts: %s\n", rh_msg());
@@ -211,7 +210,7 @@ int main(void)
             if (bad == 0) rg.cu_seqlens[0] = 1;  /* does not start at 0 */
             if (bad == 1) rg.cu_seqlens[1] = -2; /* row 1 starts before the tokens */
             if (bad == 2) rg.cu_seqlens[1] = 6;  /* row 0 has 6 > T tokens */
-            r = rh_step(chunked, &s, RSSM_OP_PREFILL, &rg, bslot, NULL, NULL, 0, NULL);
+            r = rh_step(chunked, &s, RH_OP_PREFILL, &rg, bslot, NULL, NULL, 0, NULL);
         }
         static const char *what[3] = {"cu_seqlens[0] = 1", "a row starting at -2", "a row longer than T"};
         const int reported = r == RH_FAIL && strstr(rh_msg(), "cu_seqlens") != NULL;

@@ -57,9 +57,22 @@ int main(void)
     {
         dev = "any";
         rssm_context *c = (rssm_context *)0x1;
-        EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_create(RSSM_DEVICE_REFERENCE, 0, NULL), "context_create out NULL");
-        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create((rssm_device)7, 0, &c), "context_create device 7");
-        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, -1, &c), "context_create index -1");
+        EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_create(RSSM_DEVICE_REFERENCE, NULL, NULL),
+               "context_create out NULL");
+        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create((rssm_device)7, NULL, &c), "context_create device 7");
+        rssm_context_params bad = rssm_context_params_default();
+        bad.threads = -1;
+        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create threads -1");
+        bad = rssm_context_params_default();
+        bad.cuda_split = 3;
+        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_split 3");
+        bad = rssm_context_params_default();
+        bad.cpu_simd = 2;
+        EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cpu_simd 2");
+        rssm_context_info info;
+        EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_get_info(NULL, &info), "context_get_info ctx NULL");
+        EXPECT(RSSM_ERROR_NULL_POINTER, rssm_mem_alloc(NULL, 16, NULL), "mem_alloc ctx NULL");
+        EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_synchronize(NULL), "context_synchronize ctx NULL");
         EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_check_device_errors(NULL), "check_device_errors NULL");
         rssm_layer l0 = rssm_layer_default(RSSM_GATE_KDA, H, HV, K, V, L), l;
         EXPECT(RSSM_ERROR_NULL_POINTER, rssm_layer_validate(NULL), "layer_validate NULL");
@@ -88,7 +101,9 @@ int main(void)
     }
     for (int d = 0; d < 2; d++) {
         dev = rh_device_name(devs[d]);
-        if (rssm_context_create(devs[d], 1, &ctx) != RSSM_OK) {
+        rssm_context_params one = rssm_context_params_default();
+        one.threads = 1;
+        if (rssm_context_create(devs[d], &one, &ctx) != RSSM_OK) {
             t_case(RH_FAIL, 0, "errors/%s: context: %s", dev, rssm_last_error());
             continue;
         }

@@ -78,8 +78,8 @@ static void suite_bitexact(void)
                     r2 = rh_inputs_alloc(&in, &l, R, 1, step % 2);
                     if (r2) break;
                     rh_inputs_random(&in, &l, &rng);
-                    r2 = rh_step(ctx, &sp, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o1);
-                    if (!r2) r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o2);
+                    r2 = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o1);
+                    if (!r2) r2 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o2);
                     if (!r2) r2 = rh_advance(ctx, &sr, R, slot, NULL);
                     if (!r2) r2 = rh_checkpoint(ctx, &sp, 3, all, S1);
                     if (!r2) r2 = rh_checkpoint(ctx, &sr, 3, all, S2);
@@ -139,10 +139,10 @@ static void suite_drift(void)
                     for (int i = 0; i < in.HV * in.gk; i++)
                         in.a[i] -= 3.0;
                     round_inputs(&in);
-                    r2 = rh_step(ctx, &sp, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, op);
-                    if (!r2) r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, orr);
+                    r2 = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, op);
+                    if (!r2) r2 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, orr);
                     if (!r2) r2 = rh_advance(ctx, &sr, 1, slot, NULL);
-                    if (!r2) r2 = rh_step(ref, &s64, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);
+                    if (!r2) r2 = rh_step(ref, &s64, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);
                     if (!r2 && t >= STEPS - 64) {
                         eo_r = fmax(eo_r, rh_relerr(orr, o64, V));
                         eo_p = fmax(eo_p, rh_relerr(op, o64, V));
@@ -206,7 +206,7 @@ static void suite_verify_commit(void)
                         rh_inputs_random(&in, &l, &rng);
                         for (int b = 1; b < 2; b++)
                             rh_inputs_copy_token(&in, 0, 0, &in, b, 0);
-                        r2 = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &in, both, NULL, NULL, 0, NULL);
+                        r2 = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &in, both, NULL, NULL, 0, NULL);
                         if (!r2) r2 = rh_advance(ctx, &s, 2, both, NULL);
                         rh_inputs_free(&in);
                     }
@@ -217,7 +217,7 @@ static void suite_verify_commit(void)
                         if (!r2) {
                             rh_inputs_random(&in, &l, &rng);
                             rh_inputs_copy_token(&in, 0, 0, &in, 1, 0);
-                            r2 = rh_step(ctx, &s, RSSM_OP_VERIFY, &in, both, NULL, NULL, 0, NULL);
+                            r2 = rh_step(ctx, &s, RH_OP_VERIFY, &in, both, NULL, NULL, 0, NULL);
                         }
                         if (!r2) r2 = rh_commit(ctx, &s, 2, 1, both, NULL, acc);
                         rh_inputs_free(&in);
@@ -239,12 +239,12 @@ static void suite_verify_commit(void)
                             double ov[L * HV * V], od[HV * V], Sa[HV * V * K], Sb[HV * V * K];
                             int32_t acc[1] = {a};
                             r3 = rh_snap_put(ctx, &s, &pre);
-                            if (!r3) r3 = rh_step(ctx, &s, RSSM_OP_VERIFY, &win, s0, NULL, NULL, 0, ov);
+                            if (!r3) r3 = rh_step(ctx, &s, RH_OP_VERIFY, &win, s0, NULL, NULL, 0, ov);
                             if (!r3) r3 = rh_commit(ctx, &s, 1, T, s0, NULL, acc);
                             for (int t = 0; t < a && !r3; t++) {
                                 rh_inputs one;
                                 r3 = rh_inputs_slice(&win, t, 1, &one);
-                                if (!r3) r3 = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &one, s1, NULL, NULL, 0, od);
+                                if (!r3) r3 = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &one, s1, NULL, NULL, 0, od);
                                 if (!r3) r3 = rh_advance(ctx, &s, 1, s1, NULL);
                                 if (!r3) worst = fmax(worst, rh_relerr(ov + (int64_t)t * HV * V, od, HV * V));
                                 rh_inputs_free(&one);
@@ -259,9 +259,9 @@ static void suite_verify_commit(void)
                                 r3 = rh_inputs_alloc(&nx, &l, 1, 1, 0);
                                 if (!r3) {
                                     rh_inputs_random(&nx, &l, &rng);
-                                    r3 = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &nx, s0, NULL, NULL, 0, o0);
+                                    r3 = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &nx, s0, NULL, NULL, 0, o0);
                                 }
-                                if (!r3) r3 = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &nx, s1, NULL, NULL, 0, o1);
+                                if (!r3) r3 = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &nx, s1, NULL, NULL, 0, o1);
                                 if (!r3) worst = fmax(worst, rh_relerr(o0, o1, HV * V));
                                 rh_inputs_free(&nx);
                             }
@@ -352,9 +352,9 @@ static void suite_materialize_prefill(void)
                     r2 = rh_inputs_alloc(&in, &l, R, 1, 0);
                     if (r2) break;
                     rh_inputs_random(&in, &l, &rng);
-                    r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, NULL);
+                    r2 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, NULL);
                     if (!r2) r2 = rh_advance(ctx, &sr, R, slot, NULL);
-                    if (!r2) r2 = rh_step(ctx, &sp, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, NULL);
+                    if (!r2) r2 = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, NULL);
                     rh_inputs_free(&in);
                 }
                 rh_snap sn;
@@ -382,7 +382,7 @@ static void suite_materialize_prefill(void)
                 if (!r3) {
                     rh_inputs pre;
                     r3 = rh_inputs_slice(&all, 0, P0, &pre);
-                    if (!r3) r3 = rh_step(ctx, &sa, RSSM_OP_PREFILL, &pre, slot, NULL, NULL, 0, ot);
+                    if (!r3) r3 = rh_step(ctx, &sa, RH_OP_PREFILL, &pre, slot, NULL, NULL, 0, ot);
                     for (int b = 0; b < R && !r3; b++)
                         memcpy(oa + (int64_t)b * T * HV * V, ot + (int64_t)b * P0 * HV * V,
                                sizeof(double) * P0 * HV * V);
@@ -395,7 +395,7 @@ static void suite_materialize_prefill(void)
                     for (int pass = 0; pass < 2 && !r3; pass++) {
                         if (pass == 0 && t < P0) continue;
                         rh_state *st = pass ? &sb : &sa;
-                        r3 = rh_step(ctx, st, RSSM_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ot);
+                        r3 = rh_step(ctx, st, RH_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ot);
                         if (!r3) r3 = rh_advance(ctx, st, R, slot, NULL);
                         for (int b = 0; b < R && !r3; b++)
                             memcpy((pass ? ob : oa) + ((int64_t)b * T + t) * HV * V, ot + (int64_t)b * HV * V,
@@ -456,9 +456,9 @@ static void suite_kda_extreme(void)
                 else
                     for (int i = 0; i < HV * K; i++)
                         in.a[i] = t == 5 ? 1000.0 : in.a[i] - 3.0;
-                r2 = rh_step(ctx, &sr, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o);
+                r2 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o);
                 if (!r2) r2 = rh_advance(ctx, &sr, 1, slot, NULL);
-                if (!r2) r2 = rh_step(ref, &s64, RSSM_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);
+                if (!r2) r2 = rh_step(ref, &s64, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);
                 if (!r2) {
                     finite &= rh_finite(o, HV * V);
                     worst = fmax(worst, rh_relerr(o, o64, HV * V));

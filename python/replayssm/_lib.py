@@ -73,6 +73,31 @@ class rssm_layer(ctypes.Structure):
     ]
 
 
+class rssm_context_params(ctypes.Structure):
+    _fields_ = [
+        ("device_ordinal", ctypes.c_int32),
+        ("threads", ctypes.c_int32),
+        ("cpu_simd", ctypes.c_int32),
+        ("cuda_fast", ctypes.c_int32),
+        ("cuda_split", ctypes.c_int32),
+        ("cuda_prefetch", ctypes.c_int32),
+        ("cuda_ring_read", ctypes.c_int32),
+        ("cuda_pipeline", ctypes.c_int32),
+        ("cuda_pipeline_balance", ctypes.c_int32),
+        ("cuda_prefill", ctypes.c_int32),
+        ("pipeline_trace_file", ctypes.c_char_p),
+    ]
+
+
+class rssm_context_info(ctypes.Structure):
+    _fields_ = [
+        ("device", _c_enum),
+        ("device_ordinal", ctypes.c_int32),
+        ("threads", ctypes.c_int32),
+        ("multiprocessors", ctypes.c_int32),
+    ]
+
+
 class rssm_state(ctypes.Structure):
     _fields_ = [
         ("num_slots", ctypes.c_int32),
@@ -216,7 +241,9 @@ _PROTOTYPES = {
     "rssm_version_string": (ctypes.c_char_p, []),
     "rssm_status_name": (ctypes.c_char_p, [_ST]),
     "rssm_last_error": (ctypes.c_char_p, []),
-    "rssm_context_create": (_ST, [_c_enum, ctypes.c_int, ctypes.POINTER(_P)]),
+    "rssm_context_params_default": (rssm_context_params, []),
+    "rssm_context_create": (_ST, [_c_enum, ctypes.POINTER(rssm_context_params), ctypes.POINTER(_P)]),
+    "rssm_context_get_info": (_ST, [_P, ctypes.POINTER(rssm_context_info)]),
     "rssm_context_free": (None, [_P]),
     "rssm_context_device": (_c_enum, [_P]),
     "rssm_cuda_available": (ctypes.c_int, []),
@@ -351,6 +378,14 @@ def check(status: int, function: str = "") -> None:
         return
     cls = UnsupportedError if status == RSSM_ERROR_UNSUPPORTED else ReplaySSMError
     raise cls(status, last_error(), function)
+
+
+def c_int32_arg(name: str, value) -> int:
+    """`value` as a C int32_t argument, or a ValueError naming `name` (ctypes would wrap it)."""
+    v = int(value)
+    if not -(2**31) <= v < 2**31:
+        raise ValueError(f"{name} = {v} does not fit a 32-bit signed integer")
+    return v
 
 
 def call(name: str, *args) -> None:

@@ -1,6 +1,6 @@
 """Context, Layer and State: the objects every kernel-level call takes.
 
-- Context("cpu" | "cuda" | "reference", index): owns an rssm_context (freed on collection or
+- Context("cpu" | "cuda[:N]" | "reference", threads=, **switches): owns an rssm_context (freed on collection or
   close()).
 - Layer(gate=, H=, HV=, K=, V=, ring_len=, ...): an rssm_layer, validated by the library.
 - State: the state tensors of one layer (replayssm.h "State tensors of one layer"), either
@@ -50,24 +50,38 @@ def dtype_size(dtype) -> int:
 
 
 class Context:
-    """A device context. device: "cpu" (index = threads, 0 = all cores), "cuda" (index = device
-    ordinal) or "reference" (the float64 oracle, host memory)."""
+    """A device context: "cpu", "cuda" (or "cuda:N" for GPU N) or "reference" (the float64
+    oracle, host memory). threads: CPU worker threads (0 = every core). The other keywords are
+    the tuning switches of rssm_context_params (cpu_simd, cuda_fast, cuda_split, cuda_prefetch,
+    cuda_ring_read, cuda_pipeline, cuda_pipeline_balance, cuda_prefill), for comparisons."""
 
-    def __init__(self, device: str = "cpu", index: int = 0):
+    def __init__(self, device: str = "cpu", *, threads: int = 0, device_ordinal: int = 0, **switches):
+        ordinal = device_ordinal
         if isinstance(device, int):
             code = device
         else:
             d = str(device).lower()
             if d.startswith("cuda:"):
-                d, index = "cuda", int(d.split(":", 1)[1])
+                d, ordinal = "cuda", int(d.split(":", 1)[1])
             if d not in _DEVICES:
                 raise ValueError(f"unknown device {device!r} (use 'cpu', 'cuda' or 'reference')")
             code = _DEVICES[d]
+        params = _lib.lib().rssm_context_params_default()
+        params.threads = _lib.c_int32_arg("threads", threads)
+        params.device_ordinal = _lib.c_int32_arg("device_ordinal", ordinal)
+        names = {f[0] for f in _lib.rssm_context_params._fields_} - {"threads", "device_ordinal", "pipeline_trace_file"}
+        for name, value in switches.items():
+            if name not in names:
+                raise TypeError(f"Context: unknown switch {name!r} (one of {', '.join(sorted(names))})")
+            setattr(params, name, _lib.c_int32_arg(name, int(value)))
         handle = ctypes.c_void_p()
-        _lib.call("rssm_context_create", code, int(index), ctypes.byref(handle))
+        _lib.call("rssm_context_create", code, ctypes.byref(params), ctypes.byref(handle))
         self._handle = handle
         self.device = _DEVICE_NAMES.get(code, str(code))
-        self.index = int(index)
+        info = _lib.rssm_context_info()
+        _lib.call("rssm_context_get_info", handle, ctypes.byref(info))
+        self.device_ordinal = int(info.device_ordinal)
+        self.threads = int(info.threads)
         self._finalizer = weakref.finalize(self, _lib.lib().rssm_context_free, handle)
         self._dependents = weakref.WeakSet()  # pools made on this context (closed first)
 
@@ -104,7 +118,7 @@ class Context:
         self.close()
 
     def __repr__(self):
-        return f"Context({self.device!r}, {self.index})"
+        return f"Context({self.device!r}, device_ordinal={self.device_ordinal}, threads={self.threads})"
 
 
 # ---- layer ----------------------------------------------------------------------------------
@@ -380,7 +394,7 @@ class State:
 def _memory_of(device):
     """("host", 0) or ("cuda", ordinal) for a Context, a device string or a torch.device."""
     if isinstance(device, Context):
-        return device.memory, device.index if device.is_cuda else 0
+        return device.memory, device.device_ordinal
     s = str(device).lower()
     if s in ("cpu", "reference", "ref", "host", "numpy"):
         return "host", 0

@@ -49,8 +49,8 @@ def _check_memory(ctx, memory, index, name):
     if memory != ctx.memory:
         raise ValueError(f"{name}: {memory} memory, but the {ctx.device} context needs "
                          f"{'CUDA torch tensors' if ctx.is_cuda else 'host memory (numpy or CPU torch)'}")
-    if ctx.is_cuda and index != ctx.index:
-        raise ValueError(f"{name}: on cuda:{index}, the context is on cuda:{ctx.index}")
+    if ctx.is_cuda and index != ctx.device_ordinal:
+        raise ValueError(f"{name}: on cuda:{index}, the context is on cuda:{ctx.device_ordinal}")
 
 
 def _stream(ctx, stream, keep=()):
@@ -62,13 +62,13 @@ def _stream(ctx, stream, keep=()):
         return None
     import torch
 
-    cur = torch.cuda.current_stream(ctx.index)
+    cur = torch.cuda.current_stream(ctx.device_ordinal)
     if stream is None:
         return ctypes.c_void_p(cur.cuda_stream)
     handle = int(getattr(stream, "cuda_stream", stream))
     if handle != cur.cuda_stream:
         s = stream if isinstance(stream, torch.cuda.Stream) else torch.cuda.ExternalStream(
-            handle, device=torch.device("cuda", ctx.index))
+            handle, device=torch.device("cuda", ctx.device_ordinal))
         s.wait_stream(cur)
         for t in keep:
             if isinstance(t, torch.Tensor) and t.is_cuda:
@@ -160,7 +160,7 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     if not ov.writeable:
         raise ValueError("out: the array is read-only")
     c.o = ov.ptr
-    mem, idx = ctx.memory, ctx.index
+    mem, idx = ctx.memory, ctx.device_ordinal
     c.slot = tz.index_tensor(slot, "slot", "i32", rows, mem, idx, keep)
     if c.slot is None:
         raise ValueError("slot is required ([B] int32, -1 = padding)")
@@ -231,8 +231,8 @@ def advance(ctx, layer, state, slot, fold=None, *, stream=None):
     _check_ctx(ctx, layer, state)
     keep = []
     B = _batch_of(slot)
-    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.index, keep)
-    f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.index, keep)
+    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
+    f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.device_ordinal, keep)
     _lib.call("rssm_advance", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, s, f,
               _stream(ctx, stream, keep))
 
@@ -242,9 +242,9 @@ def commit(ctx, layer, state, slot, accepted, tokens, fold=None, *, stream=None)
     _check_ctx(ctx, layer, state)
     keep = []
     B = _batch_of(slot)
-    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.index, keep)
-    acc = tz.index_tensor(accepted, "accepted", "i32", B, ctx.memory, ctx.index, keep)
-    f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.index, keep)
+    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
+    acc = tz.index_tensor(accepted, "accepted", "i32", B, ctx.memory, ctx.device_ordinal, keep)
+    f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.device_ordinal, keep)
     _lib.call("rssm_commit", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, int(tokens), s, f, acc,
               _stream(ctx, stream, keep))
 
@@ -256,8 +256,8 @@ def materialize(ctx, layer, src, dst, src_slot, dst_slot, *, stream=None):
     _check_ctx(ctx, layer, dst)
     keep = []
     B = _batch_of(src_slot)
-    s = tz.index_tensor(src_slot, "src_slot", "i32", B, ctx.memory, ctx.index, keep)
-    d = tz.index_tensor(dst_slot, "dst_slot", "i32", B, ctx.memory, ctx.index, keep)
+    s = tz.index_tensor(src_slot, "src_slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
+    d = tz.index_tensor(dst_slot, "dst_slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
     _lib.call("rssm_materialize", ctx.handle, ctypes.byref(layer._c), ctypes.byref(src._c), ctypes.byref(dst._c),
               B, s, d, _stream(ctx, stream, keep))
 
@@ -269,7 +269,7 @@ def reset_cursors(ctx, state, slot, *, stream=None):
     _check_ctx(ctx, state.layer, state)
     keep = []
     B = _batch_of(slot)
-    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.index, keep)
+    s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
     _lib.call("rssm_reset_cursors", ctx.handle, ctypes.byref(state._c), B, s, _stream(ctx, stream, keep))
 
 

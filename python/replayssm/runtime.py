@@ -134,7 +134,7 @@ class Pool:
         Host contexts: numpy views of the pool's memory; CUDA: pointers only."""
         c = _lib.rssm_state()
         _lib.call("rssm_pool_state", self.handle, int(i), ctypes.byref(c))
-        return State.from_pointers(self.layer(i), c, self.ctx.memory, self.ctx.index if self.ctx.is_cuda else 0,
+        return State.from_pointers(self.layer(i), c, self.ctx.memory, self.ctx.device_ordinal if self.ctx.is_cuda else 0,
                                    owner=self)
 
     def acquire(self) -> int:

@@ -60,7 +60,7 @@ def context_for(backend, tensor):
     with _ctx_lock:
         ctx = _contexts.get(key)
         if ctx is None:
-            ctx = _contexts[key] = Context(backend, index)
+            ctx = _contexts[key] = Context(backend, device_ordinal=index)
     return ctx
 
 

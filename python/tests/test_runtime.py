@@ -171,7 +171,7 @@ def test_closing_the_context_closes_what_was_made_on_it():
     never frees a pool against a freed context."""
     import gc
 
-    c = rs.Context("cpu", 1)
+    c = rs.Context("cpu", threads=1)
     pool, snaps = Pool(c, LAYERS, 2), Pool(c, LAYERS, 2)
     plan, cache = Plan(pool, 2), PrefixCache(snaps)
     c.close()
@@ -193,7 +193,7 @@ def test_shard_layer_slices_heads_bit_identically():
     with pytest.raises(rs.ReplaySSMError) as e:
         shard_layer(full, 4, 0)
     assert e.value.status_name == "RSSM_ERROR_BAD_SHAPE"
-    c = rs.Context("cpu", 1)
+    c = rs.Context("cpu", threads=1)
     p = Problem(full, [0, 1], 1, seed=7)
     st = rs.State.allocate(full, 2)
     p.load(st)
@@ -218,7 +218,7 @@ def test_shard_layer_slices_heads_bit_identically():
 def test_import_refuses_any_flipped_bit():
     """Every single-bit change of a blob, in the header or anywhere in the payload (the four
     checksum lanes and the zero-padded tail word), is refused and takes no slot."""
-    c = rs.Context("cpu", 1)
+    c = rs.Context("cpu", threads=1)
     pool = Pool(c, LAYERS, 2)
     s = pool.acquire()
     rng = np.random.default_rng(3)

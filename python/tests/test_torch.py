@@ -105,7 +105,7 @@ def test_custom_op_ragged_prefill_on_the_reference(gate):
 @pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
 def test_cuda_custom_op_ragged_prefill(gate):
-    ragged_prefill(rs.Context("cuda", torch.cuda.current_device()), gate, "cuda")
+    ragged_prefill(rs.Context("cuda", device_ordinal=torch.cuda.current_device()), gate, "cuda")
 
 
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
@@ -129,7 +129,7 @@ def test_custom_op_schemas_declare_mutation():
 @cuda
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
 def test_cuda_tensors_on_the_current_stream(gate):
-    ctx = rs.Context("cuda", torch.cuda.current_device())
+    ctx = rs.Context("cuda", device_ordinal=torch.cuda.current_device())
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         run(ctx, gate, "cuda")
@@ -140,4 +140,4 @@ def test_cuda_tensors_on_the_current_stream(gate):
 @cuda
 @pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
 def test_cuda_custom_ops():
-    run(rs.Context("cuda", torch.cuda.current_device()), "gdn", "cuda", custom_op=True)
+    run(rs.Context("cuda", device_ordinal=torch.cuda.current_device()), "gdn", "cuda", custom_op=True)

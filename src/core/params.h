@@ -1,6 +1,6 @@
 /*
  * params.h — the parameter structs every back end receives, and the small maths shared by
- * C and CUDA (bf16 conversion, gates, fold rules).
+ * C and CUDA (gates; the fold rules and bf16 conversion are replayssm.h's).
  *
  * The public call validates its arguments once, fills one of these structs, and hands it
  * unchanged to the reference, the CPU back end or the CUDA launcher (by value into kernels).
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "replayssm.h"
+#include "replayssm_runtime.h"
 
 #ifdef __CUDACC__
 #define RSSM_HD __host__ __device__ __forceinline__
@@ -62,46 +63,19 @@ typedef struct rssm_cursor_params {
     const int32_t *accepted; /* [B], commit only */
 } rssm_cursor_params;
 
-/* ---- fold rules (see replayssm.h) -------------------------------------------------- */
-
-/* Entries committed before a step of T tokens, after the shared start-fold rule. */
-RSSM_HD int32_t rssm_start_fold(int32_t cursor, int32_t tokens, int32_t L, int forced)
-{
-    return cursor + tokens > L || forced;
-}
-
-/* Cursor after a decode step (T = 1). */
-RSSM_HD int32_t rssm_cursor_after_decode(int32_t c, int32_t L, int forced)
-{
-    c = (c + 1 > L ? 0 : c) + 1;
-    return (c == L || forced) ? 0 : c;
-}
-
-/* Cursor after a verify of T tokens with `accepted` of them kept. */
-RSSM_HD int32_t rssm_cursor_after_commit(int32_t c, int32_t T, int32_t L, int forced, int32_t accepted)
-{
-    return (c + T > L || forced ? 0 : c) + accepted;
-}
-
-/* ---- bf16 -------------------------------------------------------------------------- */
-
-/* float -> bf16 bits, round to nearest even; NaN stays NaN. */
-RSSM_HD uint16_t rssm_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-RSSM_HD float rssm_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+/* The step planner's per-row kernels (src/runtime/plan.c; rules in runtime/plan_rules.h):
+ *   fold: fold[b] = rssm_rt_fold_rule(slot[b], n_slots, seq_len[b], mode, track, *every)
+ *   seq:  seq_len[b] += 1 (decode) or accepted[b] (verify); padding rows unchanged. */
+typedef struct rssm_plan_params {
+    int32_t batch, n_slots;
+    int32_t mode;            /* 0 decode, 1 verify */
+    int32_t track;           /* prefix-snapshot interval, 0 = none */
+    const int32_t *slot;     /* [B] */
+    int32_t *seq_len;        /* [B] */
+    const int32_t *every;    /* [1]: the step folds every live row (decode) */
+    uint8_t *fold;           /* [B] */
+    const int32_t *accepted; /* [B], verify only; NULL = 1 per row */
+} rssm_plan_params;
 
 /* ---- gates (float64 versions for the reference; float versions for back ends) -------- */
 

@@ -7,11 +7,9 @@
  * (cpu_kernels.c). Scratch comes from per-thread arenas made at init: nothing is
  * allocated on the hot path. A context is used by one calling thread at a time.
  */
+#include "core/host.h"
 #include "cpu/cpu.h"
 #include "cpu/cpu_internal.h"
-#include "ref/ref.h"
-
-void rssm_cpu_destroy(rssm_context *ctx); /* cpu_pool.c */
 
 typedef void (*item_fn)(const cpu_job *j, int b, int kh, cpu_arena *a);
 
@@ -63,16 +61,21 @@ static rssm_status cpu_materialize(rssm_context *ctx, const rssm_materialize_par
 }
 
 /* f32 and bf16 for state, ring and io; float64 is the reference's alone */
-static int cpu_supports(const rssm_layer *l)
+static rssm_status cpu_check_layer(const rssm_layer *l)
 {
-    return l->state_dtype != RSSM_DTYPE_F64 && l->ring_dtype != RSSM_DTYPE_F64 && l->io_dtype != RSSM_DTYPE_F64;
+    if (l->state_dtype == RSSM_DTYPE_F64 || l->ring_dtype == RSSM_DTYPE_F64 || l->io_dtype == RSSM_DTYPE_F64)
+        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "f64 tensors are for the reference device only");
+    return RSSM_OK;
 }
 
 const rssm_backend rssm_cpu_backend = {
     .name = "cpu",
+    .init = rssm_cpu_init,
+    .destroy = rssm_cpu_destroy,
+    .info = rssm_cpu_info,
+    .check_layer = cpu_check_layer,
     .step = cpu_step,
     .materialize = cpu_materialize,
-    .cursor = rssm_host_cursor,
-    .supports = cpu_supports,
-    .destroy = rssm_cpu_destroy,
+    .parallel_for = rssm_cpu_parallel_for,
+    RSSM_HOST_BACKEND_ENTRIES,
 };

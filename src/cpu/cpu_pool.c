@@ -1,6 +1,6 @@
 /*
  * cpu_pool.c — the CPU back end's persistent thread pool, per-thread scratch arenas and
- * rssm_cpu_parallel_for (also used by host tools: bandwidth, model simulation).
+ * rssm_cpu_parallel_for (also the public rssm_parallel_for of CPU contexts, for tools' host work).
  *
  * A job [0, n) is split into `threads` contiguous static chunks; the calling thread runs
  * chunk 0 and workers 1.. run the others. Workers sleep on a condition variable between
@@ -124,10 +124,7 @@ float *rssm_cpu_take(cpu_arena *a, size_t n)
 
 /* ---- context ------------------------------------------------------------------------------ */
 
-static cpu_impl *impl_of(const rssm_context *ctx)
-{
-    return ctx && ctx->device == RSSM_DEVICE_CPU ? (cpu_impl *)ctx->impl : NULL;
-}
+static cpu_impl *impl_of(const rssm_context *ctx) { return (cpu_impl *)ctx->impl; }
 
 const cpu_vec *rssm_cpu_vec_of(const rssm_context *ctx)
 {
@@ -153,8 +150,9 @@ void rssm_cpu_destroy(rssm_context *ctx)
     ctx->impl = NULL;
 }
 
-rssm_status rssm_cpu_init(rssm_context *ctx, int threads)
+rssm_status rssm_cpu_init(rssm_context *ctx, const rssm_context_params *params)
 {
+    int threads = params->threads;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
@@ -163,9 +161,7 @@ rssm_status rssm_cpu_init(rssm_context *ctx, int threads)
     cpu_impl *im = calloc(1, sizeof *im);
     if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "cpu: out of host memory");
     im->threads = threads;
-    /* RSSM_CPU_SCALAR=1 forces the portable kernels (for testing the fallback). */
-    const char *force = getenv("RSSM_CPU_SCALAR");
-    im->vec = force && force[0] == '1' ? &rssm_cpu_vec_scalar : rssm_cpu_vec_select();
+    im->vec = params->cpu_simd ? rssm_cpu_vec_select() : &rssm_cpu_vec_scalar;
     im->arenas = calloc((size_t)threads, sizeof *im->arenas);
     if (!im->arenas) goto oom;
     for (int t = 0; t < threads; t++) {
@@ -210,8 +206,4 @@ void rssm_cpu_parallel_for(rssm_context *ctx, int64_t n, rssm_task_fn fn, void *
     pthread_mutex_unlock(&pl->call_mu);
 }
 
-int rssm_cpu_threads(const rssm_context *ctx)
-{
-    const cpu_impl *im = impl_of(ctx);
-    return im ? im->threads : 1;
-}
+void rssm_cpu_info(const rssm_context *ctx, rssm_context_info *out) { out->threads = impl_of(ctx)->threads; }

@@ -1,7 +1,6 @@
 /*
  * cuda_backend.cu — the CUDA back end: the function table of backend.h (step, materialise,
- * cursor moves), the context's own stream and device error counter, and the device.h
- * halves (memory, graph timing, bandwidth).
+ * cursor moves, planner kernels, memory), the context's own stream and device error counter.
  *
  * Every op is enqueued on the caller's stream with no allocation, synchronisation or read
  * back, so a whole decode step can be captured in a CUDA graph. Launch shape of the step
@@ -25,17 +24,15 @@ typedef struct cuda_impl {
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
     int smem_per_sm; /* shared memory per multiprocessor, bytes */
-    int fast;        /* 1: the fast K = V = 128 kernels of cuda_fast2.cu where they apply; 0: general only */
-    int split;       /* fast kernels: CTAs per head; 0 = by batch size (RSSM_CUDA_SPLIT) */
-    int prefetch;    /* fast kernels: L2 prefetch distance in waves; 0 = off (RSSM_CUDA_PREFETCH) */
-    int spec;        /* fast kernels: whole-ring reads; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_SPEC) */
-    int pipe;      /* replay decode on cuda_replay_pipe.cu; -1 = by grid size, 0 = never, 1 = always (RSSM_CUDA_PIPE) */
-    int pipe_bal;  /* the pipeline's folding rows dealt first; -1 = by grid size, 0 = never, 1 = up to
-                      4096 rows (RSSM_CUDA_PIPE_BALANCE) */
-    int pf_inputs; /* fast kernels: the L2 prefetch covers the token inputs too (RSSM_CUDA_PREFETCH_INPUTS) */
-    int pf_mode;   /* prefill (RSSM_CUDA_PREFILL): 0 one token at a time; 1 chunks of RSSM_PF_TC tokens (the same
-                      bits); 2 / 3 chunks on wide lanes, whole heads / sliced, where K = 128 (the same bits as
-                      each other); -1 chunks, wide lanes sliced or not by grid size */
+    /* the tuning switches (rssm_context_params says what each value means) */
+    int fast;      /* cuda_fast: the K = V = 128 kernels where they apply */
+    int split;     /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
+    int prefetch;  /* cuda_prefetch: L2 prefetch distance in waves, 0 = off */
+    int spec;      /* cuda_ring_read: whole-ring reads, -1 = by grid size */
+    int pipe;      /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
+    int pipe_bal;  /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
+    int pf_inputs; /* (removed with the kernels' pf_inputs) */
+    int pf_mode;   /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -183,7 +180,7 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
  * CTA per SM (1 row at 32 value heads: whole heads would leave most SMs idle). A row's sums run
  * in the same order either way, so the choice changes no bits: a row's outputs and state do not depend on
  * the rows that share its call or on how a tensor-parallel rank splits the heads. H200, GDN
- * (bench/results/gpu-prefill-sliced.txt). RSSM_CUDA_PREFILL picks one for comparisons: 1 narrow
+ * (bench/results/gpu-prefill-sliced.txt). params.cuda_prefill picks one for comparisons: 1 narrow
  * (the one-token loop's bits), 2 wide, 3 sliced wide. */
 static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, int *tc)
 {
@@ -336,14 +333,22 @@ static rssm_status cuda_cursor(rssm_context *ctx, const rssm_cursor_params *p, v
     return RSSM_OK;
 }
 
-static int cuda_supports(const rssm_layer *l)
+static rssm_status cuda_check_layer(const rssm_layer *l)
 {
-    const int ok = (l->state_dtype == RSSM_DTYPE_F32 || l->state_dtype == RSSM_DTYPE_BF16) &&
-                   (l->ring_dtype == RSSM_DTYPE_F32 || l->ring_dtype == RSSM_DTYPE_BF16) &&
-                   (l->io_dtype == RSSM_DTYPE_F32 || l->io_dtype == RSSM_DTYPE_BF16);
-    if (!ok) return 0;
+    if (l->state_dtype == RSSM_DTYPE_F64 || l->ring_dtype == RSSM_DTYPE_F64 || l->io_dtype == RSSM_DTYPE_F64)
+        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "f64 tensors are for the reference device only");
     const int config = config_of(l);
-    return smem_bytes(l, config, 4) <= RSSM_SMEM_MAX && smem_bytes(l, config, 1) <= RSSM_SMEM_MAX;
+    if (smem_bytes(l, config, 4) > RSSM_SMEM_MAX || smem_bytes(l, config, 1) > RSSM_SMEM_MAX)
+        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "the cuda back end does not support this layer shape");
+    return RSSM_OK;
+}
+
+static void cuda_info(const rssm_context *ctx, rssm_context_info *out)
+{
+    const cuda_impl *im = (const cuda_impl *)ctx->impl;
+    out->device_ordinal = im->device;
+    out->threads = 1;
+    out->multiprocessors = im->sm_count;
 }
 
 static void cuda_destroy(rssm_context *ctx)
@@ -358,13 +363,9 @@ static void cuda_destroy(rssm_context *ctx)
     ctx->impl = NULL;
 }
 
-extern "C" const rssm_backend rssm_cuda_backend = {
-    "cuda", cuda_step, cuda_materialize, cuda_cursor, cuda_supports, cuda_destroy,
-};
-
 /* ---- context --------------------------------------------------------------------------------- */
 
-extern "C" int rssm_cuda_present(void)
+static int cuda_available(void)
 {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -392,8 +393,9 @@ static cudaError_t raise_smem(void)
     return cudaSuccess;
 }
 
-extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
+static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *params)
 {
+    const int device = params->device_ordinal;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -413,35 +415,14 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     im->device = device;
     im->sm_count = prop.multiProcessorCount;
     im->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
-    /* Tuning switch, read once per context: RSSM_CUDA_FAST=0 runs everything on the general
-     * kernel (for comparisons); otherwise the fast K = V = 128 kernels serve the shapes they
-     * cover. (Their first version, 1.2-1.3x slower at B >= 64 with the same check results, was
-     * removed after the comparison in bench/results/gpu-bench.txt.) */
-    {
-        const char *ev = getenv("RSSM_CUDA_FAST");
-        im->fast = !(ev && ev[0] == '0' && ev[1] == 0);
-        ev = getenv("RSSM_CUDA_SPLIT"); /* 1, 2 or 4 CTAs per head; unset: by batch size */
-        im->split = ev ? atoi(ev) : 0;
-        if (im->split != 1 && im->split != 2 && im->split != 4) im->split = 0;
-        ev = getenv("RSSM_CUDA_PREFETCH"); /* L2 prefetch distance in waves (0: off) */
-        im->prefetch = ev ? atoi(ev) : 1;
-        if (im->prefetch < 0 || im->prefetch > 4) im->prefetch = 1;
-        ev = getenv("RSSM_CUDA_SPEC"); /* 1: read the whole ring without waiting for the cursor */
-        im->spec = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        /* 1: the prefetch also covers the token inputs; off: slower in the H200 bench
-         * (bench/results/gpu-ab-inputs.txt) */
-        ev = getenv("RSSM_CUDA_PREFETCH_INPUTS");
-        im->pf_inputs = ev && ev[0] == '1' && ev[1] == 0;
-        ev = getenv("RSSM_CUDA_PIPE"); /* 0: never the replay pipeline, 1: wherever it applies */
-        im->pipe = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        ev = getenv("RSSM_CUDA_PIPE_BALANCE"); /* 0: the plain round robin, 1: folding rows first */
-        im->pipe_bal = ev && (ev[0] == '0' || ev[0] == '1') && ev[1] == 0 ? ev[0] - '0' : -1;
-        /* prefill, for comparisons: 0 one token at a time, 1 chunks on the narrow lanes,
-         * 2 chunks on wide lanes, 3 on sliced wide lanes (K = 128; the same bits as 2);
-         * unset: chunks, wide lanes sliced or not by grid size (prefill_config) */
-        ev = getenv("RSSM_CUDA_PREFILL");
-        im->pf_mode = ev && ev[0] >= '0' && ev[0] <= '3' && ev[1] == 0 ? ev[0] - '0' : -1;
-    }
+    /* the tuning switches of rssm_context_params (checked by rssm_context_create) */
+    im->fast = params->cuda_fast;
+    im->split = params->cuda_split;
+    im->prefetch = params->cuda_prefetch;
+    im->spec = params->cuda_ring_read;
+    im->pipe = params->cuda_pipeline;
+    im->pipe_bal = params->cuda_pipeline_balance;
+    im->pf_mode = params->cuda_prefill;
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||
@@ -456,7 +437,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_check_errors(rssm_context *ctx)
+static rssm_status cuda_check_errors(rssm_context *ctx)
 {
     cuda_impl *im = impl_of(ctx);
     CU(cudaSetDevice(im->device), "check errors");
@@ -471,11 +452,11 @@ extern "C" rssm_status rssm_cuda_check_errors(rssm_context *ctx)
     return RSSM_OK;
 }
 
-/* ---- device.h halves --------------------------------------------------------------------- */
+/* ---- memory and streams -------------------------------------------------------------------- */
 
-extern "C" rssm_status rssm_cuda_alloc(rssm_context *ctx, size_t bytes, void **out)
+static rssm_status cuda_alloc(rssm_context *ctx, size_t bytes, void **out)
 {
-    CU(cudaSetDevice(impl_of(ctx)->device), "rssm_dev_alloc");
+    CU(cudaSetDevice(impl_of(ctx)->device), "cudaSetDevice");
     cudaError_t e = cudaMalloc(out, bytes ? bytes : 16);
     if (e != cudaSuccess) {
         *out = NULL;
@@ -485,55 +466,55 @@ extern "C" rssm_status rssm_cuda_alloc(rssm_context *ctx, size_t bytes, void **o
     return RSSM_OK;
 }
 
-extern "C" void rssm_cuda_free(rssm_context *ctx, void *ptr)
+static void cuda_free(rssm_context *ctx, void *ptr)
 {
     cudaSetDevice(impl_of(ctx)->device);
     cudaFree(ptr);
 }
 
-extern "C" rssm_status rssm_cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync)
+static rssm_status cuda_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync)
 {
     cuda_impl *im = impl_of(ctx);
-    CU(cudaSetDevice(im->device), "rssm_dev_memset");
-    CU(cudaMemsetAsync(dst, byte, bytes, im->stream), "rssm_dev_memset");
-    if (sync) CU(cudaStreamSynchronize(im->stream), "rssm_dev_memset");
+    CU(cudaSetDevice(im->device), "memset");
+    CU(cudaMemsetAsync(dst, byte, bytes, im->stream), "memset");
+    if (sync) CU(cudaStreamSynchronize(im->stream), "memset");
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, int kind, int sync)
+static rssm_status cuda_memcpy(rssm_context *ctx, void *dst, const void *src, size_t bytes, rssm_copy_kind kind,
+                               int sync)
 {
     cuda_impl *im = impl_of(ctx);
-    const cudaMemcpyKind k = kind == 0   ? cudaMemcpyHostToDevice
-                             : kind == 1 ? cudaMemcpyDeviceToHost
-                                         : cudaMemcpyDeviceToDevice;
-    CU(cudaSetDevice(im->device), "rssm_dev memcpy");
-    CU(cudaMemcpyAsync(dst, src, bytes, k, im->stream), "rssm_dev memcpy");
-    if (sync) CU(cudaStreamSynchronize(im->stream), "rssm_dev memcpy");
+    const cudaMemcpyKind k = kind == RSSM_COPY_HOST_TO_DEVICE   ? cudaMemcpyHostToDevice
+                             : kind == RSSM_COPY_DEVICE_TO_HOST ? cudaMemcpyDeviceToHost
+                                                                : cudaMemcpyDeviceToDevice;
+    CU(cudaSetDevice(im->device), "memcpy");
+    CU(cudaMemcpyAsync(dst, src, bytes, k, im->stream), "memcpy");
+    if (sync) CU(cudaStreamSynchronize(im->stream), "memcpy");
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_copy2d(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
-                                        size_t width, size_t rows)
+static rssm_status cuda_copy2d(rssm_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                               size_t width, size_t rows)
 {
     cuda_impl *im = impl_of(ctx);
-    CU(cudaSetDevice(im->device), "rssm_dev copy2d");
-    CU(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, im->stream),
-       "rssm_dev copy2d");
+    CU(cudaSetDevice(im->device), "copy2d");
+    CU(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, im->stream), "copy2d");
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_sync(rssm_context *ctx)
+static rssm_status cuda_sync(rssm_context *ctx)
 {
     cuda_impl *im = impl_of(ctx);
-    CU(cudaSetDevice(im->device), "rssm_dev_sync");
-    CU(cudaStreamSynchronize(im->stream), "rssm_dev_sync");
-    CU(cudaGetLastError(), "rssm_dev_sync");
+    CU(cudaSetDevice(im->device), "synchronize");
+    CU(cudaStreamSynchronize(im->stream), "synchronize");
+    CU(cudaGetLastError(), "synchronize");
     return RSSM_OK;
 }
 
-extern "C" void *rssm_cuda_stream(rssm_context *ctx) { return (void *)impl_of(ctx)->stream; }
+static void *cuda_stream(rssm_context *ctx) { return (void *)impl_of(ctx)->stream; }
 
-extern "C" rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits)
+static rssm_status cuda_stream_order(rssm_context *ctx, void *stream, int ctx_waits)
 {
     cuda_impl *im = impl_of(ctx);
     const cudaStream_t other = (cudaStream_t)stream;
@@ -544,128 +525,15 @@ extern "C" rssm_status rssm_cuda_stream_order(rssm_context *ctx, void *stream, i
     return RSSM_OK;
 }
 
-extern "C" rssm_status rssm_cuda_time(rssm_context *ctx, int (*work)(void *, void *), void *arg, int graph, int warmup,
-                                      int reps, double *us_per_rep)
-{
-    cuda_impl *im = impl_of(ctx);
-    cudaStream_t st = im->stream;
-    cudaGraph_t g = NULL;
-    cudaGraphExec_t ge = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    rssm_status rs = RSSM_OK;
-    cudaError_t e;
-    CU(cudaSetDevice(im->device), "rssm_dev_time");
-    if (graph) {
-        CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "rssm_dev_time: begin capture");
-        const int bad = work(arg, (void *)st);
-        e = cudaStreamEndCapture(st, &g);
-        if (bad) {
-            if (g) cudaGraphDestroy(g);
-            return rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed during capture: %s",
-                             rssm_last_error());
-        }
-        if (e != cudaSuccess) return cuda_fail(e, "rssm_dev_time: end capture");
-        if ((e = cudaGraphInstantiate(&ge, g, 0)) != cudaSuccess) {
-            cudaGraphDestroy(g);
-            return cuda_fail(e, "rssm_dev_time: instantiate");
-        }
-    }
-#define RUN_ONCE() (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
-    if ((e = cudaEventCreate(&e0)) != cudaSuccess || (e = cudaEventCreate(&e1)) != cudaSuccess) {
-        rs = cuda_fail(e, "rssm_dev_time: events");
-        goto done;
-    }
-    for (int i = 0; i < warmup; i++)
-        if (RUN_ONCE()) {
-            rs = rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed");
-            goto done;
-        }
-    cudaEventRecord(e0, st);
-    for (int i = 0; i < reps; i++)
-        if (RUN_ONCE()) {
-            rs = rssm_fail(RSSM_ERROR_DEVICE, "rssm_dev_time: the timed work failed");
-            goto done;
-        }
-    cudaEventRecord(e1, st);
-    if ((e = cudaEventSynchronize(e1)) != cudaSuccess) {
-        rs = cuda_fail(e, "rssm_dev_time");
-        goto done;
-    }
-    {
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        *us_per_rep = ms * 1e3 / reps;
-    }
-    if ((e = cudaGetLastError()) != cudaSuccess) rs = cuda_fail(e, "rssm_dev_time");
-done:
-#undef RUN_ONCE
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (ge) cudaGraphExecDestroy(ge);
-    if (g) cudaGraphDestroy(g);
-    return rs;
-}
+/* the planner's kernels (plan_kernels.cu) */
+rssm_status rssm_cuda_plan_fold(rssm_context *ctx, const rssm_plan_params *p, void *stream);
+rssm_status rssm_cuda_plan_seq(rssm_context *ctx, const rssm_plan_params *p, void *stream);
 
-/* copy a[i] = b[i] and triad a[i] = b[i] + s c[i], 16-byte accesses, grid-stride */
-__global__ void bw_copy_kernel(uint4 *__restrict__ a, const uint4 *__restrict__ b, size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        a[i] = b[i];
-}
-
-__global__ void bw_triad_kernel(float4 *__restrict__ a, const float4 *__restrict__ b, const float4 *__restrict__ c,
-                                size_t n)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float4 x = b[i], y = c[i];
-        a[i] = make_float4(x.x + 3.0f * y.x, x.y + 3.0f * y.y, x.z + 3.0f * y.z, x.w + 3.0f * y.w);
-    }
-}
-
-extern "C" int rssm_cuda_sm_count(rssm_context *ctx) { return impl_of(ctx)->sm_count; }
-
-extern "C" rssm_status rssm_cuda_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps)
-{
-    cuda_impl *im = impl_of(ctx);
-    cudaStream_t st = im->stream;
-    const size_t n = bytes / 16;
-    void *a = NULL, *b = NULL, *c = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    rssm_status rs = RSSM_OK;
-    CU(cudaSetDevice(im->device), "rssm_dev_bandwidth");
-    if (cudaMalloc(&a, n * 16) != cudaSuccess || cudaMalloc(&b, n * 16) != cudaSuccess ||
-        cudaMalloc(&c, n * 16) != cudaSuccess) {
-        cudaGetLastError();
-        cudaFree(a), cudaFree(b), cudaFree(c);
-        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_dev_bandwidth: 3 x %zu bytes", bytes);
-    }
-    cudaMemsetAsync(a, 0, n * 16, st);
-    cudaMemsetAsync(b, 0x3f, n * 16, st);
-    cudaMemsetAsync(c, 0x40, n * 16, st);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
-    const int grid = im->sm_count * 8;
-    for (int triad = 0; triad <= 1; triad++) {
-        float best = 1e30f;
-        for (int rep = 0; rep < 8; rep++) {
-            cudaEventRecord(e0, st);
-            if (triad)
-                bw_triad_kernel<<<grid, 256, 0, st>>>((float4 *)a, (const float4 *)b, (const float4 *)c, n);
-            else
-                bw_copy_kernel<<<grid, 256, 0, st>>>((uint4 *)a, (const uint4 *)b, n);
-            cudaEventRecord(e1, st);
-            cudaEventSynchronize(e1);
-            float ms = 0;
-            cudaEventElapsedTime(&ms, e0, e1);
-            if (rep > 0 && ms < best) best = ms;
-        }
-        const double moved = (triad ? 3.0 : 2.0) * (double)n * 16;
-        if (triad && triad_gbps) *triad_gbps = moved / (best * 1e6);
-        if (!triad && copy_gbps) *copy_gbps = moved / (best * 1e6);
-    }
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) rs = cuda_fail(e, "rssm_dev_bandwidth");
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
-    cudaFree(a), cudaFree(b), cudaFree(c);
-    return rs;
-}
+/* in the order of rssm_backend's fields */
+extern "C" const rssm_backend rssm_cuda_backend = {
+    "cuda",           0, /* host_memory: slots and cursors are device memory, checked by the kernels */
+    cuda_available,   cuda_init,   cuda_destroy,        cuda_info,          cuda_check_layer,  cuda_step,
+    cuda_materialize, cuda_cursor, rssm_cuda_plan_fold, rssm_cuda_plan_seq, cuda_check_errors, cuda_alloc,
+    cuda_free,        cuda_memset, cuda_memcpy,         cuda_copy2d,        cuda_sync,         cuda_stream_order,
+    cuda_stream,      NULL, /* parallel_for: host work runs on the calling thread */
+};

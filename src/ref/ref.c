@@ -13,9 +13,8 @@
  */
 #include <stdlib.h>
 
-#include "core/backend.h"
+#include "core/host.h"
 #include "core/layout.h"
-#include "ref/ref.h"
 
 /* ---- element access in any dtype ------------------------------------------------------ */
 
@@ -490,41 +489,31 @@ static rssm_status ref_materialize(rssm_context *ctx, const rssm_materialize_par
     return st_;
 }
 
-/* Shared by every host back end: the cursor rules of params.h applied row by row. */
-rssm_status rssm_host_cursor(rssm_context *ctx, const rssm_cursor_params *p, void *stream)
+static rssm_status ref_init(rssm_context *ctx, const rssm_context_params *params)
 {
-    (void)ctx, (void)stream;
-    for (int b = 0; b < p->batch; b++) {
-        const int s = p->slot[b];
-        if (s < 0) continue;
-        const int forced = p->fold ? p->fold[b] != 0 : 0;
-        int32_t *c = &p->cursor[s];
-        switch (p->op) {
-        case RSSM_CURSOR_ADVANCE:
-            *c = rssm_cursor_after_decode(*c, p->ring_len, forced);
-            break;
-        case RSSM_CURSOR_COMMIT:
-            *c = rssm_cursor_after_commit(*c, p->tokens, p->ring_len, forced, p->accepted[b]);
-            break;
-        case RSSM_CURSOR_RESET:
-            *c = 0;
-            break;
-        }
-    }
+    (void)ctx, (void)params;
     return RSSM_OK;
 }
 
-static int ref_supports(const rssm_layer *layer)
+static void ref_info(const rssm_context *ctx, rssm_context_info *out)
+{
+    (void)ctx;
+    out->threads = 1;
+}
+
+/* every dtype, f64 included: the reference is the float64 oracle */
+static rssm_status ref_check_layer(const rssm_layer *layer)
 {
     (void)layer;
-    return 1;
+    return RSSM_OK;
 }
 
 const rssm_backend rssm_reference_backend = {
     .name = "reference",
+    .init = ref_init,
+    .info = ref_info,
+    .check_layer = ref_check_layer,
     .step = ref_step,
     .materialize = ref_materialize,
-    .cursor = rssm_host_cursor,
-    .supports = ref_supports,
-    .destroy = NULL,
+    RSSM_HOST_BACKEND_ENTRIES,
 };

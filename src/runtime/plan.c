@@ -44,7 +44,14 @@ struct rssm_plan {
 
 static size_t al(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RSSM_RT_ALIGN; }
 
-static int on_cuda(const rssm_plan *p) { return rssm_context_device(p->pool->ctx) == RSSM_DEVICE_CUDA; }
+/* the planner's buffers as the back end's per-row kernels take them */
+static rssm_plan_params plan_params(const rssm_plan *p, rssm_plan_mode mode)
+{
+    rssm_plan_params pp = {p->batch, p->pool->n_slots, (int32_t)mode,
+                           p->track, p->slot,          p->seq,
+                           p->every, p->fold,          mode == RSSM_PLAN_VERIFY ? p->acc : NULL};
+    return pp;
+}
 
 /* the host staging copy of the `every` word (what the last rssm_plan_set uploaded) */
 static int32_t *staged_every(const rssm_plan *p) { return (int32_t *)(p->host + p->off_every); }
@@ -202,7 +209,9 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
         const rssm_layer *l0 = &plan->pool->lm[0].layer;
         const int measured = l0->gate == RSSM_GATE_KDA && l0->head_k_dim == 128 && l0->head_v_dim == 128;
-        const int sms = measured ? rssm_dev_sm_count(plan->pool->ctx) : 0;
+        rssm_context_info info;
+        rssm_context_get_info(plan->pool->ctx, &info);
+        const int sms = measured ? info.multiprocessors : 0;
         max_rows = sms * SMALL_BATCH_HEADS_PER_SM / l0->num_v_heads;
     }
     plan->small_rows = max_rows;
@@ -224,16 +233,9 @@ rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens
         return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: verify of %d tokens outside [1, L=%d]", fn, tokens, L);
     if (!plan->set) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: rssm_plan_set was never called", fn);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: the previous step was not ended", fn);
-    const int32_t ns = plan->pool->n_slots;
-    rssm_status st = RSSM_OK;
-    if (on_cuda(plan)) {
-        st = rssm_rt_cuda_plan_fold(plan->slot, plan->seq, plan->every, plan->fold, plan->batch, ns, (int32_t)mode,
-                                    tokens, plan->track, stream);
-    } else {
-        for (int32_t b = 0; b < plan->batch; b++)
-            plan->fold[b] =
-                rssm_rt_fold_rule(plan->slot[b], ns, plan->seq[b], (int32_t)mode, plan->track, *plan->every);
-    }
+    const rssm_plan_params pp = plan_params(plan, mode);
+    rssm_context *ctx = plan->pool->ctx;
+    rssm_status st = ctx->backend->plan_fold(ctx, &pp, stream);
     if (st != RSSM_OK) return st;
     plan->mode = mode;
     plan->tokens = tokens;
@@ -269,15 +271,8 @@ rssm_status rssm_plan_end(rssm_plan *plan, void *stream)
     else
         st = rssm_commit(pool->ctx, l0, &s0, plan->batch, plan->tokens, plan->slot, plan->fold, plan->acc, stream);
     if (st != RSSM_OK) return st;
-    const int32_t ns = pool->n_slots;
-    if (on_cuda(plan)) {
-        st = rssm_rt_cuda_plan_seq(plan->slot, plan->seq, plan->mode == RSSM_PLAN_VERIFY ? plan->acc : NULL,
-                                   plan->batch, ns, stream);
-    } else {
-        for (int32_t b = 0; b < plan->batch; b++)
-            plan->seq[b] =
-                rssm_rt_seq_rule(plan->slot[b], ns, plan->seq[b], plan->mode == RSSM_PLAN_VERIFY ? plan->acc[b] : 1);
-    }
+    const rssm_plan_params pp = plan_params(plan, plan->mode);
+    st = pool->ctx->backend->plan_seq(pool->ctx, &pp, stream);
     plan->begun = 0;
     return st;
 }
@@ -292,19 +287,3 @@ rssm_status rssm_plan_fold_rows(const rssm_plan *plan, rssm_plan_mode mode, uint
         fold[b] = rssm_rt_fold_rule(hs[b], plan->pool->n_slots, hq[b], (int32_t)mode, plan->track, 0);
     return RSSM_OK;
 }
-
-#ifndef RSSM_HAVE_CUDA
-/* Without the CUDA back end no context is a CUDA context, so these are never reached. */
-rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, const int32_t *every, uint8_t *fold,
-                                   int32_t batch, int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
-                                   void *stream)
-{
-    return rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end");
-}
-
-rssm_status rssm_rt_cuda_plan_seq(const int32_t *slot, int32_t *seq_len, const int32_t *accepted, int32_t batch,
-                                  int32_t n_slots, void *stream)
-{
-    return rssm_fail(RSSM_ERROR_UNSUPPORTED, "this build of replayssm has no CUDA back end");
-}
-#endif

@@ -91,9 +91,11 @@ rssm_status rssm_pool_create(rssm_context *ctx, const rssm_layer *layers, int32_
     rssm_status st = layout(fn, layers, n_layers, n_slots, NULL, NULL, NULL, &bytes, NULL);
     if (st != RSSM_OK) return st;
     for (int32_t i = 0; i < n_layers; i++)
-        if (ctx->device != RSSM_DEVICE_REFERENCE &&
-            (layers[i].state_dtype == RSSM_DTYPE_F64 || layers[i].ring_dtype == RSSM_DTYPE_F64))
-            return rssm_fail(RSSM_ERROR_BAD_DTYPE, "%s: layer %d: f64 state is for the reference device only", fn, i);
+        if ((st = ctx->backend->check_layer(&layers[i])) != RSSM_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", rssm_last_error());
+            return rssm_fail(st, "%s: layer %d: %s", fn, i, why);
+        }
     rssm_pool *p = calloc(1, sizeof *p);
     if (!p) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     p->ctx = ctx;

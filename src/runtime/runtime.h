@@ -1,7 +1,5 @@
 /*
- * runtime.h — private structures of the runtime (state pool, step planner, prefix cache)
- * and the device halves of the planner (CUDA kernels in src/cuda/runtime_kernels.cu, host
- * loops in plan.c).
+ * runtime.h — private structures of the runtime (state pool, step planner, prefix cache).
  *
  * Pool memory is one device allocation laid out as, per layer l:
  *   checkpoint_l, ring_u_l, ring_k_l, ring_g_l, ring_base_l (KDA)   each [slots_total, ...]
@@ -58,12 +56,5 @@ rssm_status rssm_rt_copy(rssm_pool *src, int32_t ss, rssm_pool *dst, int32_t ds,
  * checkpoint, bases and cursor must be overwritten (rssm_rt_copy) before use. POOL_FULL when
  * none is free. */
 rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot);
-
-/* Planner kernels (CUDA; runtime_kernels.cu). Enqueue on `stream`; never synchronise. */
-rssm_status rssm_rt_cuda_plan_fold(const int32_t *slot, const int32_t *seq_len, const int32_t *every, uint8_t *fold,
-                                   int32_t batch, int32_t n_slots, int32_t mode, int32_t tokens, int32_t track,
-                                   void *stream);
-rssm_status rssm_rt_cuda_plan_seq(const int32_t *slot, int32_t *seq_len, const int32_t *accepted, int32_t batch,
-                                  int32_t n_slots, void *stream);
 
 #endif /* RSSM_RUNTIME_H */

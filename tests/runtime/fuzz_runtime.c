@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -304,7 +304,7 @@ int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len)
         w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
     w->ly[1].gate = w->ly[0].gate = (size > 0 && data[0] & 1) ? RSSM_GATE_KDA : RSSM_GATE_GDN;
     int bad = 0;
-    if (rssm_context_create(RSSM_DEVICE_REFERENCE, 0, &w->ctx) != RSSM_OK ||
+    if (rssm_context_create(RSSM_DEVICE_REFERENCE, NULL, &w->ctx) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NA, &w->pa) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NB, &w->pb) != RSSM_OK ||
         rssm_prefix_cache_create(w->pa, 0, 3, &w->cache) != RSSM_OK ||

@@ -5,7 +5,7 @@
  * planner's sequence lengths, and the last step's outputs. Forced folds (track interval 5)
  * and ring folds happen during the replays; padding rows (-1) sit between real rows.
  *
- * The capture uses rssm_dev_time(graph = 1) from device.h: on CUDA the step is captured into
+ * The capture uses bench_time(graph = 1) from device.h: on CUDA the step is captured into
  * a graph and replayed; on host devices (reference) the same function runs directly, which
  * checks the test itself. The number of steps the graph path ran is read back from the
  * planner's device sequence lengths (so the test does not depend on how many warm-up runs
@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/device.h"
+#include "replayssm_runtime.h"
+#include "timing.h"
 
 #define NLAYERS 4
 #define B 4
@@ -54,7 +55,8 @@ static void *upload_random(rssm_context *ctx, size_t n, float lo, float hi, unsi
         seed = seed * 1664525u + 1013904223u;
         h[i] = lo + (hi - lo) * (float)((seed >> 8) * (1.0 / 16777216.0));
     }
-    if (rssm_dev_alloc(ctx, n * sizeof(float), &d) == RSSM_OK) rssm_dev_upload(ctx, d, h, n * sizeof(float));
+    if (rssm_mem_alloc(ctx, n * sizeof(float), &d) == RSSM_OK)
+        rssm_mem_copy(ctx, d, h, n * sizeof(float), RSSM_COPY_HOST_TO_DEVICE);
     free(h);
     return d;
 }
@@ -78,7 +80,7 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
 {
     const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
     rssm_context *ctx = NULL;
-    if (rssm_context_create(dev, 0, &ctx) != RSSM_OK) {
+    if (rssm_context_create(dev, NULL, &ctx) != RSSM_OK) {
         printf("skip %s/%s: %s\n", dn, gn, rssm_last_error());
         return;
     }
@@ -111,18 +113,18 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
     rssm_plan_set(e.plan, B, re, seq);
     rssm_plan_set(g.plan, B, rg, seq);
     double us = 0;
-    rssm_status st = rssm_dev_time(ctx, step, &g, 1, 0, reps, &us);
+    rssm_status st = bench_time(ctx, step, &g, 1, 0, reps, &us);
     int32_t gseq[B] = {0}, eseq[B] = {0};
-    rssm_dev_sync(ctx);
-    rssm_dev_download(ctx, gseq, rssm_plan_seq_len_buffer(g.plan), sizeof gseq);
+    rssm_context_synchronize(ctx);
+    rssm_mem_copy(ctx, gseq, rssm_plan_seq_len_buffer(g.plan), sizeof gseq, RSSM_COPY_DEVICE_TO_HOST);
     const int steps = gseq[0];
     for (int i = 0; i < steps && st == RSSM_OK; i++)
-        if (step(&e, rssm_dev_stream(ctx))) st = RSSM_ERROR_DEVICE;
-    rssm_dev_sync(ctx);
-    rssm_dev_download(ctx, eseq, rssm_plan_seq_len_buffer(e.plan), sizeof eseq);
+        if (step(&e, rssm_context_stream(ctx))) st = RSSM_ERROR_DEVICE;
+    rssm_context_synchronize(ctx);
+    rssm_mem_copy(ctx, eseq, rssm_plan_seq_len_buffer(e.plan), sizeof eseq, RSSM_COPY_DEVICE_TO_HOST);
     float *oe = malloc(sizeof(float) * B * HV * V), *og = malloc(sizeof(float) * B * HV * V);
-    rssm_dev_download(ctx, oe, e.o, sizeof(float) * B * HV * V);
-    rssm_dev_download(ctx, og, g.o, sizeof(float) * B * HV * V);
+    rssm_mem_copy(ctx, oe, e.o, sizeof(float) * B * HV * V, RSSM_COPY_DEVICE_TO_HOST);
+    rssm_mem_copy(ctx, og, g.o, sizeof(float) * B * HV * V, RSSM_COPY_DEVICE_TO_HOST);
     ok = st == RSSM_OK && steps >= reps && !memcmp(gseq, eseq, sizeof gseq) && eseq[1] == 0 &&
          !memcmp(oe, og, sizeof(float) * B * HV * V) && same_slots(e.pool, se, sg, 3) &&
          rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
@@ -130,8 +132,8 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
            ok ? "ok  " : "FAIL", dn, gn, steps, NLAYERS, steps, us, st ? " — " : "", st ? rssm_last_error() : "");
     ok ? (*passed)++ : (*failed)++;
     free(oe), free(og);
-    rssm_dev_free(ctx, e.q), rssm_dev_free(ctx, e.k), rssm_dev_free(ctx, e.v), rssm_dev_free(ctx, e.g);
-    rssm_dev_free(ctx, e.beta), rssm_dev_free(ctx, e.o), rssm_dev_free(ctx, g.o);
+    rssm_mem_free(ctx, e.q), rssm_mem_free(ctx, e.k), rssm_mem_free(ctx, e.v), rssm_mem_free(ctx, e.g);
+    rssm_mem_free(ctx, e.beta), rssm_mem_free(ctx, e.o), rssm_mem_free(ctx, g.o);
     rssm_plan_free(e.plan), rssm_plan_free(g.plan);
     rssm_pool_free(e.pool);
     rssm_context_free(ctx);

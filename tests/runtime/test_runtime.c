@@ -27,7 +27,9 @@ static int device_ready(rssm_context *ctx)
 static void run(rssm_device dev, const char *name, int required, rt_counts *c)
 {
     rssm_context *ctx = NULL;
-    if (rssm_context_create(dev, dev == RSSM_DEVICE_CPU ? 2 : 0, &ctx) != RSSM_OK || !device_ready(ctx)) {
+    rssm_context_params cp = rssm_context_params_default();
+    cp.threads = 2;
+    if (rssm_context_create(dev, &cp, &ctx) != RSSM_OK || !device_ready(ctx)) {
         printf("skip %s device: %s\n", name, rssm_last_error());
         if (required) rt_case(c, 0, "%s device available", name);
         rssm_context_free(ctx);

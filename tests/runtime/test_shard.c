@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 static int passed, failed;
 
@@ -304,7 +304,7 @@ static void test_errors(void)
 int main(void)
 {
     rssm_context *ctx;
-    if (rssm_context_create(RSSM_DEVICE_CPU, 0, &ctx) != RSSM_OK) {
+    if (rssm_context_create(RSSM_DEVICE_CPU, NULL, &ctx) != RSSM_OK) {
         fprintf(stderr, "test_shard: %s\n", rssm_last_error());
         return 1;
     }

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/layout.h"
-
 /* ---- messages ------------------------------------------------------------------------- */
 
 static _Thread_local char msg[1024];
@@ -127,45 +125,45 @@ int rh_buf_alloc(rssm_context *ctx, size_t bytes, rh_buf *b)
 {
     memset(b, 0, sizeof *b);
     void *base;
-    TRY(rh_status(rssm_dev_alloc(ctx, bytes + 2 * RH_GUARD, &base), "alloc"));
+    TRY(rh_status(rssm_mem_alloc(ctx, bytes + 2 * RH_GUARD, &base), "alloc"));
     b->base = base, b->p = (uint8_t *)base + RH_GUARD, b->bytes = bytes;
     uint8_t g[RH_GUARD];
     guard_pattern(g, 0);
-    TRY(rh_status(rssm_dev_upload(ctx, base, g, RH_GUARD), "upload"));
+    TRY(rh_status(rssm_mem_copy(ctx, base, g, RH_GUARD, RSSM_COPY_HOST_TO_DEVICE), "upload"));
     guard_pattern(g, 1);
-    TRY(rh_status(rssm_dev_upload(ctx, (uint8_t *)b->p + bytes, g, RH_GUARD), "upload"));
-    if (bytes) TRY(rh_status(rssm_dev_memset(ctx, b->p, 0, bytes), "memset"));
+    TRY(rh_status(rssm_mem_copy(ctx, (uint8_t *)b->p + bytes, g, RH_GUARD, RSSM_COPY_HOST_TO_DEVICE), "upload"));
+    if (bytes) TRY(rh_status(rssm_mem_set(ctx, b->p, 0, bytes), "memset"));
     return RH_OK;
 }
 
 void rh_buf_free(rssm_context *ctx, rh_buf *b)
 {
-    if (b->base) rssm_dev_free(ctx, b->base);
+    if (b->base) rssm_mem_free(ctx, b->base);
     memset(b, 0, sizeof *b);
 }
 
 int rh_buf_put(rssm_context *ctx, rh_buf *b, const void *host)
 {
     if (!b->bytes) return RH_OK;
-    return rh_status(rssm_dev_upload(ctx, b->p, host, b->bytes), "upload");
+    return rh_status(rssm_mem_copy(ctx, b->p, host, b->bytes, RSSM_COPY_HOST_TO_DEVICE), "upload");
 }
 
 int rh_buf_get(rssm_context *ctx, const rh_buf *b, void *host)
 {
     if (!b->bytes) return RH_OK;
-    TRY(rh_status(rssm_dev_sync(ctx), "sync"));
-    return rh_status(rssm_dev_download(ctx, host, b->p, b->bytes), "download");
+    TRY(rh_status(rssm_context_synchronize(ctx), "sync"));
+    return rh_status(rssm_mem_copy(ctx, host, b->p, b->bytes, RSSM_COPY_DEVICE_TO_HOST), "download");
 }
 
 int rh_buf_guard_ok(rssm_context *ctx, const rh_buf *b, const char *what)
 {
     if (!b->base) return RH_OK;
     uint8_t want[RH_GUARD], got[RH_GUARD];
-    TRY(rh_status(rssm_dev_sync(ctx), "sync"));
+    TRY(rh_status(rssm_context_synchronize(ctx), "sync"));
     for (int side = 0; side < 2; side++) {
         guard_pattern(want, (size_t)side);
         const uint8_t *at = side ? (const uint8_t *)b->p + b->bytes : (const uint8_t *)b->base;
-        TRY(rh_status(rssm_dev_download(ctx, got, at, RH_GUARD), "download"));
+        TRY(rh_status(rssm_mem_copy(ctx, got, at, RH_GUARD, RSSM_COPY_DEVICE_TO_HOST), "download"));
         if (memcmp(want, got, RH_GUARD))
             return rh_set(RH_FAIL, "guard bytes %s %s were overwritten", side ? "after" : "before", what);
     }
@@ -267,15 +265,17 @@ int rh_state_set(rssm_context *ctx, rh_state *s, int slot, const double *S)
     void *tmp = malloc((size_t)n * e);
     if (!tmp) return rh_set(RH_FAIL, "out of host memory");
     rh_pack(S, n, l->state_dtype, tmp);
-    int rc = rh_status(rssm_dev_upload(ctx, (uint8_t *)s->t[RH_CKPT].p + (size_t)slot * n * e, tmp, (size_t)n * e),
+    int rc = rh_status(rssm_mem_copy(ctx, (uint8_t *)s->t[RH_CKPT].p + (size_t)slot * n * e, tmp, (size_t)n * e,
+                                     RSSM_COPY_HOST_TO_DEVICE),
                        "upload");
     free(tmp);
     TRY(rc);
     int32_t zero[4096] = {0};
-    TRY(rh_status(rssm_dev_upload(ctx, (int32_t *)s->t[RH_CURSOR].p + slot, zero, 4), "upload"));
+    TRY(rh_status(rssm_mem_copy(ctx, (int32_t *)s->t[RH_CURSOR].p + slot, zero, 4, RSSM_COPY_HOST_TO_DEVICE),
+                  "upload"));
     if (s->t[RH_RING_BASE].bytes)
-        TRY(rh_status(rssm_dev_upload(ctx, (int32_t *)s->t[RH_RING_BASE].p + (size_t)slot * l->num_v_heads, zero,
-                                      4 * (size_t)l->num_v_heads),
+        TRY(rh_status(rssm_mem_copy(ctx, (int32_t *)s->t[RH_RING_BASE].p + (size_t)slot * l->num_v_heads, zero,
+                                    4 * (size_t)l->num_v_heads, RSSM_COPY_HOST_TO_DEVICE),
                       "upload"));
     return RH_OK;
 }
@@ -360,7 +360,7 @@ int rh_materialized(rssm_context *ctx, const rh_state *s, int n, const int32_t *
     int rc = rh_buf_from(ctx, slot, 4 * (size_t)n, &bs);
     if (!rc) rc = rh_buf_from(ctx, dst, 4 * (size_t)n, &bd);
     if (!rc)
-        rc = rh_status(rssm_materialize(ctx, &s->layer, &s->st, &d.st, n, bs.p, bd.p, rssm_dev_stream(ctx)),
+        rc = rh_status(rssm_materialize(ctx, &s->layer, &s->st, &d.st, n, bs.p, bd.p, rssm_context_stream(ctx)),
                        "rssm_materialize");
     if (!rc) rc = rh_state_guards_ok(ctx, &d);
     if (!rc) rc = rh_state_guards_ok(ctx, s);
@@ -551,7 +551,7 @@ static int put_tokens(rssm_context *ctx, const double *x, int64_t bt, int64_t w,
 
 static int64_t stride_of(int64_t w, int strided) { return strided ? (w + 7) / 8 * 8 + 8 : w; }
 
-int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
+int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
             const uint8_t *fold, int strided, double *o_out)
 {
     const rssm_layer *l = &s->layer;
@@ -602,15 +602,15 @@ int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, con
         }
         rssm_status st;
         const char *name;
-        void *stream = rssm_dev_stream(ctx);
+        void *stream = rssm_context_stream(ctx);
         switch (op) {
-        case RSSM_OP_DECODE_PACKED:
+        case RH_OP_DECODE_PACKED:
             st = rssm_decode_packed(ctx, l, &s->st, &sio, stream), name = "rssm_decode_packed";
             break;
-        case RSSM_OP_DECODE_REPLAY:
+        case RH_OP_DECODE_REPLAY:
             st = rssm_decode_replay(ctx, l, &s->st, &sio, stream), name = "rssm_decode_replay";
             break;
-        case RSSM_OP_VERIFY:
+        case RH_OP_VERIFY:
             st = rssm_verify(ctx, l, &s->st, &sio, stream), name = "rssm_verify";
             break;
         default:
@@ -662,7 +662,7 @@ int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const
         o1 = malloc(sizeof(double) * (size_t)(tmax * nv));
         if (!o || !o1) rc = rh_set(RH_FAIL, "out of host memory");
     }
-    if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &rg, slot, NULL, NULL, 0, o);
+    if (!rc) rc = rh_step(ctx, &s, RH_OP_PREFILL, &rg, slot, NULL, NULL, 0, o);
     if (!rc) rc = rh_snap_take(ctx, &s, &after);
     for (int sl = 0; sl < slots && !rc; sl++) { /* slots no row names: untouched */
         int named = 0;
@@ -681,7 +681,7 @@ int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const
         if (!rc) rc = rh_inputs_alloc(&one, l, 1, len[b], precomputed);
         for (int t = 0; t < len[b] && !rc; t++)
             rh_inputs_copy_token(&full, b, t, &one, 0, t);
-        if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &one, &slot[b], NULL, NULL, 0, o1);
+        if (!rc) rc = rh_step(ctx, &s, RH_OP_PREFILL, &one, &slot[b], NULL, NULL, 0, o1);
         if (!rc) rc = rh_snap_take(ctx, &s, &one_after);
         if (!rc) *same &= !memcmp(o1, ob, sizeof(double) * (size_t)(len[b] * nv));
         if (!rc) *same &= rh_snap_slot_equal(&s, &after, &one_after, slot[b]);
@@ -702,7 +702,7 @@ static int cursor_call(rssm_context *ctx, rh_state *s, int op, int B, int T, con
     int rc = rh_buf_from(ctx, slot, 4 * (size_t)B, &bs);
     if (!rc) rc = rh_buf_from(ctx, fold, (size_t)B, &bf);
     if (!rc) rc = rh_buf_from(ctx, accepted, 4 * (size_t)B, &ba);
-    void *stream = rssm_dev_stream(ctx);
+    void *stream = rssm_context_stream(ctx);
     if (!rc) {
         if (op == 0)
             rc = rh_status(rssm_advance(ctx, &s->layer, &s->st, B, bs.p, bf.p, stream), "rssm_advance");
@@ -732,13 +732,15 @@ int rh_reset(rssm_context *ctx, rh_state *s, int B, const int32_t *slot)
     return cursor_call(ctx, s, 2, B, 1, slot, NULL, NULL);
 }
 
-int rh_context(rssm_device dev, rssm_context **out)
+int rh_context_with(rssm_device dev, const rssm_context_params *params, rssm_context **out)
 {
     *out = NULL;
     if (dev == RSSM_DEVICE_CUDA && !rssm_cuda_available())
         return rh_set(RH_UNSUPPORTED, "CUDA is not available (no CUDA back end in this build, or no GPU)");
-    return rh_status(rssm_context_create(dev, 0, out), "rssm_context_create");
+    return rh_status(rssm_context_create(dev, params, out), "rssm_context_create");
 }
+
+int rh_context(rssm_device dev, rssm_context **out) { return rh_context_with(dev, NULL, out); }
 
 const char *rh_device_name(rssm_device dev)
 {

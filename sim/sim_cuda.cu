@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/device.h"
+#include "replayssm_runtime.h"
 #include "sim_model.h"
 
 typedef struct sim_gpu {
@@ -57,7 +57,7 @@ extern "C" int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows)
     sim_gpu *g = (sim_gpu *)calloc(1, sizeof *g);
     if (!g) return -1;
     m->gpu = g;
-    g->stream = (cudaStream_t)rssm_dev_stream(ctx);
+    g->stream = (cudaStream_t)rssm_context_stream(ctx);
     g->rows = max_rows;
     if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) return -1;
     cublasSetStream(g->blas, g->stream);

@@ -1,218 +1,15 @@
 /*
- * api.c — the public calls: validate everything, fill one params struct, dispatch.
+ * ops.c — the kernel-level calls: validate everything, fill one params struct, dispatch to
+ * the context's back end.
  *
  * Validation happens before any work, so a failing call changes nothing. On host devices
  * (CPU, reference) slot indices, cursors and accepted counts are host memory and are checked
  * here too; on CUDA they live on the device and the kernels bound-check them instead.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
-#include "core/backend.h"
+#include "core/layer.h"
 #include "core/layout.h"
-
-/* ---- errors ---------------------------------------------------------------------------- */
-
-static _Thread_local char last_error[512];
-
-rssm_status rssm_fail(rssm_status status, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-const char *rssm_last_error(void) { return last_error; }
-
-const char *rssm_status_name(rssm_status status)
-{
-    static const char *const names[RSSM_STATUS_COUNT] = {
-        "RSSM_OK",
-        "RSSM_ERROR_NULL_POINTER",
-        "RSSM_ERROR_BAD_SHAPE",
-        "RSSM_ERROR_BAD_DTYPE",
-        "RSSM_ERROR_BAD_SLOT",
-        "RSSM_ERROR_BAD_RING_LEN",
-        "RSSM_ERROR_BAD_TOKENS",
-        "RSSM_ERROR_MISALIGNED",
-        "RSSM_ERROR_BAD_ARGUMENT",
-        "RSSM_ERROR_UNSUPPORTED",
-        "RSSM_ERROR_DEVICE",
-        "RSSM_ERROR_OUT_OF_MEMORY",
-        "RSSM_ERROR_POOL_FULL",
-        "RSSM_ERROR_BAD_FORMAT",
-        "RSSM_ERROR_CHECKSUM",
-        "RSSM_ERROR_NOT_FOUND",
-    };
-    if ((unsigned)status >= RSSM_STATUS_COUNT) return "RSSM_ERROR_UNKNOWN";
-    return names[status];
-}
-
-unsigned rssm_version_number(void) { return RSSM_VERSION_NUMBER; }
-
-const char *rssm_version_string(void)
-{
-#define RSSM_STR2(x) #x
-#define RSSM_STR(x) RSSM_STR2(x)
-    return RSSM_STR(RSSM_VERSION_MAJOR) "." RSSM_STR(RSSM_VERSION_MINOR) "." RSSM_STR(RSSM_VERSION_PATCH);
-}
-
-/* ---- contexts ---------------------------------------------------------------------------- */
-
-rssm_status rssm_context_create(rssm_device device, int index, rssm_context **out)
-{
-    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_context_create: out is NULL");
-    *out = NULL;
-    if (device != RSSM_DEVICE_CPU && device != RSSM_DEVICE_CUDA && device != RSSM_DEVICE_REFERENCE)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_context_create: unknown device %d", (int)device);
-    if (index < 0) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "rssm_context_create: index %d < 0", index);
-    rssm_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_context_create: out of host memory");
-    ctx->device = device;
-    ctx->index = index;
-    rssm_status st = RSSM_OK;
-    switch (device) {
-    case RSSM_DEVICE_REFERENCE:
-        ctx->backend = &rssm_reference_backend;
-        break;
-    case RSSM_DEVICE_CPU:
-        ctx->backend = &rssm_cpu_backend;
-        st = rssm_cpu_init(ctx, index);
-        break;
-    case RSSM_DEVICE_CUDA:
-        ctx->backend = &rssm_cuda_backend;
-        st = rssm_cuda_init(ctx, index);
-        break;
-    }
-    if (st != RSSM_OK) {
-        free(ctx);
-        return st;
-    }
-    *out = ctx;
-    return RSSM_OK;
-}
-
-void rssm_context_free(rssm_context *ctx)
-{
-    if (!ctx) return;
-    if (ctx->backend && ctx->backend->destroy) ctx->backend->destroy(ctx);
-    free(ctx);
-}
-
-rssm_device rssm_context_device(const rssm_context *ctx) { return ctx ? ctx->device : RSSM_DEVICE_CPU; }
-
-int rssm_cuda_available(void) { return rssm_cuda_present(); }
-
-rssm_status rssm_context_check_device_errors(rssm_context *ctx)
-{
-    if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_context_check_device_errors: ctx is NULL");
-    if (ctx->device != RSSM_DEVICE_CUDA) return RSSM_OK;
-    return rssm_cuda_check_errors(ctx);
-}
-
-/* ---- layers ------------------------------------------------------------------------------ */
-
-size_t rssm_dtype_size(rssm_dtype dtype)
-{
-    switch (dtype) {
-    case RSSM_DTYPE_F32:
-        return 4;
-    case RSSM_DTYPE_BF16:
-        return 2;
-    case RSSM_DTYPE_F64:
-        return 8;
-    }
-    return 0;
-}
-
-rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V, int32_t L)
-{
-    rssm_layer l;
-    memset(&l, 0, sizeof l);
-    l.num_k_heads = H, l.num_v_heads = HV, l.head_k_dim = K, l.head_v_dim = V;
-    l.gate = gate, l.ring_len = L;
-    l.state_dtype = l.ring_dtype = l.io_dtype = RSSM_DTYPE_F32;
-    l.qk_l2norm = 1;
-    return l;
-}
-
-static int dtype_ok(rssm_dtype d) { return d == RSSM_DTYPE_F32 || d == RSSM_DTYPE_BF16 || d == RSSM_DTYPE_F64; }
-
-rssm_status rssm_layer_validate(const rssm_layer *l)
-{
-    if (!l) return rssm_fail(RSSM_ERROR_NULL_POINTER, "layer is NULL");
-    if (l->num_k_heads < 1 || l->num_v_heads < 1 || l->num_v_heads % l->num_k_heads != 0)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: H=%d HV=%d (need H >= 1 and HV a multiple of H)", l->num_k_heads,
-                         l->num_v_heads);
-    if (l->num_v_heads > 4096) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "heads: HV=%d is more than 4096", l->num_v_heads);
-    if (l->head_k_dim < 1 || l->head_k_dim > RSSM_MAX_HEAD_DIM || l->head_v_dim < 1 ||
-        l->head_v_dim > RSSM_MAX_HEAD_DIM)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "head dims K=%d V=%d (need 1..%d)", l->head_k_dim, l->head_v_dim,
-                         RSSM_MAX_HEAD_DIM);
-    if (l->gate != RSSM_GATE_GDN && l->gate != RSSM_GATE_KDA)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "gate kind %d is neither GDN nor KDA", (int)l->gate);
-    if (l->ring_len < 1 || l->ring_len > RSSM_MAX_RING_LEN)
-        return rssm_fail(RSSM_ERROR_BAD_RING_LEN, "ring length L=%d (need 1..%d)", l->ring_len, RSSM_MAX_RING_LEN);
-    if (!dtype_ok(l->state_dtype) || !dtype_ok(l->ring_dtype) || !dtype_ok(l->io_dtype))
-        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "dtypes state=%d ring=%d io=%d: one is not f32, bf16 or f64",
-                         (int)l->state_dtype, (int)l->ring_dtype, (int)l->io_dtype);
-    if (!isfinite(l->scale) || l->scale < 0)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "scale %g is not a finite number >= 0", (double)l->scale);
-    if (l->qk_l2norm != 0 && l->qk_l2norm != 1)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "qk_l2norm is %d (need 0 or 1)", l->qk_l2norm);
-    if (l->has_lower_bound != 0 && l->has_lower_bound != 1)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "has_lower_bound is %d (need 0 or 1)", l->has_lower_bound);
-    if (l->has_lower_bound && (l->gate != RSSM_GATE_KDA || !isfinite(l->lower_bound) || l->lower_bound >= 0))
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "the safe gate needs KDA and a finite lower bound < 0 (got %g)",
-                         (double)l->lower_bound);
-    if (!isfinite(l->kda_fold_threshold) || l->kda_fold_threshold < 0 || l->kda_fold_threshold > 80)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "kda_fold_threshold %g (need 0 for the default, or up to 80)",
-                         (double)l->kda_fold_threshold);
-    return RSSM_OK;
-}
-
-/* The layer with defaults resolved, checked against the context's back end. */
-static rssm_status resolve_layer(const rssm_context *ctx, const rssm_layer *in, rssm_layer *out)
-{
-    rssm_status st = rssm_layer_validate(in);
-    if (st != RSSM_OK) return st;
-    *out = *in;
-    if (out->scale == 0) out->scale = 1.0f / sqrtf((float)out->head_k_dim);
-    if (out->kda_fold_threshold == 0) out->kda_fold_threshold = RSSM_DEFAULT_KDA_FOLD_THRESHOLD;
-    if (ctx && ctx->device != RSSM_DEVICE_REFERENCE &&
-        (out->state_dtype == RSSM_DTYPE_F64 || out->ring_dtype == RSSM_DTYPE_F64 || out->io_dtype == RSSM_DTYPE_F64))
-        return rssm_fail(RSSM_ERROR_BAD_DTYPE, "f64 tensors are for the reference device only");
-    if (ctx && ctx->backend->supports && !ctx->backend->supports(out))
-        return rssm_fail(RSSM_ERROR_UNSUPPORTED, "the %s back end does not support this layer shape",
-                         ctx->backend->name);
-    return RSSM_OK;
-}
-
-static int gk_of(const rssm_layer *l) { return l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1; }
-
-rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out)
-{
-    if (!out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_state_size: out is NULL");
-    rssm_status st = rssm_layer_validate(layer);
-    if (st != RSSM_OK) return st;
-    if (num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "num_slots %d < 1", num_slots);
-    const rssm_layer *l = layer;
-    const size_t n = (size_t)num_slots, s = rssm_dtype_size(l->state_dtype), r = rssm_dtype_size(l->ring_dtype);
-    const size_t g = l->ring_dtype == RSSM_DTYPE_F64 ? 8 : 4;
-    const size_t heads_k = l->gate == RSSM_GATE_GDN ? l->num_k_heads : l->num_v_heads;
-    memset(out, 0, sizeof *out);
-    out->checkpoint = n * l->num_v_heads * l->head_v_dim * l->head_k_dim * s;
-    out->ring_u = n * l->num_v_heads * l->ring_len * l->head_v_dim * r;
-    out->ring_k = n * heads_k * l->ring_len * l->head_k_dim * r;
-    out->ring_g = n * l->num_v_heads * l->ring_len * gk_of(l) * g;
-    out->ring_base = l->gate == RSSM_GATE_KDA ? n * l->num_v_heads * 4 : 0;
-    out->cursor = n * 4;
-    out->total = out->checkpoint + out->ring_u + out->ring_k + out->ring_g + out->ring_base + out->cursor;
-    return RSSM_OK;
-}
 
 /* ---- argument checks --------------------------------------------------------------------- */
 
@@ -227,7 +24,8 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
             return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s is not 16-byte aligned", fn, what);                        \
     } while (0)
 
-static int host_device(const rssm_context *ctx) { return ctx->device != RSSM_DEVICE_CUDA; }
+/* slots, cursors and accepted counts are host memory and checked here (else the kernels check) */
+static int host_device(const rssm_context *ctx) { return ctx->backend->host_memory; }
 
 /* The state tensors an op needs are present and aligned. `ring`: replay tensors needed. */
 static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_state *s, int ring)
@@ -356,7 +154,7 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
     ALIGNED(io->fold, "io.fold");
     const size_t e = rssm_dtype_size(l->io_dtype);
     const int64_t hk = (int64_t)l->num_k_heads * l->head_k_dim, hvv = (int64_t)l->num_v_heads * l->head_v_dim;
-    const int64_t na = (int64_t)l->num_v_heads * gk_of(l);
+    const int64_t na = (int64_t)l->num_v_heads * rssm_layer_gk(l);
     rssm_status st;
     if ((st = resolve_stride(fn, "q_stride", &io->q_stride, hk, e)) != RSSM_OK) return st;
     if ((st = resolve_stride(fn, "k_stride", &io->k_stride, hk, e)) != RSSM_OK) return st;
@@ -442,12 +240,12 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
     memset(&p, 0, sizeof p);
     p.op = op;
     if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
-    if ((st = resolve_layer(ctx, layer, &p.layer)) != RSSM_OK) return st;
+    if ((st = rssm_layer_resolve(ctx, layer, &p.layer)) != RSSM_OK) return st;
     if ((st = check_state(fn, &p.layer, state, op != RSSM_OP_DECODE_PACKED)) != RSSM_OK) return st;
     p.state = *state;
     if ((st = check_io(fn, op, &p.layer, io, &p.io)) != RSSM_OK) return st;
     p.group = p.layer.num_v_heads / p.layer.num_k_heads;
-    p.gk = gk_of(&p.layer);
+    p.gk = rssm_layer_gk(&p.layer);
     if (host_device(ctx)) {
         /* copy-on-write packed decode may fork one slot into several rows: reads may repeat */
         const int fork = op == RSSM_OP_DECODE_PACKED && p.io.write_slot;
@@ -510,7 +308,7 @@ rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const r
     rssm_status st;
     memset(&p, 0, sizeof p);
     if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
-    if ((st = resolve_layer(ctx, layer, &p.layer)) != RSSM_OK) return st;
+    if ((st = rssm_layer_resolve(ctx, layer, &p.layer)) != RSSM_OK) return st;
     if ((st = check_state(fn, &p.layer, src, 1)) != RSSM_OK) return st;
     NEED(dst, "dst");
     NEED(dst->checkpoint, "dst.checkpoint");
@@ -545,7 +343,7 @@ rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const r
     p.src_slot = src_slot;
     p.dst_slot = dst_slot;
     p.group = p.layer.num_v_heads / p.layer.num_k_heads;
-    p.gk = gk_of(&p.layer);
+    p.gk = rssm_layer_gk(&p.layer);
     if (batch == 0) return RSSM_OK;
     if (!ctx->backend->materialize)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end cannot materialise", fn, ctx->backend->name);

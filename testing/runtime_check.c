@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/device.h"
+#include "replayssm_runtime.h"
 #include "runtime_check.h"
 
 #define NL 2
@@ -37,6 +37,13 @@ void rt_layers(rssm_gate gate, rssm_layer layers[2])
 {
     for (int l = 0; l < NL; l++)
         layers[l] = rssm_layer_default(gate, 2, 4, 16, 8, 4); /* H HV K V L */
+}
+
+/* multiprocessors of a CUDA context's GPU (0 on host devices) */
+static int sm_count(rssm_context *ctx)
+{
+    rssm_context_info info;
+    return rssm_context_get_info(ctx, &info) == RSSM_OK ? info.multiprocessors : 0;
 }
 
 /* ---- the synthetic model -------------------------------------------------------------------- */
@@ -82,7 +89,7 @@ static int model_init(rt_model *m, rssm_context *ctx, rssm_pool *pool, int B, in
     for (int i = 0; i < 6; i++) {
         m->n[i] = n[i];
         m->h[i] = calloc(n[i], sizeof(float));
-        if (!m->h[i] || rssm_dev_alloc(ctx, n[i] * sizeof(float), &m->d[i]) != RSSM_OK) return 0;
+        if (!m->h[i] || rssm_mem_alloc(ctx, n[i] * sizeof(float), &m->d[i]) != RSSM_OK) return 0;
     }
     return 1;
 }
@@ -91,7 +98,7 @@ static void model_free(rt_model *m)
 {
     for (int i = 0; i < 6; i++) {
         free(m->h[i]);
-        rssm_dev_free(m->ctx, m->d[i]);
+        rssm_mem_free(m->ctx, m->d[i]);
     }
 }
 
@@ -126,7 +133,7 @@ static rssm_status layer_io(rt_model *m, rssm_plan *plan, int l, int T, const in
     fill_inputs(m, l, T, tok);
     rssm_status st = RSSM_OK;
     for (int i = 0; i < 5 && st == RSSM_OK; i++)
-        st = rssm_dev_upload(m->ctx, m->d[i], m->h[i], m->n[i] * sizeof(float));
+        st = rssm_mem_copy(m->ctx, m->d[i], m->h[i], m->n[i] * sizeof(float), RSSM_COPY_HOST_TO_DEVICE);
     memset(io, 0, sizeof *io);
     rssm_plan_io(plan, io);
     io->q = m->d[0], io->k = m->d[1], io->v = m->d[2], io->g = m->d[3], io->beta = m->d[4], io->o = m->d[5];
@@ -141,7 +148,7 @@ static rssm_status model_run(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, 
                              const int32_t *accepted, float *out, int packed)
 {
     rssm_status st = RSSM_OK;
-    void *stream = rssm_dev_stream(m->ctx);
+    void *stream = rssm_context_stream(m->ctx);
     if (mode == RSSM_PLAN_VERIFY && (st = rssm_plan_set_accepted(plan, m->B, accepted)) != RSSM_OK) return st;
     if (!packed && (st = rssm_plan_begin(plan, mode, T, stream)) != RSSM_OK) return st;
     const size_t no = (size_t)m->B * T * m->HV * m->V;
@@ -155,11 +162,12 @@ static rssm_status model_run(rt_model *m, rssm_plan *plan, rssm_plan_mode mode, 
             st = packed                     ? rssm_decode_packed(m->ctx, &m->ly[l], &s, &io, stream)
                  : mode == RSSM_PLAN_DECODE ? rssm_decode_replay(m->ctx, &m->ly[l], &s, &io, stream)
                                             : rssm_verify(m->ctx, &m->ly[l], &s, &io, stream);
-        if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
-        if (st == RSSM_OK && out) st = rssm_dev_download(m->ctx, out + (size_t)l * no, m->d[5], no * sizeof(float));
+        if (st == RSSM_OK) st = rssm_context_synchronize(m->ctx);
+        if (st == RSSM_OK && out)
+            st = rssm_mem_copy(m->ctx, out + (size_t)l * no, m->d[5], no * sizeof(float), RSSM_COPY_DEVICE_TO_HOST);
     }
     if (st == RSSM_OK && !packed) st = rssm_plan_end(plan, stream);
-    if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
+    if (st == RSSM_OK) st = rssm_context_synchronize(m->ctx);
     return st;
 }
 
@@ -317,11 +325,11 @@ static rssm_status layer0_call(rt_model *m, rssm_plan *plan, const uint8_t *fold
     io.fold = fold, io.fold_every = every;
     rssm_state s;
     rssm_pool_state(m->pool, 0, &s);
-    if (st == RSSM_OK) st = rssm_dev_memset(m->ctx, m->d[5], 0x7f, m->n[5] * sizeof(float)); /* poison */
-    if (st == RSSM_OK) st = rssm_decode_replay(m->ctx, &m->ly[0], &s, &io, rssm_dev_stream(m->ctx));
-    if (st == RSSM_OK) st = rssm_dev_sync(m->ctx);
+    if (st == RSSM_OK) st = rssm_mem_set(m->ctx, m->d[5], 0x7f, m->n[5] * sizeof(float)); /* poison */
+    if (st == RSSM_OK) st = rssm_decode_replay(m->ctx, &m->ly[0], &s, &io, rssm_context_stream(m->ctx));
+    if (st == RSSM_OK) st = rssm_context_synchronize(m->ctx);
     if (st != RSSM_OK) return st;
-    st = rssm_dev_download(m->ctx, out, m->d[5], (size_t)m->B * m->HV * m->V * sizeof(float));
+    st = rssm_mem_copy(m->ctx, out, m->d[5], (size_t)m->B * m->HV * m->V * sizeof(float), RSSM_COPY_DEVICE_TO_HOST);
     const rssm_status de = rssm_context_check_device_errors(m->ctx);
     return st != RSSM_OK ? st : de;
 }
@@ -383,7 +391,7 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
     uint8_t fold_d[2] = {9, 9}, fold_h[2] = {9, 9};
     if (st == RSSM_OK) st = rssm_plan_set(small, 2, a_only, NULL);
     if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t0, NULL, oa);
-    if (st == RSSM_OK) st = rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(small), 2);
+    if (st == RSSM_OK) st = rssm_mem_copy(ctx, fold_d, rssm_plan_fold_buffer(small), 2, RSSM_COPY_DEVICE_TO_HOST);
     if (st == RSSM_OK) st = rssm_plan_fold_rows(small, RSSM_PLAN_DECODE, fold_h);
     if (st == RSSM_OK) st = rssm_plan_set(plain, 2, b_only, NULL);
     if (st == RSSM_OK) st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, t0, NULL, ob);
@@ -428,7 +436,7 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
     if (st == RSSM_OK) st = rssm_plan_set(small, 2, ac, NULL);
     const int32_t t1[2] = {600, 601};
     if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t1, NULL, NULL);
-    if (st == RSSM_OK) st = rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(small), 2);
+    if (st == RSSM_OK) st = rssm_mem_copy(ctx, fold_d, rssm_plan_fold_buffer(small), 2, RSSM_COPY_DEVICE_TO_HOST);
     rssm_pool_cursor(p, a, &ca), rssm_pool_cursor(p, cs, &cb);
     rt_case(c, st == RSSM_OK && ca == 1 && cb == 1 && !fold_d[0] && !fold_d[1],
             "plan/%s small batch: 2 live rows over the limit of 1 replay as usual (cursors %d %d)%s%s", gn, ca, cb,
@@ -449,8 +457,8 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
         if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &e);
         if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &te);
         const int32_t ae[2] = {a, e}, twins[2] = {ta, te};
-        if (hs == RSSM_OK) hs = rssm_dev_alloc(ctx, 16, (void **)&df);
-        if (hs == RSSM_OK) hs = rssm_dev_upload(ctx, df, flags, 16);
+        if (hs == RSSM_OK) hs = rssm_mem_alloc(ctx, 16, (void **)&df);
+        if (hs == RSSM_OK) hs = rssm_mem_copy(ctx, df, flags, 16, RSSM_COPY_HOST_TO_DEVICE);
         if (hs == RSSM_OK) hs = rssm_plan_set(plain, 2, ae, NULL);
         if (hs == RSSM_OK) hs = layer0_call(&m, plain, df, 1, tk, oa);
         if (hs == RSSM_OK) hs = rssm_plan_set(plain, 2, twins, NULL);
@@ -465,27 +473,27 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
                 "without it (outputs %s, states %s)%s%s",
                 gn, outs ? "equal" : "DIFFER", states ? "equal" : "DIFFER", hs ? " — " : "", hs ? err(hs) : "");
         free(xa), free(xt), free(xe), free(xte);
-        rssm_dev_free(ctx, df);
+        rssm_mem_free(ctx, df);
     }
     /* the limit: AUTO resolves by device (host devices: never), bad values are refused */
     int lim_ok = rssm_plan_set_small_batch(small, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
     const int32_t autolim = rssm_plan_small_batch(small);
     const int auto_on = gate == RSSM_GATE_KDA && k128 && rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
-    lim_ok &= autolim == (auto_on ? 3 * rssm_dev_sm_count(ctx) / m.HV : 0);
+    lim_ok &= autolim == (auto_on ? 3 * sm_count(ctx) / m.HV : 0);
     lim_ok &= rssm_plan_set_small_batch(small, -2) == RSSM_ERROR_BAD_ARGUMENT && *rssm_last_error();
     lim_ok &= rssm_plan_set_small_batch(NULL, 1) == RSSM_ERROR_NULL_POINTER && rssm_plan_small_batch(NULL) == 0;
     lim_ok &= rssm_plan_small_batch(small) == autolim; /* a refused call changed nothing */
     /* inside a step: refused; the launch hint of rssm_plan_io follows the step (2 live rows, then 1) */
     rssm_step_io io;
     lim_ok &= rssm_plan_set_small_batch(small, 1) == RSSM_OK && rssm_plan_set(small, 2, ac, NULL) == RSSM_OK;
-    lim_ok &= rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_dev_stream(ctx)) == RSSM_OK &&
+    lim_ok &= rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_context_stream(ctx)) == RSSM_OK &&
               rssm_plan_io(small, &io) == RSSM_OK && io.fold_every == 0 &&
               rssm_plan_set_small_batch(small, 4) == RSSM_ERROR_BAD_ARGUMENT &&
-              rssm_plan_end(small, rssm_dev_stream(ctx)) == RSSM_OK && rssm_dev_sync(ctx) == RSSM_OK;
+              rssm_plan_end(small, rssm_context_stream(ctx)) == RSSM_OK && rssm_context_synchronize(ctx) == RSSM_OK;
     lim_ok &= rssm_plan_set(small, 2, a_only, NULL) == RSSM_OK &&
-              rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_dev_stream(ctx)) == RSSM_OK &&
+              rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_context_stream(ctx)) == RSSM_OK &&
               rssm_plan_io(small, &io) == RSSM_OK && io.fold_every == 1 &&
-              rssm_plan_end(small, rssm_dev_stream(ctx)) == RSSM_OK && rssm_dev_sync(ctx) == RSSM_OK;
+              rssm_plan_end(small, rssm_context_stream(ctx)) == RSSM_OK && rssm_context_synchronize(ctx) == RSSM_OK;
     rt_case(c, lim_ok,
             "plan/%s small batch: AUTO = %d rows here; -2, NULL and a call inside a step refused; io.fold_every "
             "follows the step",
@@ -524,7 +532,7 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
         int32_t tok[4] = {step, 7, step + 50, 9};
         st = model_step(&m, plan, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
         ok &= st == RSSM_OK;
-        rssm_dev_download(ctx, fold_d, rssm_plan_fold_buffer(plan), 4);
+        rssm_mem_copy(ctx, fold_d, rssm_plan_fold_buffer(plan), 4, RSSM_COPY_DEVICE_TO_HOST);
         for (int r = 0; r < 4; r++) {
             const int real = r == 0 || r == 2, i = r == 0 ? 0 : 1;
             const uint8_t want = real && (len[i] + 1) % 8 == 0;
@@ -545,7 +553,7 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
         rssm_plan_set(plan, 3, slots, seq);
     }
     int32_t dseq[4];
-    rssm_dev_download(ctx, dseq, rssm_plan_seq_len_buffer(plan), 16);
+    rssm_mem_copy(ctx, dseq, rssm_plan_seq_len_buffer(plan), 16, RSSM_COPY_DEVICE_TO_HOST);
     rt_case(c, ok, "plan decode: cursors follow the fold rules over 20 steps (forced folds at seq %% 8 == 0)%s%s",
             st ? " — " : "", st ? err(st) : "");
     rt_case(c, fold_ok, "plan decode: device fold flags == host mirror == (seq_len + 1) %% 8 == 0");
@@ -1017,7 +1025,7 @@ void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
 
 /* ---- CLI ------------------------------------------------------------------------------------------ */
 
-int rssm_cli_check_runtime(int argc, char **argv)
+int rssm_cli_check_runtime(int argc, char **argv, const rssm_context_params *params)
 {
     rssm_device dev = RSSM_DEVICE_REFERENCE;
     const char *dn = "reference";
@@ -1044,7 +1052,7 @@ int rssm_cli_check_runtime(int argc, char **argv)
         }
     }
     rssm_context *ctx = NULL;
-    rssm_status st = rssm_context_create(dev, 0, &ctx);
+    rssm_status st = rssm_context_create(dev, params, &ctx);
     if (st != RSSM_OK) {
         printf("runtime suite on %s: skipped (%s: %s)\n0 passed, 0 failed\n", dn, rssm_status_name(st),
                rssm_last_error());

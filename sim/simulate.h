@@ -13,6 +13,7 @@
 typedef struct sim_config {
     rssm_device device;
     int threads;
+    rssm_context_params params; /* the tuning switches (threads and device ordinal set per rank) */
     sim_model_config model;
     const char *preset;
     int requests, max_batch, system_len, user_min, user_max, gen_min, gen_max, arrival_gap;

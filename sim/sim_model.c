@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/device.h"
-#include "core/params.h"
-#include "cpu/cpu.h"
+#include "replayssm_runtime.h"
 #include "sim_model.h"
 
 #ifdef RSSM_SIM_CUDA /* tools/sim_cuda.cu */
@@ -186,7 +184,7 @@ static void matmul(rssm_context *ctx, const float *in, const float *w, float *ou
                    int din, int p)
 {
     matmul_job j = {in, w, out_f32, out_bf16, n, din, p};
-    rssm_cpu_parallel_for(ctx, (p + COLS - 1) / COLS, matmul_task, &j);
+    rssm_parallel_for(ctx, (p + COLS - 1) / COLS, matmul_task, &j);
 }
 
 /* y = bf16(x / sqrt(mean(x^2) + 1e-6)): the GEMMs' bf16 input */
@@ -256,7 +254,7 @@ int sim_next_tokens(rssm_context *ctx, const sim_model *m, const float *x, int n
 {
     ON_GPU(m, sim_gpu_next_tokens(m, x, n, next));
     argmax_job j = {m, x, next};
-    rssm_cpu_parallel_for(ctx, n, argmax_task, &j);
+    rssm_parallel_for(ctx, n, argmax_task, &j);
     return 0;
 }
 
@@ -279,14 +277,14 @@ int sim_model_warm(rssm_context *ctx, const sim_model *m)
     float *x = NULL;
     sim_bf16 *proj = NULL, *mix = NULL;
     int32_t *tokens = calloc((size_t)n, sizeof *tokens), *next = calloc((size_t)n, sizeof *next);
-    int rc = !tokens || !next || rssm_dev_alloc(ctx, sizeof(float) * n * (size_t)m->cfg.d_model, (void **)&x) ||
-             rssm_dev_alloc(ctx, sizeof(sim_bf16) * n * (size_t)m->proj, (void **)&proj) ||
-             rssm_dev_alloc(ctx, sizeof(sim_bf16) * n * mix_row, (void **)&mix) ||
-             rssm_dev_memset(ctx, mix, 0, sizeof(sim_bf16) * n * mix_row);
+    int rc = !tokens || !next || rssm_mem_alloc(ctx, sizeof(float) * n * (size_t)m->cfg.d_model, (void **)&x) ||
+             rssm_mem_alloc(ctx, sizeof(sim_bf16) * n * (size_t)m->proj, (void **)&proj) ||
+             rssm_mem_alloc(ctx, sizeof(sim_bf16) * n * mix_row, (void **)&mix) ||
+             rssm_mem_set(ctx, mix, 0, sizeof(sim_bf16) * n * mix_row);
     for (int rows = 1; rows <= n && !rc; rows++)
         rc = sim_embed(ctx, m, tokens, rows, x) || sim_project_in(ctx, m, 0, x, rows, proj) ||
              sim_project_out(ctx, m, 0, mix, rows, x) || sim_next_tokens(ctx, m, x, rows, next);
-    rssm_dev_free(ctx, x), rssm_dev_free(ctx, proj), rssm_dev_free(ctx, mix);
+    rssm_mem_free(ctx, x), rssm_mem_free(ctx, proj), rssm_mem_free(ctx, mix);
     free(tokens), free(next);
     return rc ? -1 : 0;
 }

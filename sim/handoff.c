@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "core/device.h"
+#include "replayssm_runtime.h"
 #include "sim_nccl.h"
 
 typedef struct ho_config {
@@ -35,6 +35,7 @@ typedef struct ho_config {
     const char *model, *csv;
     rssm_layer layer;
     int n_layers, requests, prompt, pre, gen, ranks, threads;
+    rssm_context_params params;
     uint64_t seed;
 } ho_config;
 
@@ -100,11 +101,11 @@ static int make_inputs(ho *h, int layer, int phase, int step, int rows, int T)
     uint64_t s = mix64(h->c->seed ^ mix64(((uint64_t)layer << 40) ^ ((uint64_t)phase << 32) ^ (uint64_t)step));
     fill(h->hq, nk, &s, -1, 1), fill(h->hk, nk, &s, -1, 1), fill(h->hv, nv, &s, -1, 1);
     fill(h->ha, na, &s, -1, 2), fill(h->hb, nb, &s, -2, 2);
-    HCHECK(rssm_dev_upload(h->ctx, h->q, h->hq, 4 * nk));
-    HCHECK(rssm_dev_upload(h->ctx, h->k, h->hk, 4 * nk));
-    HCHECK(rssm_dev_upload(h->ctx, h->v, h->hv, 4 * nv));
-    HCHECK(rssm_dev_upload(h->ctx, h->a, h->ha, 4 * na));
-    HCHECK(rssm_dev_upload(h->ctx, h->b, h->hb, 4 * nb));
+    HCHECK(rssm_mem_copy(h->ctx, h->q, h->hq, 4 * nk, RSSM_COPY_HOST_TO_DEVICE));
+    HCHECK(rssm_mem_copy(h->ctx, h->k, h->hk, 4 * nk, RSSM_COPY_HOST_TO_DEVICE));
+    HCHECK(rssm_mem_copy(h->ctx, h->v, h->hv, 4 * nv, RSSM_COPY_HOST_TO_DEVICE));
+    HCHECK(rssm_mem_copy(h->ctx, h->a, h->ha, 4 * na, RSSM_COPY_HOST_TO_DEVICE));
+    HCHECK(rssm_mem_copy(h->ctx, h->b, h->hb, 4 * nb, RSSM_COPY_HOST_TO_DEVICE));
     return 0;
 }
 
@@ -123,18 +124,18 @@ static rssm_step_io io_of(const ho *h, int layer)
 static int prefill_request(ho *h, int i, int32_t *slot)
 {
     HCHECK(rssm_pool_acquire(h->P, slot));
-    HCHECK(rssm_dev_upload(h->ctx, h->d_slot, slot, sizeof(int32_t)));
+    HCHECK(rssm_mem_copy(h->ctx, h->d_slot, slot, sizeof(int32_t), RSSM_COPY_HOST_TO_DEVICE));
     for (int l = 0; l < h->c->n_layers; l++) {
         if (make_inputs(h, l, 0, i, 1, h->c->prompt)) return -1;
         rssm_step_io io = io_of(h, l);
         io.batch = 1, io.tokens = h->c->prompt, io.slot = h->d_slot;
         rssm_state st;
         HCHECK(rssm_pool_state(h->P, l, &st));
-        HCHECK(rssm_prefill(h->ctx, &h->layers[l], &st, &io, rssm_dev_stream(h->ctx)));
+        HCHECK(rssm_prefill(h->ctx, &h->layers[l], &st, &io, rssm_context_stream(h->ctx)));
     }
     rssm_state st0;
     HCHECK(rssm_pool_state(h->P, 0, &st0));
-    HCHECK(rssm_reset_cursors(h->ctx, &st0, 1, h->d_slot, rssm_dev_stream(h->ctx)));
+    HCHECK(rssm_reset_cursors(h->ctx, &st0, 1, h->d_slot, rssm_context_stream(h->ctx)));
     return 0;
 }
 
@@ -147,19 +148,21 @@ static int decode_steps(ho *h, rssm_pool *pool, rssm_plan *plan, const int32_t *
     const size_t orow = (size_t)R * l0->num_v_heads * l0->head_v_dim;
     HCHECK(rssm_plan_set(plan, R, slot, NULL));
     for (int g = 0; g < steps; g++) {
-        HCHECK(rssm_plan_begin(plan, RSSM_PLAN_DECODE, 1, rssm_dev_stream(h->ctx)));
+        HCHECK(rssm_plan_begin(plan, RSSM_PLAN_DECODE, 1, rssm_context_stream(h->ctx)));
         for (int l = 0; l < nl; l++) {
             if (make_inputs(h, l, phase, g, R, 1)) return -1;
             rssm_step_io io = io_of(h, l);
             HCHECK(rssm_plan_io(plan, &io));
             rssm_state st;
             HCHECK(rssm_pool_state(pool, l, &st));
-            HCHECK(rssm_decode_replay(h->ctx, &h->layers[l], &st, &io, rssm_dev_stream(h->ctx)));
-            if (out) HCHECK(rssm_dev_download(h->ctx, out + ((size_t)g * nl + l) * orow, h->o, 4 * orow));
+            HCHECK(rssm_decode_replay(h->ctx, &h->layers[l], &st, &io, rssm_context_stream(h->ctx)));
+            if (out)
+                HCHECK(
+                    rssm_mem_copy(h->ctx, out + ((size_t)g * nl + l) * orow, h->o, 4 * orow, RSSM_COPY_DEVICE_TO_HOST));
         }
-        HCHECK(rssm_plan_end(plan, rssm_dev_stream(h->ctx)));
+        HCHECK(rssm_plan_end(plan, rssm_context_stream(h->ctx)));
     }
-    HCHECK(rssm_dev_sync(h->ctx));
+    HCHECK(rssm_context_synchronize(h->ctx));
     return 0;
 }
 
@@ -173,7 +176,7 @@ static int xfer(ho *h, int from, const void *src, void *dst, size_t bytes)
         memcpy(dst, src, bytes);
         return 0;
     }
-    void *s = rssm_dev_stream(h->ctx);
+    void *s = rssm_context_stream(h->ctx);
     const int one = h->nranks == 1, to = one ? 0 : 1 - from;
     if (one) from = 0;
     NCHECK(sim_nccl_group_start());
@@ -205,12 +208,12 @@ static int transfer_packed(ho *h, int32_t from, int32_t to)
             continue;
         }
         if (h->prefill)
-            NCHECK(sim_nccl_send(h->comm, src, sz.checkpoint, h->nranks == 1 ? 0 : 1, rssm_dev_stream(h->ctx)));
-        if (h->decode) NCHECK(sim_nccl_recv(h->comm, dst, sz.checkpoint, 0, rssm_dev_stream(h->ctx)));
+            NCHECK(sim_nccl_send(h->comm, src, sz.checkpoint, h->nranks == 1 ? 0 : 1, rssm_context_stream(h->ctx)));
+        if (h->decode) NCHECK(sim_nccl_recv(h->comm, dst, sz.checkpoint, 0, rssm_context_stream(h->ctx)));
     }
     if (h->comm) {
         NCHECK(sim_nccl_group_end());
-        NCHECK(sim_nccl_sync(rssm_dev_stream(h->ctx)));
+        NCHECK(sim_nccl_sync(rssm_context_stream(h->ctx)));
     }
     return 0;
 }
@@ -252,7 +255,7 @@ static int run(ho *h, ho_result *res)
         if (!(blob[f] = pinned ? sim_host_alloc(cap[F_RING]) : malloc(cap[F_RING])))
             return fprintf(stderr, "handoff: out of %s host memory\n", pinned ? "pinned" : "ordinary"), -1;
     const size_t half = (cap[F_RING] + 255) / 256 * 256;
-    HCHECK(rssm_dev_alloc(h->ctx, 2 * half + 256, &d_blob));
+    HCHECK(rssm_mem_alloc(h->ctx, 2 * half + 256, &d_blob));
     unsigned char *d_send = d_blob, *d_recv = d_send + half, *d_sync = d_recv + half;
 
     /* prefill rank: prompts, a few decode steps (the ring then holds c->pre entries), a folded copy */
@@ -274,8 +277,8 @@ static int run(ho *h, ho_result *res)
             if (h->prefill) {
                 HCHECK(rssm_pool_export(h->P, src[i], form, blob[0], cap[F_RING], &n));
                 const double t1 = now_us();
-                HCHECK(rssm_dev_upload(h->ctx, d_send, blob[0], n));
-                HCHECK(rssm_dev_sync(h->ctx));
+                HCHECK(rssm_mem_copy(h->ctx, d_send, blob[0], n, RSSM_COPY_HOST_TO_DEVICE));
+                HCHECK(rssm_context_synchronize(h->ctx));
                 t->export_us += t1 - t0, t->stage_us += now_us() - t1;
             }
             if (rendezvous(h, d_sync)) return -1;
@@ -284,7 +287,7 @@ static int run(ho *h, ho_result *res)
             t->transfer_us += now_us() - t0;
             if (h->decode) {
                 t0 = now_us();
-                HCHECK(rssm_dev_download(h->ctx, blob[1], d_recv, n));
+                HCHECK(rssm_mem_copy(h->ctx, blob[1], d_recv, n, RSSM_COPY_DEVICE_TO_HOST));
                 const double t1 = now_us();
                 HCHECK(rssm_pool_import(h->D, blob[1], n, &dst[f][i]));
                 t->unstage_us += t1 - t0, t->import_us += now_us() - t1;
@@ -316,23 +319,23 @@ static int run(ho *h, ho_result *res)
     if (h->comm && h->nranks == 2) {
         /* the decode rank's outputs and timings go to rank 0, which compares and reports */
         void *d_out = NULL;
-        HCHECK(rssm_dev_alloc(h->ctx, 4 * nout, &d_out));
+        HCHECK(rssm_mem_alloc(h->ctx, 4 * nout, &d_out));
         for (int f = 0; f < N_FORMS; f++) {
-            if (h->decode) HCHECK(rssm_dev_upload(h->ctx, d_out, out[N_FORMS + f], 4 * nout));
+            if (h->decode) HCHECK(rssm_mem_copy(h->ctx, d_out, out[N_FORMS + f], 4 * nout, RSSM_COPY_HOST_TO_DEVICE));
             if (xfer(h, 1, d_out, d_out, 4 * nout)) return -1;
-            if (h->prefill) HCHECK(rssm_dev_download(h->ctx, out[N_FORMS + f], d_out, 4 * nout));
+            if (h->prefill) HCHECK(rssm_mem_copy(h->ctx, out[N_FORMS + f], d_out, 4 * nout, RSSM_COPY_DEVICE_TO_HOST));
         }
         const size_t tb = sizeof res->t;
-        if (h->decode) HCHECK(rssm_dev_upload(h->ctx, d_out, res->t, tb));
+        if (h->decode) HCHECK(rssm_mem_copy(h->ctx, d_out, res->t, tb, RSSM_COPY_HOST_TO_DEVICE));
         if (xfer(h, 1, d_out, d_out, tb)) return -1;
         if (h->prefill) {
             ho_times mine[N_FORMS];
             memcpy(mine, res->t, tb);
-            HCHECK(rssm_dev_download(h->ctx, res->t, d_out, tb));
+            HCHECK(rssm_mem_copy(h->ctx, res->t, d_out, tb, RSSM_COPY_DEVICE_TO_HOST));
             for (int f = 0; f < N_FORMS; f++) /* sender-side phases from rank 0 */
                 res->t[f].export_us = mine[f].export_us, res->t[f].stage_us = mine[f].stage_us;
         }
-        rssm_dev_free(h->ctx, d_out);
+        rssm_mem_free(h->ctx, d_out);
     }
     if (h->prefill) {
         memcpy(out[F_PACKED], out[F_MAT], 4 * nout); /* packed was sent from the folded copy */
@@ -350,7 +353,7 @@ static int run(ho *h, ho_result *res)
     }
     for (int f = 0; f < 2; f++)
         pinned ? sim_host_free(blob[f]) : free(blob[f]);
-    rssm_dev_free(h->ctx, d_blob);
+    rssm_mem_free(h->ctx, d_blob);
     free(src), free(mat);
     return 0;
 }
@@ -423,7 +426,10 @@ static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg
     h->prefill = rank == 0, h->decode = nranks == 1 || rank == 1;
     if (c->device == RSSM_DEVICE_CUDA && sim_nccl_init(nranks, rank, id, &h->comm))
         return fprintf(stderr, "handoff: rank %d: %s\n", rank, sim_nccl_error()), 1;
-    HCHECK(rssm_context_create(c->device, c->device == RSSM_DEVICE_CUDA ? rank : c->threads, &h->ctx));
+    rssm_context_params cp = c->params;
+    cp.threads = c->threads;
+    cp.device_ordinal = c->device == RSSM_DEVICE_CUDA ? rank : 0;
+    HCHECK(rssm_context_create(c->device, &cp, &h->ctx));
     const rssm_layer *l = &c->layer;
     const int R = c->requests, nl = c->n_layers, gk = gk_of(l);
     h->layers = malloc(sizeof(rssm_layer) * nl);
@@ -458,10 +464,10 @@ static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg
                              4 * (size_t)nl * h->a_row,
                              4 * (size_t)nl * h->d_row};
     for (int i = 0; i < 8; i++)
-        HCHECK(rssm_dev_alloc(h->ctx, sizes[i], bufs[i]));
-    HCHECK(rssm_dev_alloc(h->ctx, 64, (void **)&h->d_slot));
-    HCHECK(rssm_dev_upload(h->ctx, h->A_log, hA, sizes[6]));
-    HCHECK(rssm_dev_upload(h->ctx, h->dt_bias, hD, sizes[7]));
+        HCHECK(rssm_mem_alloc(h->ctx, sizes[i], bufs[i]));
+    HCHECK(rssm_mem_alloc(h->ctx, 64, (void **)&h->d_slot));
+    HCHECK(rssm_mem_copy(h->ctx, h->A_log, hA, sizes[6], RSSM_COPY_HOST_TO_DEVICE));
+    HCHECK(rssm_mem_copy(h->ctx, h->dt_bias, hD, sizes[7], RSSM_COPY_HOST_TO_DEVICE));
     free(hA), free(hD);
     ho_result res;
     int rc = run(h, &res);
@@ -474,8 +480,8 @@ static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg
         if (!same) rc = -1;
     }
     for (int i = 0; i < 8; i++)
-        rssm_dev_free(h->ctx, *bufs[i]);
-    rssm_dev_free(h->ctx, h->d_slot);
+        rssm_mem_free(h->ctx, *bufs[i]);
+    rssm_mem_free(h->ctx, h->d_slot);
     rssm_plan_free(h->planP), rssm_plan_free(h->planD);
     rssm_pool_free(h->P), rssm_pool_free(h->D);
     rssm_context_free(h->ctx);
@@ -502,10 +508,11 @@ static void usage(void)
            "  --csv FILE             also write the table as CSV\n");
 }
 
-int rssm_cli_handoff(int argc, char **argv)
+int rssm_cli_handoff(int argc, char **argv, const rssm_context_params *params)
 {
     ho_config c;
     memset(&c, 0, sizeof c);
+    c.params = *params;
     c.device = RSSM_DEVICE_CPU, c.model = "demo", c.n_layers = 4, c.requests = 8, c.prompt = 64, c.pre = 5;
     c.gen = 24, c.ranks = 1, c.seed = 1;
     int ring_len = 16;

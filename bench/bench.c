@@ -36,10 +36,8 @@
 
 #include "bytemodel.h"
 #include "cli.h"
-#include "core/device.h"
-#include "core/params.h"
-#include "cpu/cpu.h"
-#include "replayssm.h"
+#include "replayssm_runtime.h"
+#include "timing.h"
 
 #define MAX_LIST 32
 #define MIB (1024.0 * 1024.0)
@@ -64,6 +62,12 @@ typedef struct bench_opts {
 } bench_opts;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
+
+static int threads_of(const rssm_context *ctx)
+{
+    rssm_context_info info;
+    return rssm_context_get_info(ctx, &info) == RSSM_OK ? info.threads : 0;
+}
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -247,12 +251,12 @@ static int call_failed(bench_run *r, rssm_status st, const char *what)
 static void run_free(bench_run *r)
 {
     rssm_context *c = r->ctx;
-    rssm_dev_free(c, r->st.checkpoint), rssm_dev_free(c, r->st.ring_u), rssm_dev_free(c, r->st.ring_k);
-    rssm_dev_free(c, r->st.ring_g), rssm_dev_free(c, r->st.ring_base), rssm_dev_free(c, r->st.cursor);
-    rssm_dev_free(c, r->slots), rssm_dev_free(c, r->accepted);
-    rssm_dev_free(c, r->q), rssm_dev_free(c, r->k), rssm_dev_free(c, r->v);
-    rssm_dev_free(c, r->a), rssm_dev_free(c, r->b), rssm_dev_free(c, r->o);
-    rssm_dev_free(c, r->A_log), rssm_dev_free(c, r->dt_bias);
+    rssm_mem_free(c, r->st.checkpoint), rssm_mem_free(c, r->st.ring_u), rssm_mem_free(c, r->st.ring_k);
+    rssm_mem_free(c, r->st.ring_g), rssm_mem_free(c, r->st.ring_base), rssm_mem_free(c, r->st.cursor);
+    rssm_mem_free(c, r->slots), rssm_mem_free(c, r->accepted);
+    rssm_mem_free(c, r->q), rssm_mem_free(c, r->k), rssm_mem_free(c, r->v);
+    rssm_mem_free(c, r->a), rssm_mem_free(c, r->b), rssm_mem_free(c, r->o);
+    rssm_mem_free(c, r->A_log), rssm_mem_free(c, r->dt_bias);
     free(r->cursor0), free(r->accepted_host);
     memset(&r->st, 0, sizeof r->st);
     r->slots = r->accepted = NULL;
@@ -266,7 +270,7 @@ static void run_free(bench_run *r)
 static int fill_tiled(bench_run *r, void *dst, size_t bytes, rssm_dtype d, double sigma, uint64_t seed)
 {
     if (!bytes) return 0;
-    if (sigma == 0) return call_failed(r, rssm_dev_memset(r->ctx, dst, 0, bytes), "rssm_dev_memset");
+    if (sigma == 0) return call_failed(r, rssm_mem_set(r->ctx, dst, 0, bytes), "rssm_mem_set");
     const size_t es = rssm_dtype_size(d), tile = bytes < (8u << 20) ? bytes : (8u << 20);
     unsigned char *host = malloc(tile);
     if (!host) return call_failed(r, RSSM_ERROR_OUT_OF_MEMORY, "host pattern");
@@ -275,7 +279,8 @@ static int fill_tiled(bench_run *r, void *dst, size_t bytes, rssm_dtype d, doubl
     int bad = 0;
     for (size_t off = 0; off < bytes && !bad; off += tile) {
         const size_t n = bytes - off < tile ? bytes - off : tile;
-        bad = call_failed(r, rssm_dev_upload(r->ctx, (char *)dst + off, host, n), "rssm_dev_upload");
+        bad = call_failed(r, rssm_mem_copy(r->ctx, (char *)dst + off, host, n, RSSM_COPY_HOST_TO_DEVICE),
+                          "rssm_mem_copy");
     }
     free(host);
     return bad;
@@ -295,14 +300,14 @@ static int fill_inputs(bench_run *r, void *dst, size_t blk, size_t n, input_kind
             if (kind == IN_GATE_A) x = x < -3 ? -3 : x > 3 ? 3 : x;
             put(host + bl * blk, r->layer.io_dtype, i, x);
         }
-    const int bad = call_failed(r, rssm_dev_upload(r->ctx, dst, host, total), "rssm_dev_upload");
+    const int bad = call_failed(r, rssm_mem_copy(r->ctx, dst, host, total, RSSM_COPY_HOST_TO_DEVICE), "rssm_mem_copy");
     free(host);
     return bad;
 }
 
 static int alloc_dev(bench_run *r, size_t bytes, void **out)
 {
-    return call_failed(r, rssm_dev_alloc(r->ctx, bytes ? bytes : 64, out), "rssm_dev_alloc");
+    return call_failed(r, rssm_mem_alloc(r->ctx, bytes ? bytes : 64, out), "rssm_mem_alloc");
 }
 
 /* Sizes and allocates everything for B rows, the layer's L, T tokens (1 for decode). */
@@ -356,8 +361,9 @@ static int run_setup(bench_run *r, const bench_opts *o)
             r->accepted_host[m * Bs + i] = T - (T > 1 ? (int)(rng_next(&seed) >> 63) : 0); /* T-1 or T */
         }
     int bad = alloc_dev(r, tab, (void **)&r->slots) || alloc_dev(r, tab, (void **)&r->accepted) ||
-              call_failed(r, rssm_dev_upload(r->ctx, r->slots, slots, tab), "rssm_dev_upload") ||
-              call_failed(r, rssm_dev_upload(r->ctx, r->accepted, r->accepted_host, tab), "rssm_dev_upload");
+              call_failed(r, rssm_mem_copy(r->ctx, r->slots, slots, tab, RSSM_COPY_HOST_TO_DEVICE), "rssm_mem_copy") ||
+              call_failed(r, rssm_mem_copy(r->ctx, r->accepted, r->accepted_host, tab, RSSM_COPY_HOST_TO_DEVICE),
+                          "rssm_mem_copy");
     free(slots);
     if (bad) return 1;
 
@@ -385,7 +391,7 @@ static int run_setup(bench_run *r, const bench_opts *o)
         fill_inputs(r, r->v, r->blk_v, B * HV * V, IN_NORMAL, 23) ||
         fill_inputs(r, r->a, r->blk_a, B * HV * gk, IN_GATE_A, 24) ||
         fill_inputs(r, r->b, r->blk_b, B * HV, IN_NORMAL, 25) ||
-        call_failed(r, rssm_dev_memset(r->ctx, r->o, 0, sb_T * r->blk_v), "rssm_dev_memset"))
+        call_failed(r, rssm_mem_set(r->ctx, r->o, 0, sb_T * r->blk_v), "rssm_mem_set"))
         return 1;
     float *A_log = malloc(HV * 4), *dt_bias = malloc(HV * gk * 4);
     if (!A_log || !dt_bias) {
@@ -399,8 +405,9 @@ static int run_setup(bench_run *r, const bench_opts *o)
         const double dt0 = exp(log(1e-3) + rng_uniform(&seed) * (log(1e-1) - log(1e-3))); /* softplus(dt_bias) */
         dt_bias[i] = (float)log(expm1(dt0));
     }
-    bad = call_failed(r, rssm_dev_upload(r->ctx, r->A_log, A_log, HV * 4), "rssm_dev_upload") ||
-          call_failed(r, rssm_dev_upload(r->ctx, r->dt_bias, dt_bias, HV * gk * 4), "rssm_dev_upload");
+    bad = call_failed(r, rssm_mem_copy(r->ctx, r->A_log, A_log, HV * 4, RSSM_COPY_HOST_TO_DEVICE), "rssm_mem_copy") ||
+          call_failed(r, rssm_mem_copy(r->ctx, r->dt_bias, dt_bias, HV * gk * 4, RSSM_COPY_HOST_TO_DEVICE),
+                      "rssm_mem_copy");
     free(A_log), free(dt_bias);
     return bad;
 }
@@ -413,15 +420,16 @@ static int run_reset(bench_run *r, int phase)
     for (int m = 0; m < r->M; m++)
         for (int i = 0; i < r->B; i++)
             r->cursor0[m * r->B + i] = (phase == PHASE_INPHASE ? m : i + m) % L;
-    if (call_failed(r, rssm_dev_upload(r->ctx, r->st.cursor, r->cursor0, sizeof(int32_t) * r->M * r->B),
-                    "rssm_dev_upload"))
+    if (call_failed(
+            r, rssm_mem_copy(r->ctx, r->st.cursor, r->cursor0, sizeof(int32_t) * r->M * r->B, RSSM_COPY_HOST_TO_DEVICE),
+            "rssm_mem_copy"))
         return 1;
     if (r->st.ring_base) {
         rssm_state_bytes sb;
         rssm_state_size(&r->layer, r->M * r->B, &sb);
-        if (call_failed(r, rssm_dev_memset(r->ctx, r->st.ring_base, 0, sb.ring_base), "rssm_dev_memset")) return 1;
+        if (call_failed(r, rssm_mem_set(r->ctx, r->st.ring_base, 0, sb.ring_base), "rssm_mem_set")) return 1;
     }
-    return call_failed(r, rssm_dev_sync(r->ctx), "rssm_dev_sync");
+    return call_failed(r, rssm_context_synchronize(r->ctx), "rssm_context_synchronize");
 }
 
 /* io of bank m: `tokens` tokens per row starting at block `blk0` of the bank's input set. */
@@ -503,13 +511,12 @@ static int unit_verify_replay(void *arg, void *stream)
  * alike), each measurement running enough units to last min_time; keeps the best of each.
  * units[i] counts every unit executed (for the verify byte simulation), reps[i] the units of
  * the last measurement. Returns 0, or 1 on failure (r->msg says why). */
-static int time_pair(bench_run *r, const bench_opts *o, rssm_dev_work work[2], double best[2], long units[2],
-                     int reps[2])
+static int time_pair(bench_run *r, const bench_opts *o, bench_work work[2], double best[2], long units[2], int reps[2])
 {
     const int graph = 1, warm = o->device == RSSM_DEVICE_CUDA ? 2 : 0;
     for (int k = 0; k < 2; k++) {
         double est;
-        if (call_failed(r, rssm_dev_time(r->ctx, work[k], r, graph, 1, 1, &est), "rssm_dev_time (warm-up)") ||
+        if (call_failed(r, bench_time(r->ctx, work[k], r, graph, 1, 1, &est), "bench_time (warm-up)") ||
             call_failed(r, rssm_context_check_device_errors(r->ctx), "rssm_context_check_device_errors"))
             return 1;
         units[k] = 2;
@@ -521,7 +528,7 @@ static int time_pair(bench_run *r, const bench_opts *o, rssm_dev_work work[2], d
     for (int i = 0; i < o->repeat; i++)
         for (int k = 0; k < 2; k++) {
             double us;
-            if (call_failed(r, rssm_dev_time(r->ctx, work[k], r, graph, warm, reps[k], &us), "rssm_dev_time") ||
+            if (call_failed(r, bench_time(r->ctx, work[k], r, graph, warm, reps[k], &us), "bench_time") ||
                 call_failed(r, rssm_context_check_device_errors(r->ctx), "rssm_context_check_device_errors"))
                 return 1;
             units[k] += warm + reps[k];
@@ -563,7 +570,7 @@ static int outputs_finite(bench_run *r)
     const size_t bytes = r->blk_v;
     unsigned char *h = malloc(bytes);
     if (!h) return call_failed(r, RSSM_ERROR_OUT_OF_MEMORY, "host output"), 0;
-    if (call_failed(r, rssm_dev_download(r->ctx, h, r->o, bytes), "rssm_dev_download")) {
+    if (call_failed(r, rssm_mem_copy(r->ctx, h, r->o, bytes, RSSM_COPY_DEVICE_TO_HOST), "rssm_mem_copy")) {
         free(h);
         return 0;
     }
@@ -819,7 +826,7 @@ static void row_command(const bench_opts *o, const bench_result *x, char *out, s
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
-int rssm_cli_bench(int argc, char **argv)
+int rssm_cli_bench(int argc, char **argv, const rssm_context_params *params)
 {
     bench_opts o;
     const int pr = parse_args(argc, argv, &o);
@@ -828,7 +835,9 @@ int rssm_cli_bench(int argc, char **argv)
     const int cpu = o.device == RSSM_DEVICE_CPU;
 
     rssm_context *ctx = NULL;
-    rssm_status st = rssm_context_create(o.device, o.device == RSSM_DEVICE_CPU ? o.threads : 0, &ctx);
+    rssm_context_params cp = *params;
+    cp.threads = o.threads;
+    rssm_status st = rssm_context_create(o.device, &cp, &ctx);
     if (st != RSSM_OK) {
         fprintf(stderr, "bench: cannot create the context: %s: %s\n", rssm_status_name(st), rssm_last_error());
         return 1;
@@ -847,7 +856,7 @@ int rssm_cli_bench(int argc, char **argv)
         printf(" %s", argv[i]);
     printf("\n# device  : %s — %s\n", o.device == RSSM_DEVICE_CUDA ? "cuda" : cpu ? "cpu" : "reference", machine);
     if (cpu)
-        printf("# threads : %d\n", rssm_cpu_threads(ctx));
+        printf("# threads : %d\n", threads_of(ctx));
     else
         printf("# threads : -\n");
     printf("# date    : %s\n# commit  : %s\n", date, commit);
@@ -869,7 +878,7 @@ int rssm_cli_bench(int argc, char **argv)
         }
     }
     double copy = 0, triad = 0;
-    st = rssm_dev_bandwidth(ctx, (size_t)bw_bytes, &copy, &triad);
+    st = bench_bandwidth(ctx, (size_t)bw_bytes, &copy, &triad);
     if (st != RSSM_OK || !(copy > 0)) {
         fprintf(stderr, "bench: bandwidth measurement failed: %s: %s\n", rssm_status_name(st), rssm_last_error());
         rssm_context_free(ctx);
@@ -928,8 +937,8 @@ int rssm_cli_bench(int argc, char **argv)
                 bench_result x;
                 memset(&x, 0, sizeof x);
                 x.B = r.B, x.L = r.layer.ring_len, x.T = r.T, x.phase = ph, x.M = r.M;
-                rssm_dev_work work[2] = {o.verify ? unit_verify_packed : unit_packed,
-                                         o.verify ? unit_verify_replay : unit_replay};
+                bench_work work[2] = {o.verify ? unit_verify_packed : unit_packed,
+                                      o.verify ? unit_verify_replay : unit_replay};
                 double unit_us[2] = {-1, -1};
                 long units[2] = {0, 0};
                 int reps[2] = {0, 0};
@@ -976,7 +985,7 @@ int rssm_cli_bench(int argc, char **argv)
                         o.device == RSSM_DEVICE_CUDA ? "cuda"
                         : cpu                        ? "cpu"
                                                      : "reference",
-                        machine, cpu ? rssm_cpu_threads(ctx) : 0, date, commit, o.model,
+                        machine, cpu ? threads_of(ctx) : 0, date, commit, o.model,
                         l->gate == RSSM_GATE_KDA ? "kda" : "gdn", l->num_k_heads, l->num_v_heads, l->head_k_dim,
                         l->head_v_dim, dtype_name(l->state_dtype), dtype_name(l->ring_dtype), dtype_name(l->io_dtype),
                         o.verify ? "verify" : "decode", x.B, x.L, x.T, phase_name(ph), o.verify ? x.mean_acc : 1.0, r.M,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/device.h"
+#include "replayssm_runtime.h"
 #include "sim_tp.h"
 
 static int pad4(int n) { return (n + 3) / 4 * 4; }
@@ -46,12 +46,12 @@ int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, 
                sizeof(float) * h->num_v_heads * gk);
     }
     if (!rc &&
-        (rssm_dev_alloc(ctx, sizeof(float) * nl * s->a_row, (void **)&s->A_log) ||
-         rssm_dev_alloc(ctx, sizeof(float) * nl * s->d_row, (void **)&s->dt_bias) ||
-         rssm_dev_upload(ctx, s->A_log, ha, sizeof(float) * nl * s->a_row) ||
-         rssm_dev_upload(ctx, s->dt_bias, hd, sizeof(float) * nl * s->d_row) ||
-         rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * s->proj, (void **)&s->d_proj) ||
-         rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * h->num_v_heads * h->head_v_dim, (void **)&s->d_mix)))
+        (rssm_mem_alloc(ctx, sizeof(float) * nl * s->a_row, (void **)&s->A_log) ||
+         rssm_mem_alloc(ctx, sizeof(float) * nl * s->d_row, (void **)&s->dt_bias) ||
+         rssm_mem_copy(ctx, s->A_log, ha, sizeof(float) * nl * s->a_row, RSSM_COPY_HOST_TO_DEVICE) ||
+         rssm_mem_copy(ctx, s->dt_bias, hd, sizeof(float) * nl * s->d_row, RSSM_COPY_HOST_TO_DEVICE) ||
+         rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * s->proj, (void **)&s->d_proj) ||
+         rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)max_rows * h->num_v_heads * h->head_v_dim, (void **)&s->d_mix)))
         rc = -1;
     free(ha), free(hd);
     if (rc) fprintf(stderr, "simulate: could not allocate rank %d's buffers: %s\n", rank, rssm_last_error());
@@ -61,8 +61,8 @@ int sim_shard_init(sim_shard *s, rssm_context *ctx, const sim_model *m, int tp, 
 void sim_shard_free(sim_shard *s, rssm_context *ctx)
 {
     if (s->sliced) {
-        rssm_dev_free(ctx, s->A_log), rssm_dev_free(ctx, s->dt_bias);
-        rssm_dev_free(ctx, s->d_proj), rssm_dev_free(ctx, s->d_mix);
+        rssm_mem_free(ctx, s->A_log), rssm_mem_free(ctx, s->dt_bias);
+        rssm_mem_free(ctx, s->d_proj), rssm_mem_free(ctx, s->d_mix);
     }
     memset(s, 0, sizeof *s);
 }
@@ -116,7 +116,7 @@ int sim_tp_gather_nccl(rssm_context *ctx, const sim_model *m, const sim_shard *s
     const rssm_layer *l = &m->cfg.layer;
     const size_t full = (size_t)l->num_v_heads * l->head_v_dim, w = (size_t)s->layer.num_v_heads * l->head_v_dim;
     /* staging [tp][n][w]: rank r's rows at r * n * w */
-    if (sim_nccl_allgather(comm, s->d_mix, staging, sizeof(sim_bf16) * n * w, rssm_dev_stream(ctx)))
+    if (sim_nccl_allgather(comm, s->d_mix, staging, sizeof(sim_bf16) * n * w, rssm_context_stream(ctx)))
         return fprintf(stderr, "simulate: rank %d: %s\n", s->rank, sim_nccl_error()), -1;
     for (int r = 0; r < s->tp; r++)
         if (sim_copy2d(ctx, m, mix + (size_t)r * w, sizeof(sim_bf16) * full, staging + (size_t)r * n * w,

@@ -5,7 +5,7 @@
  *
  * Every device buffer has RH_GUARD bytes of a known pattern before and after it; every
  * harness call checks the guards of what the op may write. Memory goes through
- * src/core/device.h, so the same code runs on the reference, the CPU and CUDA.
+ * the context memory calls of replayssm.h (rssm_mem_*), so the same code runs on the reference, the CPU and CUDA.
  *
  * Harness calls return RH_OK, RH_UNSUPPORTED (the device said RSSM_ERROR_UNSUPPORTED) or
  * RH_FAIL; rh_msg() holds the reason of the last non-OK result.
@@ -16,11 +16,12 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "core/device.h"
-#include "core/params.h"
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 enum { RH_OK = 0, RH_UNSUPPORTED = 1, RH_FAIL = 2 };
+
+/* The ops of the step family, as rh_step runs them. */
+typedef enum rh_op { RH_OP_DECODE_PACKED = 0, RH_OP_DECODE_REPLAY, RH_OP_VERIFY, RH_OP_PREFILL } rh_op;
 #define RH_GUARD 64
 
 const char *rh_msg(void);
@@ -137,7 +138,7 @@ void rh_inputs_copy_token(const rh_inputs *src, int rs, int ts, rh_inputs *dst, 
 /* One step op (packed, replay, verify, prefill) with outputs poisoned by NaN, the inputs in
  * guarded buffers (strided views when `strided`), guards checked after; o_out [B, T, HV, V]
  * as double (ragged prefill inputs: [cu_seqlens[B], HV, V]; may be NULL). */
-int rh_step(rssm_context *ctx, rh_state *s, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
+int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
             const uint8_t *fold, int strided, double *o_out);
 int rh_advance(rssm_context *ctx, rh_state *s, int B, const int32_t *slot, const uint8_t *fold);
 int rh_commit(rssm_context *ctx, rh_state *s, int B, int T, const int32_t *slot, const uint8_t *fold,
@@ -153,6 +154,8 @@ int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const
 
 /* Context on a device (CPU: threads = 0 = all). RH_UNSUPPORTED when absent. */
 int rh_context(rssm_device dev, rssm_context **out);
+/* The same with creation parameters (NULL = the defaults). */
+int rh_context_with(rssm_device dev, const rssm_context_params *params, rssm_context **out);
 const char *rh_device_name(rssm_device dev);
 const char *rh_dtype_name(rssm_dtype dt);
 

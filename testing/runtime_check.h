@@ -6,10 +6,9 @@
 #ifndef RSSM_RUNTIME_CHECK_H
 #define RSSM_RUNTIME_CHECK_H
 
-#include "replayssm.h"
+#include "replayssm_runtime.h"
 
 /* `replayssm check --suite runtime [--device cpu|cuda|reference]`; argv[0] is "check". */
-int rssm_cli_check_runtime(int argc, char **argv);
 
 /* One line per case ("ok   name" / "FAIL name: why"), counted. */
 typedef struct rt_counts {

@@ -24,8 +24,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/device.h"
 #include "harness.h"
+#include "replayssm_runtime.h"
+#include "timing.h"
 
 typedef struct step_arg {
     rssm_pool *pool;
@@ -80,10 +81,10 @@ static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind,
             if (kind == IN_DT_BIAS) x[i] = log(expm1(exp(log(1e-3) + rh_uniform(&r) * (log(1e-1) - log(1e-3)))));
         }
         rh_pack(x, (int64_t)n, dt, h);
-        if (rssm_dev_alloc(ctx, bytes, &d) != RSSM_OK) {
+        if (rssm_mem_alloc(ctx, bytes, &d) != RSSM_OK) {
             d = NULL;
-        } else if (rssm_dev_upload(ctx, d, h, bytes) != RSSM_OK) {
-            rssm_dev_free(ctx, d);
+        } else if (rssm_mem_copy(ctx, d, h, bytes, RSSM_COPY_HOST_TO_DEVICE) != RSSM_OK) {
+            rssm_mem_free(ctx, d);
             d = NULL;
         }
     }
@@ -91,7 +92,7 @@ static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind,
     return d;
 }
 
-int rssm_cli_bench_step(int argc, char **argv)
+int rssm_cli_bench_step(int argc, char **argv, const rssm_context_params *params)
 {
     rssm_device dev = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
     int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1, small = 1;
@@ -138,7 +139,7 @@ int rssm_cli_bench_step(int argc, char **argv)
     }
     if (layers < 1 || B < 1 || L < 1 || reps < 1) return fprintf(stderr, "bench-step: bad values\n"), 2;
     rssm_context *ctx;
-    rssm_status st = rssm_context_create(dev, 0, &ctx);
+    rssm_status st = rssm_context_create(dev, params, &ctx);
     if (st != RSSM_OK) return fprintf(stderr, "bench-step: %s\n", rssm_last_error()), 1;
     const int H = kda ? 32 : 16, HV = 32, gk = kda ? 128 : 1; /* gk: gate inputs per value head */
     rssm_layer layer = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, 128, 128, L);
@@ -171,7 +172,8 @@ int rssm_cli_bench_step(int argc, char **argv)
     }
     st = rssm_plan_set(s.plan, B, slot, seq);
     if (st == RSSM_OK) st = rssm_pool_state(s.pool, 0, &st0);
-    if (st == RSSM_OK) st = rssm_dev_upload(ctx, st0.cursor, cursor, sizeof(int32_t) * ((size_t)B + 1));
+    if (st == RSSM_OK)
+        st = rssm_mem_copy(ctx, st0.cursor, cursor, sizeof(int32_t) * ((size_t)B + 1), RSSM_COPY_HOST_TO_DEVICE);
     s.slots = slot;
     free(seq), free(cursor);
     if (st != RSSM_OK) goto fail;
@@ -181,7 +183,7 @@ int rssm_cli_bench_step(int argc, char **argv)
     s.v = filled(ctx, nv, io, IN_NORMAL, 3), s.a = filled(ctx, nab * gk, io, IN_GATE_A, 4);
     s.b = filled(ctx, nab, io, IN_NORMAL, 5), s.A_log = filled(ctx, HV, f32, IN_A_LOG, 6);
     s.dt_bias = filled(ctx, (size_t)HV * gk, f32, IN_DT_BIAS, 7);
-    rssm_dev_alloc(ctx, nv * sizeof(float), &s.o); /* room for f32 or bf16 */
+    rssm_mem_alloc(ctx, nv * sizeof(float), &s.o); /* room for f32 or bf16 */
     if (!s.q || !s.k || !s.v || !s.a || !s.b || !s.A_log || !s.dt_bias || !s.o) {
         fprintf(stderr, "bench-step: out of device memory\n");
         goto out;
@@ -189,20 +191,20 @@ int rssm_cli_bench_step(int argc, char **argv)
     double t_full, t_one, t_zero, t_packed, t_small = 0;
     const int warm = 2 * L;
     s.layers = layers;
-    if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_full)) != RSSM_OK) goto fail;
+    if ((st = bench_time(ctx, step, &s, 1, warm, reps, &t_full)) != RSSM_OK) goto fail;
     s.packed = 1;
-    if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_packed)) != RSSM_OK) goto fail;
+    if ((st = bench_time(ctx, step, &s, 1, warm, reps, &t_packed)) != RSSM_OK) goto fail;
     s.packed = 0;
     s.layers = 1;
-    if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_one)) != RSSM_OK) goto fail;
+    if ((st = bench_time(ctx, step, &s, 1, warm, reps, &t_one)) != RSSM_OK) goto fail;
     s.layers = 0;
-    if ((st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_zero)) != RSSM_OK) goto fail;
+    if ((st = bench_time(ctx, step, &s, 1, warm, reps, &t_zero)) != RSSM_OK) goto fail;
     const double parts = t_zero + layers * (t_one - t_zero);
     if (small) {
         s.layers = layers;
         st = rssm_plan_set_small_batch(s.plan, B);
         if (st == RSSM_OK) st = rssm_plan_set(s.plan, B, s.slots, NULL);
-        if (st == RSSM_OK) st = rssm_dev_time(ctx, step, &s, 1, warm, reps, &t_small);
+        if (st == RSSM_OK) st = bench_time(ctx, step, &s, 1, warm, reps, &t_small);
         if (st != RSSM_OK) goto fail;
     }
     printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, %s io, L=%d), batch %d "
@@ -226,8 +228,8 @@ int rssm_cli_bench_step(int argc, char **argv)
 fail:
     fprintf(stderr, "bench-step: %s: %s\n", rssm_status_name(st), rssm_last_error());
 out:
-    rssm_dev_free(ctx, s.q), rssm_dev_free(ctx, s.k), rssm_dev_free(ctx, s.v), rssm_dev_free(ctx, s.a);
-    rssm_dev_free(ctx, s.b), rssm_dev_free(ctx, s.A_log), rssm_dev_free(ctx, s.dt_bias), rssm_dev_free(ctx, s.o);
+    rssm_mem_free(ctx, s.q), rssm_mem_free(ctx, s.k), rssm_mem_free(ctx, s.v), rssm_mem_free(ctx, s.a);
+    rssm_mem_free(ctx, s.b), rssm_mem_free(ctx, s.A_log), rssm_mem_free(ctx, s.dt_bias), rssm_mem_free(ctx, s.o);
     rssm_plan_free(s.plan);
     rssm_pool_free(s.pool);
     free(ls), free(s.slots);

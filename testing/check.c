@@ -124,8 +124,8 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
             rh_inputs one;
             rc = rh_inputs_slice(&full, t, 1, &one);
             if (!rc)
-                rc = rh_step(ctx, &s, path == VP_PACKED ? RSSM_OP_DECODE_PACKED : RSSM_OP_DECODE_REPLAY, &one, slot,
-                             NULL, NULL, t % 3 == 1, ostep);
+                rc = rh_step(ctx, &s, path == VP_PACKED ? RH_OP_DECODE_PACKED : RH_OP_DECODE_REPLAY, &one, slot, NULL,
+                             NULL, t % 3 == 1, ostep);
             if (!rc && path == VP_REPLAY) rc = rh_advance(ctx, &s, R, slot, NULL);
             for (int r = 0; r < B && !rc; r++)
                 memcpy(o + ((int64_t)r * T + t) * HV * V, ostep + (int64_t)r * HV * V, sizeof(double) * HV * V);
@@ -137,7 +137,7 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
         const int P = T / 2 + (pattern % 3);
         rh_inputs pre;
         rc = rh_inputs_slice(&full, 0, P, &pre);
-        if (!rc) rc = rh_step(ctx, &s, RSSM_OP_PREFILL, &pre, slot, NULL, NULL, 0, ostep);
+        if (!rc) rc = rh_step(ctx, &s, RH_OP_PREFILL, &pre, slot, NULL, NULL, 0, ostep);
         for (int r = 0; r < B && !rc; r++)
             memcpy(o + (int64_t)r * T * HV * V, ostep + (int64_t)r * P * HV * V, sizeof(double) * P * HV * V);
         rh_inputs_free(&pre);
@@ -145,7 +145,7 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
         for (int t = P; t < T && !rc; t++) {
             rh_inputs one;
             rc = rh_inputs_slice(&full, t, 1, &one);
-            if (!rc) rc = rh_step(ctx, &s, RSSM_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ostep);
+            if (!rc) rc = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ostep);
             if (!rc) rc = rh_advance(ctx, &s, R, slot, NULL);
             for (int r = 0; r < B && !rc; r++)
                 memcpy(o + ((int64_t)r * T + t) * HV * V, ostep + (int64_t)r * HV * V, sizeof(double) * HV * V);
@@ -185,7 +185,7 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
                 acc[r] = a < left ? a : left;
                 fold[r] = pattern == 3 && rh_uniform(&rng) < 0.15;
             }
-            if (!rc) rc = rh_step(ctx, &s, RSSM_OP_VERIFY, &win, wslot, NULL, fold, it % 2, ostep);
+            if (!rc) rc = rh_step(ctx, &s, RH_OP_VERIFY, &win, wslot, NULL, fold, it % 2, ostep);
             if (!rc) rc = rh_commit(ctx, &s, R, Tw, wslot, fold, acc);
             done = 1;
             for (int r = 0; r < B && !rc; r++) {
@@ -350,7 +350,7 @@ typedef struct pair {
     rh_state st[2];
 } pair;
 
-static int pair_step(pair *p, rssm_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
+static int pair_step(pair *p, rh_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
                      const uint8_t *fold, int strided, double *o[2], double *err)
 {
     for (int d = 0; d < 2; d++) {
@@ -366,7 +366,7 @@ static int pair_step(pair *p, rssm_op op, const rh_inputs *in, const int32_t *sl
             for (int64_t i = 0; i < per; i++)
                 if (o[0][b * per + i] != 0)
                     return rh_set(RH_FAIL, "%s: padding row %d output is not zero",
-                                  op == RSSM_OP_VERIFY ? "verify" : "step", b);
+                                  op == RH_OP_VERIFY ? "verify" : "step", b);
     const double e = rh_relerr(o[0], o[1], in->B * per);
     if (e > *err) *err = e;
     return RH_OK;
@@ -435,17 +435,17 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
             for (int r = 0; r < R; r++)
                 acc[r] = (int)(rh_uniform(&rng) * (T + 1));
             fold[1] = i % 3 == 0;
-            rc = pair_step(&rp, RSSM_OP_VERIFY, &in, slot, NULL, fold, c->strided, o, err);
+            rc = pair_step(&rp, RH_OP_VERIFY, &in, slot, NULL, fold, c->strided, o, err);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_commit(rp.ctx[d], &rp.st[d], R, T, slot, fold, acc);
             if (!rc) rc = pair_cursors(&rp, 1);
         } else if (prefill) {
-            rc = pair_step(&rp, RSSM_OP_PREFILL, &in, slot, NULL, NULL, c->strided, o, err);
+            rc = pair_step(&rp, RH_OP_PREFILL, &in, slot, NULL, NULL, c->strided, o, err);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_reset(rp.ctx[d], &rp.st[d], R, slot);
         } else {
             fold[0] = i % 7 == 3;
-            rc = pair_step(&rp, RSSM_OP_DECODE_REPLAY, &in, slot, NULL, fold, c->strided, o, err);
+            rc = pair_step(&rp, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, c->strided, o, err);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_advance(rp.ctx[d], &rp.st[d], R, slot, fold);
             if (!rc) rc = pair_cursors(&rp, 0);
@@ -453,7 +453,7 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
         /* packed decode of the same tokens; every third step copy-on-write to the other slots */
         if (!rc) {
             const int cow = i % 3 == 1;
-            rc = pair_step(&pp, RSSM_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL, c->strided, o,
+            rc = pair_step(&pp, RH_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL, c->strided, o,
                            err);
             if (cow) cur = !cur;
         }
@@ -519,12 +519,11 @@ static void usage(FILE *f)
                "Ends with 'N passed, N failed, N skipped'; exit 1 on any failure, else 0.\n");
 }
 
-int rssm_cli_check(int argc, char **argv)
+int rssm_cli_check(int argc, char **argv, const rssm_context_params *params)
 {
-    /* --suite runtime: the runtime's checks (tools/runtime_check.c); --suite ops: this file */
+    /* --suite ops: this file (--suite runtime: runtime_check.c, chosen by tools/main.c) */
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--suite")) {
-            if (!strcmp(argv[i + 1], "runtime")) return rssm_cli_check_runtime(argc, argv);
             if (strcmp(argv[i + 1], "ops")) {
                 fprintf(stderr, "replayssm check: unknown suite '%s' (ops, runtime)\n", argv[i + 1]);
                 return 2;
@@ -580,7 +579,7 @@ int rssm_cli_check(int argc, char **argv)
         }
     }
     rssm_context *ctx = NULL, *ref = NULL;
-    int rc = rh_context(dev, &ctx);
+    int rc = rh_context_with(dev, params, &ctx);
     if (rc == RH_UNSUPPORTED && dev == RSSM_DEVICE_CUDA && !strict) {
         printf("SKIP all: device %s unavailable: %s\n", rh_device_name(dev), rh_msg());
         t.skipped = count_matrix(quick, filter) + (vectors ? 1 : 0);

@@ -21,8 +21,7 @@
 
 #include "bytemodel.h"
 #include "cli.h"
-#include "core/device.h"
-#include "core/params.h"
+#include "replayssm_runtime.h"
 #include "sim_model.h"
 #include "simulate.h"
 #include "sim_tp.h"
@@ -108,7 +107,7 @@ static double now_s(void)
 
 static int upload(engine *e, void *dst, const void *src, size_t n)
 {
-    return rssm_dev_upload(e->ctx, dst, src, n) == RSSM_OK ? 0 : -1;
+    return rssm_mem_copy(e->ctx, dst, src, n, RSSM_COPY_HOST_TO_DEVICE) == RSSM_OK ? 0 : -1;
 }
 
 /* Row of token t of batch row `row` in the step's activations: [B][T] for the kernels' verify,
@@ -142,7 +141,7 @@ static int forward(engine *e, int n, mixer_fn mixer)
 #define PROFILE_MARK(field)                                                                                            \
     do {                                                                                                               \
         if (prof) {                                                                                                    \
-            CHECK(rssm_dev_sync(e->ctx));                                                                              \
+            CHECK(rssm_context_synchronize(e->ctx));                                                                   \
             const double t1_ = now_s();                                                                                \
             *e->field += t1_ - t, t = t1_;                                                                             \
         }                                                                                                              \
@@ -181,7 +180,7 @@ static int mixer_prefill(engine *e, sim_shard *h, int layer, int n, const rssm_s
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
     io.slot = e->d_slot;
-    CHECK(rssm_prefill(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    CHECK(rssm_prefill(e->ctx, &h->layers[layer], st, &io, rssm_context_stream(e->ctx)));
     return 0;
 }
 
@@ -193,9 +192,9 @@ static int mixer_decode(engine *e, sim_shard *h, int layer, int n, const rssm_st
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
     if (e->replay)
-        CHECK(rssm_decode_replay(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_decode_replay(e->ctx, &h->layers[layer], st, &io, rssm_context_stream(e->ctx)));
     else
-        CHECK(rssm_decode_packed(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_decode_packed(e->ctx, &h->layers[layer], st, &io, rssm_context_stream(e->ctx)));
     return 0;
 }
 
@@ -207,7 +206,7 @@ static int mixer_verify(engine *e, sim_shard *h, int layer, int n, const rssm_st
     io.tokens = e->T;
     io_from_proj(e, h, layer, h->d_proj, &io);
     io.o = h->d_mix;
-    CHECK(rssm_verify(e->ctx, &h->layers[layer], st, &io, rssm_dev_stream(e->ctx)));
+    CHECK(rssm_verify(e->ctx, &h->layers[layer], st, &io, rssm_context_stream(e->ctx)));
     return 0;
 }
 
@@ -226,7 +225,7 @@ static int mixer_verify_packed(engine *e, sim_shard *h, int layer, int n, const 
         io.o = h->d_mix + (size_t)t * B * mix_row;
         io.slot = e->d_slot + (size_t)t * B;
         io.write_slot = e->d_slot + (size_t)(t + 1) * B;
-        CHECK(rssm_decode_packed(e->ctx, l, st, &io, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_decode_packed(e->ctx, l, st, &io, rssm_context_stream(e->ctx)));
     }
     return 0;
 }
@@ -289,7 +288,7 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
         rssm_state st0;
         CHECK(rssm_pool_state(h->pool, 0, &st0));
-        CHECK(rssm_reset_cursors(e->ctx, &st0, k, e->d_slot, rssm_dev_stream(e->ctx)));
+        CHECK(rssm_reset_cursors(e->ctx, &st0, k, e->d_slot, rssm_context_stream(e->ctx)));
     }
     for (int i = 0; i < k; i++) {
         request *r = grp[i];
@@ -298,7 +297,7 @@ static int prefill_group(engine *e, sim_result *res, request **grp, const int *p
         if (snap[i] && end < r->prompt_len)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                 CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, end, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT,
-                                                     rssm_dev_stream(e->ctx)));
+                                                     rssm_context_stream(e->ctx)));
         if (end == r->prompt_len) {
             int32_t next;
             if (sim_next_tokens(e->ctx, e->model, e->d_x + (size_t)(cu[i + 1] - 1) * D, 1, &next)) return -1;
@@ -362,7 +361,7 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
         /* requests that have not started match again (earlier rounds may have cached more) */
         double tm = 0;
         if (c->profile) {
-            CHECK(rssm_dev_sync(e->ctx));
+            CHECK(rssm_context_synchronize(e->ctx));
             tm = now_s();
         }
         for (int i = 0; i < k; i++) {
@@ -371,7 +370,7 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
             pos[i] = wave[i]->matched;
         }
         if (c->profile) {
-            CHECK(rssm_dev_sync(e->ctx));
+            CHECK(rssm_context_synchronize(e->ctx));
             res->pf_match += now_s() - tm;
         }
         /* this round's chunk of each request, up to its snapshot point or prompt end */
@@ -438,14 +437,14 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
     const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
     e->max_rows = max_rows(c); /* as sim_model_init's scratch */
-    CHECK(rssm_dev_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
-    CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
-    CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
+    CHECK(rssm_mem_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
+    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
+    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
     e->comm = comm;
     e->nsh = tp > 0 && !comm ? tp : 1;
     e->sh = calloc(e->nsh, sizeof *e->sh);
     if (!e->sh) return -1;
-    if (comm) CHECK(rssm_dev_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
+    if (comm) CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
     const int scratch = (!replay && T > 1) ? B * T : 0;
     for (int s = 0; s < e->nsh; s++) {
         sim_shard *h = &e->sh[s];
@@ -467,7 +466,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     res->small_rows = rssm_plan_small_batch(e->sh[0].plan);
     res->memory =
         rssm_pool_memory(e->sh[0].pool) + rssm_pool_memory(e->sh[0].snap_pool) + rssm_plan_memory(e->sh[0].plan);
-    CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
+    CHECK(rssm_mem_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
     e->tokens = malloc(sizeof(int32_t) * e->max_rows);
     e->next = malloc(sizeof(int32_t) * e->max_rows);
     if (!e->tokens || !e->next) return -1;
@@ -490,7 +489,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut ||
         !e->pf_snap || !e->pf_gsnap || !e->pf_cu)
         return -1;
-    CHECK(rssm_dev_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
+    CHECK(rssm_mem_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
     int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
     uint8_t *fold = malloc(B);
     int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
@@ -501,7 +500,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         const int rows_of[4] = {1, e->max_rows, 1, e->max_rows};
         for (int i = 0; i < 4; i++)
             if (sim_tp_gather_nccl(ctx, model, &e->sh[0], comm, e->d_stage, rows_of[i], e->d_mix)) return -1;
-        CHECK(rssm_dev_sync(ctx));
+        CHECK(rssm_context_synchronize(ctx));
     }
     const double t0 = now_s();
     int finished = 0, next_req = 0;
@@ -573,8 +572,8 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         } else {
             if (replay)
                 for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                    CHECK(
-                        rssm_plan_begin(h->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T, rssm_dev_stream(ctx)));
+                    CHECK(rssm_plan_begin(h->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T,
+                                          rssm_context_stream(ctx)));
             if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
         }
         if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
@@ -598,7 +597,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                 CHECK(rssm_plan_set_accepted(h->plan, B, acc));
         if (replay)
             for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                CHECK(rssm_plan_end(h->plan, rssm_dev_stream(ctx)));
+                CHECK(rssm_plan_end(h->plan, rssm_context_stream(ctx)));
         for (int row = 0; row < B; row++) {
             request *r = rows[row];
             if (!r) continue;
@@ -631,7 +630,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                     r->hist_len -= a; /* pushed again below */
                     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                         CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
-                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_dev_stream(ctx)));
+                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_context_stream(ctx)));
                 }
             }
             /* snapshot when this step made the checkpoint the state after a multiple of the interval */
@@ -640,7 +639,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
                 if (at > 0 && (T == 1 || replay))
                     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
                         CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, at, h->pool, r->slot,
-                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_dev_stream(ctx)));
+                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_context_stream(ctx)));
             }
             for (int t = 0; t < a; t++)
                 if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
@@ -673,7 +672,7 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
     free(e->pf_cut), free(e->pf_snap), free(e->pf_gsnap);
     free(e->pf_cu);
-    rssm_dev_free(ctx, e->d_cu);
+    rssm_mem_free(ctx, e->d_cu);
     free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
         free(scratch_slot);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
@@ -685,9 +684,9 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
         sim_shard_free(h, ctx);
     }
     free(e->sh);
-    rssm_dev_free(ctx, e->d_stage);
-    rssm_dev_free(ctx, e->d_x), rssm_dev_free(ctx, e->d_proj), rssm_dev_free(ctx, e->d_mix);
-    rssm_dev_free(ctx, e->d_slot);
+    rssm_mem_free(ctx, e->d_stage);
+    rssm_mem_free(ctx, e->d_x), rssm_mem_free(ctx, e->d_proj), rssm_mem_free(ctx, e->d_mix);
+    rssm_mem_free(ctx, e->d_slot);
     free(e->tokens), free(e->next);
     return 0;
 }
@@ -732,7 +731,10 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     if (nccl && sim_nccl_init(nranks, rank, id, &comm))
         return fprintf(stderr, "simulate: rank %d: %s\n", rank, sim_nccl_error()), 1;
     rssm_context *ctx = NULL;
-    rssm_status st = rssm_context_create(c->device, c->device == RSSM_DEVICE_CPU ? c->threads : rank, &ctx);
+    rssm_context_params cp = c->params;
+    cp.threads = c->threads;
+    cp.device_ordinal = c->device == RSSM_DEVICE_CUDA ? rank : 0;
+    rssm_status st = rssm_context_create(c->device, &cp, &ctx);
     if (st != RSSM_OK) {
         sim_nccl_free(comm);
         return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
@@ -768,13 +770,13 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
             /* every rank's stream hash, all-gathered: the ranks must have generated the same tokens */
             uint64_t mine = sim_stream_hash(&tr, c->requests), *all = calloc(nranks, sizeof *all);
             void *d = NULL;
-            t.agree = all && rssm_dev_alloc(ctx, 8 * (size_t)(nranks + 1), &d) == RSSM_OK &&
-                      rssm_dev_upload(ctx, d, &mine, 8) == RSSM_OK &&
-                      sim_nccl_allgather(comm, d, (char *)d + 8, 8, rssm_dev_stream(ctx)) == 0 &&
-                      rssm_dev_download(ctx, all, (char *)d + 8, 8 * (size_t)nranks) == RSSM_OK;
+            t.agree = all && rssm_mem_alloc(ctx, 8 * (size_t)(nranks + 1), &d) == RSSM_OK &&
+                      rssm_mem_copy(ctx, d, &mine, 8, RSSM_COPY_HOST_TO_DEVICE) == RSSM_OK &&
+                      sim_nccl_allgather(comm, d, (char *)d + 8, 8, rssm_context_stream(ctx)) == 0 &&
+                      rssm_mem_copy(ctx, all, (char *)d + 8, 8 * (size_t)nranks, RSSM_COPY_DEVICE_TO_HOST) == RSSM_OK;
             for (int i = 0; t.agree && i < nranks; i++)
                 t.agree = all[i] == mine;
-            rssm_dev_free(ctx, d), free(all);
+            rssm_mem_free(ctx, d), free(all);
         }
         if (rank == 0) {
             if (c->json) {
@@ -793,10 +795,11 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     return rc;
 }
 
-int rssm_cli_simulate(int argc, char **argv)
+int rssm_cli_simulate(int argc, char **argv, const rssm_context_params *params)
 {
     sim_config c;
     memset(&c, 0, sizeof c);
+    c.params = *params;
     c.device = RSSM_DEVICE_CPU;
     set_preset(&c, "demo");
     c.model.seed = 1;
