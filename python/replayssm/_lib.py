@@ -5,16 +5,18 @@ types, enum values, function prototypes. Nothing here knows about numpy or torch
 
 Library search order (first hit wins):
   1. the environment variable REPLAYSSM_LIBRARY (a path to the shared library; an error if it
-     does not exist),
-  2. the package directory (python/replayssm/libreplayssm.so, e.g. copied there before
-     `pip install`),
-  3. ../build*/libreplayssm.so relative to python/ in a checkout (the newest one).
+     does not exist), to use another build of the same version;
+  2. the package directory, where `pip install .` puts the library it builds;
+  3. in a source checkout only (python/replayssm beside the repository's CMakeLists.txt): the
+     newest build*/libreplayssm.so of the checkout.
+The library's version must equal the package's (a mismatch raises LibraryVersionError).
 """
 from __future__ import annotations
 
 import ctypes
 import glob
 import os
+import re
 import sys
 import threading
 
@@ -177,6 +179,10 @@ class LibraryNotFoundError(OSError):
     """libreplayssm.so could not be found or loaded."""
 
 
+class LibraryVersionError(ImportError):
+    """The library found is another version than this package."""
+
+
 class ReplaySSMError(RuntimeError):
     """A replayssm call returned a status other than RSSM_OK.
 
@@ -201,15 +207,43 @@ class UnsupportedError(ReplaySSMError):
 _LIB_NAMES = {"linux": "libreplayssm.so", "darwin": "libreplayssm.dylib", "win32": "replayssm.dll"}
 LIB_NAME = _LIB_NAMES.get(sys.platform, "libreplayssm.so")
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-CHECKOUT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/replayssm -> repo root
+_CHECKOUT_ROOT = os.path.dirname(os.path.dirname(PACKAGE_DIR))  # python/replayssm -> repo root
+_CMAKELISTS = os.path.join(_CHECKOUT_ROOT, "CMakeLists.txt")
+_VERSION_RE = re.compile(r"project\(replayssm VERSION ([0-9]+\.[0-9]+\.[0-9]+)")
+
+
+def checkout_root():
+    """The repository root when this package is used from a source checkout, else None."""
+    if os.path.basename(os.path.dirname(PACKAGE_DIR)) != "python" or not os.path.isfile(_CMAKELISTS):
+        return None
+    with open(_CMAKELISTS) as f:
+        return _CHECKOUT_ROOT if _VERSION_RE.search(f.read()) else None
+
+
+def package_version() -> str:
+    """This package's version: written into _version.py by the build, or, in a source
+    checkout, read from CMakeLists.txt's project() (the one place it is written)."""
+    try:
+        from ._version import __version__
+        return __version__
+    except ImportError:
+        pass
+    root = checkout_root()
+    if root:
+        with open(_CMAKELISTS) as f:
+            return _VERSION_RE.search(f.read()).group(1)
+    return "unknown"
 
 
 def candidate_paths() -> list:
     """Where the library is looked for, in order (the env var is handled by find_library)."""
     paths = [os.path.join(PACKAGE_DIR, LIB_NAME)]
-    builds = glob.glob(os.path.join(CHECKOUT_ROOT, "build*", LIB_NAME))
-    builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)  # newest build first
-    return paths + builds
+    root = checkout_root()
+    if root:
+        builds = glob.glob(os.path.join(root, "build*", LIB_NAME))
+        builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)  # newest build first
+        paths += builds
+    return paths
 
 
 def find_library() -> str:
@@ -221,11 +255,15 @@ def find_library() -> str:
     for p in candidate_paths():
         if os.path.isfile(p):
             return p
+    root = checkout_root()
+    if root:
+        raise LibraryNotFoundError(
+            f"{LIB_NAME} not found: build it in the checkout at {root} (make, or cmake -S . -B build && "
+            f"cmake --build build), install the package (pip install {root}), or set REPLAYSSM_LIBRARY "
+            f"to a library of version {package_version()}")
     raise LibraryNotFoundError(
-        f"{LIB_NAME} not found. Build it (cmake -S . -B build -DRSSM_CUDA=OFF && cmake --build build) "
-        f"in the checkout at {CHECKOUT_ROOT}, copy it into {PACKAGE_DIR}, or set REPLAYSSM_LIBRARY "
-        f"to its path. Looked in: {PACKAGE_DIR}, {os.path.join(CHECKOUT_ROOT, 'build*')}"
-    )
+        f"{LIB_NAME} is missing from the installed package (it should be in {PACKAGE_DIR}): reinstall "
+        f"replayssm with pip, or set REPLAYSSM_LIBRARY to a library of version {package_version()}")
 
 
 _P = ctypes.c_void_p
@@ -335,18 +373,29 @@ def lib() -> ctypes.CDLL:
                 handle = ctypes.CDLL(path)
             except OSError as e:
                 raise LibraryNotFoundError(f"could not load {path}: {e}") from e
-            for name, (res, args) in _PROTOTYPES.items():
+            handle.rssm_version_string.restype = ctypes.c_char_p
+            found, wanted = handle.rssm_version_string().decode(), package_version()
+            if found != wanted:
+                raise LibraryVersionError(
+                    f"{path} is libreplayssm {found}, this package is replayssm {wanted}: rebuild or "
+                    f"reinstall one of them (pip install . from the checkout builds both), or point "
+                    f"REPLAYSSM_LIBRARY at a library of version {wanted}")
+            for name, (res, args) in list(_PROTOTYPES.items()) + list(_RUNTIME_PROTOTYPES.items()):
                 fn = getattr(handle, name)
                 fn.restype = res
                 fn.argtypes = args
-            for name, (res, args) in _RUNTIME_PROTOTYPES.items():
-                fn = getattr(handle, name, None)  # absent from builds older than the runtime
-                if fn is not None:
-                    fn.restype = res
-                    fn.argtypes = args
             _lib_path = path
             _lib = handle
     return _lib
+
+
+def check_at_import() -> None:
+    """Loads the library when it can be found, so that a version mismatch is reported at import;
+    a library that is not found is reported at first use instead."""
+    try:
+        lib()
+    except LibraryNotFoundError:
+        pass
 
 
 def library_path() -> str:

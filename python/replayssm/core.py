@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import math
 import weakref
+from typing import Optional
 
 import numpy as np
 
@@ -133,9 +134,10 @@ class Layer:
     qk_l2norm; lower_bound (KDA safe gate, None = plain gate); kda_fold_threshold (0 = 60).
     The library validates it (ReplaySSMError on a bad layer)."""
 
-    def __init__(self, gate="gdn", H=1, HV=None, K=128, V=None, ring_len=16, state_dtype="f32",
-                 ring_dtype=None, io_dtype="f32", scale=0.0, qk_l2norm=True, lower_bound=None,
-                 kda_fold_threshold=0.0):
+    def __init__(self, gate: str = "gdn", H: int = 1, HV: Optional[int] = None, K: int = 128, V: Optional[int] = None,
+                 ring_len: int = 16, state_dtype: str = "f32", ring_dtype: Optional[str] = None, io_dtype: str = "f32",
+                 scale: float = 0.0, qk_l2norm: bool = True, lower_bound: Optional[float] = None,
+                 kda_fold_threshold: float = 0.0):
         g = str(gate).lower()
         if g not in _GATES:
             raise ValueError(f"unknown gate {gate!r} (use 'gdn' or 'kda')")
@@ -145,9 +147,11 @@ class Layer:
         ring_dtype = state_dtype if ring_dtype is None else tz.dtype_name(ring_dtype)
         io_dtype = tz.dtype_name(io_dtype)
         c = _lib.rssm_layer()
-        c.num_k_heads, c.num_v_heads, c.head_k_dim, c.head_v_dim = int(H), int(HV), int(K), int(V)
+        i32 = _lib.c_int32_arg
+        c.num_k_heads, c.num_v_heads = i32("H", H), i32("HV", HV)
+        c.head_k_dim, c.head_v_dim = i32("K", K), i32("V", V)
         c.gate = _GATES[g]
-        c.ring_len = int(ring_len)
+        c.ring_len = i32("ring_len", ring_len)
         c.state_dtype = tz.DTYPE_CODES[state_dtype]
         c.ring_dtype = tz.DTYPE_CODES[ring_dtype]
         c.io_dtype = tz.DTYPE_CODES[io_dtype]

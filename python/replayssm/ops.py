@@ -18,10 +18,18 @@ Every call raises ReplaySSMError with the library's message when the library ref
 from __future__ import annotations
 
 import ctypes
+from typing import Any, Optional, Sequence, Union
 
 from . import _lib
 from . import _tensors as tz
 from .core import Context, Layer, State
+
+# A tensor argument: a numpy array or a torch tensor (host contexts), a CUDA torch tensor ("cuda").
+Array = Any
+# An index argument (slot, fold, accepted): an array or tensor as above, or a sequence of ints.
+Index = Union[Array, Sequence[int]]
+# A stream: a torch.cuda.Stream or a raw cudaStream_t as int (None: torch's current stream).
+Stream = Any
 
 __all__ = ["decode_packed", "decode_replay", "verify", "prefill", "advance", "commit", "materialize",
            "reset_cursors"]
@@ -185,8 +193,12 @@ def _empty_like_input(q, shape, io):
     return tz.aligned_zeros(shape, np.dtype(dt))
 
 
-def decode_packed(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-                  slot, write_slot=None, out=None, stream=None):
+def decode_packed(
+    ctx: Context, layer: Layer, state: State, q: Array, k: Array, v: Array, a: Optional[Array] = None,
+    b: Optional[Array] = None, A_log: Optional[Array] = None, dt_bias: Optional[Array] = None, g: Optional[Array] = None,
+    beta: Optional[Array] = None, *, slot: Index, write_slot: Optional[Index] = None, out: Optional[Array] = None,
+    stream: Stream = None,
+) -> Array:
     """Baseline decode of T tokens in order (rssm_decode_packed): S = checkpoint[slot]; per token
     u = beta (v - S diag(alpha) k); S = S diag(alpha) + u k^T; o = S q; checkpoint[write_slot] = S.
     Only state.checkpoint is used. Returns o [B, T, HV, V] (or [B, HV, V] for 3-D q)."""
@@ -194,8 +206,12 @@ def decode_packed(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bia
                  write_slot, None, out, stream)
 
 
-def decode_replay(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-                  slot, fold=None, out=None, stream=None, fold_every=False):
+def decode_replay(
+    ctx: Context, layer: Layer, state: State, q: Array, k: Array, v: Array, a: Optional[Array] = None,
+    b: Optional[Array] = None, A_log: Optional[Array] = None, dt_bias: Optional[Array] = None, g: Optional[Array] = None,
+    beta: Optional[Array] = None, *, slot: Index, fold: Optional[Index] = None, out: Optional[Array] = None, stream: Stream = None,
+    fold_every: bool = False,
+) -> Array:
     """ReplaySSM decode of one token per row (rssm_decode_replay): reads the checkpoint and the live
     ring, appends the new entry, folds when the ring is full or fold[b]. Does not move the
     cursor: call advance() once after the last layer. Returns o. fold_every: the launch hint
@@ -204,16 +220,23 @@ def decode_replay(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bia
                  fold, out, stream, fold_every=fold_every)
 
 
-def verify(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-           slot, fold=None, out=None, stream=None):
+def verify(
+    ctx: Context, layer: Layer, state: State, q: Array, k: Array, v: Array, a: Optional[Array] = None,
+    b: Optional[Array] = None, A_log: Optional[Array] = None, dt_bias: Optional[Array] = None, g: Optional[Array] = None,
+    beta: Optional[Array] = None, *, slot: Index, fold: Optional[Index] = None, out: Optional[Array] = None, stream: Stream = None,
+) -> Array:
     """Speculative verify of T <= L tokens per row through the ring (rssm_verify): o for every token,
     the T entries appended after the committed ones. Call commit() after the last layer."""
     return _step("rssm_verify", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None, fold,
                  out, stream)
 
 
-def prefill(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None, g=None, beta=None, *,
-            slot, out=None, stream=None, cu_seqlens=None, max_seqlen=None):
+def prefill(
+    ctx: Context, layer: Layer, state: State, q: Array, k: Array, v: Array, a: Optional[Array] = None,
+    b: Optional[Array] = None, A_log: Optional[Array] = None, dt_bias: Optional[Array] = None, g: Optional[Array] = None,
+    beta: Optional[Array] = None, *, slot: Index, out: Optional[Array] = None, stream: Stream = None,
+    cu_seqlens: Optional[Index] = None, max_seqlen: Optional[int] = None,
+) -> Array:
     """Recurrent prefill of T tokens per row from the slot's current (materialised) state
     (rssm_prefill): o for every token, the final state as the checkpoint. Zero the slot first
     for a fresh sequence; call reset_cursors() after the last layer.
@@ -226,7 +249,8 @@ def prefill(ctx, layer, state, q, k, v, a=None, b=None, A_log=None, dt_bias=None
                  out, stream, cu_seqlens, max_seqlen)
 
 
-def advance(ctx, layer, state, slot, fold=None, *, stream=None):
+def advance(ctx: Context, layer: Layer, state: State, slot: Index, fold: Optional[Index] = None, *,
+            stream: Stream = None) -> None:
     """Cursor move after a decode step (rssm_advance); once per forward, after the last layer."""
     _check_ctx(ctx, layer, state)
     keep = []
@@ -237,7 +261,8 @@ def advance(ctx, layer, state, slot, fold=None, *, stream=None):
               _stream(ctx, stream, keep))
 
 
-def commit(ctx, layer, state, slot, accepted, tokens, fold=None, *, stream=None):
+def commit(ctx: Context, layer: Layer, state: State, slot: Index, accepted: Index, tokens: int,
+           fold: Optional[Index] = None, *, stream: Stream = None) -> None:
     """Cursor move after a verify of `tokens` tokens keeping accepted[b] of them (rssm_commit)."""
     _check_ctx(ctx, layer, state)
     keep = []
@@ -249,7 +274,8 @@ def commit(ctx, layer, state, slot, accepted, tokens, fold=None, *, stream=None)
               _stream(ctx, stream, keep))
 
 
-def materialize(ctx, layer, src, dst, src_slot, dst_slot, *, stream=None):
+def materialize(ctx: Context, layer: Layer, src: State, dst: State, src_slot: Index, dst_slot: Index, *,
+                stream: Stream = None) -> None:
     """Folds the ring of src_slot[b] into dst's checkpoint at dst_slot[b] (rssm_materialize); src and
     dst may be the same State. Reset dst's cursors afterwards (reset_cursors)."""
     _check_ctx(ctx, layer, src)
@@ -262,7 +288,7 @@ def materialize(ctx, layer, src, dst, src_slot, dst_slot, *, stream=None):
               B, s, d, _stream(ctx, stream, keep))
 
 
-def reset_cursors(ctx, state, slot, *, stream=None):
+def reset_cursors(ctx: Context, state: State, slot: Index, *, stream: Stream = None) -> None:
     """cursor[slot[b]] = 0 for every non-padding row (rssm_reset_cursors)."""
     if not isinstance(state, State):
         raise TypeError(f"state: expected a replayssm.State, got {type(state).__name__}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
+from typing import Sequence
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def _free(free_fn, handle, *owners):
     del owners
     free_fn(handle)
 
-def shard_layer(layer: Layer, tp: int, rank: int):
+def shard_layer(layer: Layer, tp: int, rank: int) -> tuple[Layer, int, int]:
     """rssm_layer_shard: the layer a tensor-parallel rank holds (H/tp key heads, HV/tp value
     heads) and its first key and value heads: (Layer, k_head0, v_head0). A rank's ops on those
     head slices of the inputs and state equal the unsharded heads bit for bit."""
@@ -83,7 +84,7 @@ def shard_layer(layer: Layer, tp: int, rank: int):
 class Pool:
     """rssm_pool: every layer's state for num_slots slots plus the shared cursors, library-owned."""
 
-    def __init__(self, ctx: Context, layers, num_slots: int):
+    def __init__(self, ctx: Context, layers: Sequence[Layer], num_slots: int):
         _need()
         self.ctx = ctx
         arr = _layers_array(layers)

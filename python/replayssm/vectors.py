@@ -13,17 +13,22 @@ import numpy as np
 _INTS = ("B", "T", "H", "HV", "K", "V")
 
 
-def default_path():
-    """shared/vectors/fla-reference.txt beside the checkout (../shared from the repo root), or
-    $REPLAYSSM_VECTORS; None when absent."""
+def default_path(checkout=None):
+    """$REPLAYSSM_VECTORS, else shared/vectors/fla-reference.txt beside the checkout (../shared
+    from the repository root) or inside it, for the checkout given or the one this package is
+    used from; None when absent."""
     env = os.environ.get("REPLAYSSM_VECTORS")
     if env:
         return env if os.path.isfile(env) else None
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    for p in (os.path.join(root, "..", "shared", "vectors", "fla-reference.txt"),
-              os.path.join(root, "shared", "vectors", "fla-reference.txt")):
-        if os.path.isfile(p):
-            return os.path.normpath(p)
+    from ._lib import checkout_root
+
+    for root in (checkout, checkout_root()):
+        if not root:
+            continue
+        for p in (os.path.join(root, "..", "shared", "vectors", "fla-reference.txt"),
+                  os.path.join(root, "shared", "vectors", "fla-reference.txt")):
+            if os.path.isfile(p):
+                return os.path.normpath(p)
     return None
 
 

@@ -11,7 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout too
+try:  # the installed package; from a checkout without it, the package beside these tests
+    import replayssm  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import replayssm as rs  # noqa: E402
 from replayssm import reference as R  # noqa: E402

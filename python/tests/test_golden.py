@@ -8,7 +8,9 @@ import replayssm as rs
 from _util import aligned, from_io, rel_err, to_io
 from replayssm import vectors
 
-PATH = vectors.default_path()
+import os
+
+PATH = vectors.default_path(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 CASES = vectors.load(PATH) if PATH else []
 pytestmark = pytest.mark.skipif(not PATH, reason="golden vectors not found (../shared/vectors/fla-reference.txt "
                                                  "beside the checkout, or $REPLAYSSM_VECTORS)")

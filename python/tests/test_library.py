@@ -16,6 +16,7 @@ def test_version():
     major, minor, patch = (int(x) for x in v.split("."))
     assert rs.version_number() == major * 10000 + minor * 100 + patch
     assert os.path.isfile(rs.library_path())
+    assert rs.__version__ == v  # the package and the library it loaded are one version
 
 
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="offsets checked for LP64")
@@ -102,3 +103,18 @@ def test_bf16_conversion():
     assert rs.bf16.from_bf16(u)[2] == np.float32(3.140625)
     assert np.isnan(rs.bf16.from_bf16(rs.bf16.to_bf16(np.array([np.nan], np.float32))))[0]
     assert (rs.bf16.to_bf16(np.array([1.0 + 2 ** -8], np.float32)) == 0x3F80).all()  # tie -> even
+
+
+def test_library_version_must_match(monkeypatch):
+    """A library of another version than the package is refused with a message saying both."""
+    monkeypatch.setattr(_lib, "_lib", None)
+    monkeypatch.setattr(_lib, "package_version", lambda: "9.9.9")
+    with pytest.raises(rs.LibraryVersionError, match=r"is libreplayssm .*this package is replayssm 9\.9\.9"):
+        _lib.lib()
+
+
+def test_integers_do_not_wrap():
+    with pytest.raises(ValueError, match="H = 4294967297 does not fit"):
+        rs.Layer(gate="gdn", H=2**32 + 1)
+    with pytest.raises(ValueError, match="threads"):
+        rs.Context("cpu", threads=2**40)
