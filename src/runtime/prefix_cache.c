@@ -15,7 +15,8 @@
  * Lock handles are (generation << 32) | (table index + 1): a stale handle never matches.
  *
  * Every mutating call allocates what it needs before it changes the tree, so a failure
- * leaves the tree as it was.
+ * leaves the tree as it was. No walk recurses: the table of nodes lets free, stats and
+ * validation visit every node in a loop, so a tree of any depth fits any thread's stack.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,10 +148,16 @@ static void remove_kid(node *x, node *k)
         }
 }
 
+/* Tokens a and b share from their start. Blocks are compared with memcmp first, so a long
+ * shared run costs a fraction of a nanosecond per token. */
 static int32_t common(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 {
+    enum { BLOCK = 64 };
+    const int32_t n = na < nb ? na : nb;
     int32_t m = 0;
-    while (m < na && m < nb && a[m] == b[m])
+    while (m + BLOCK <= n && !memcmp(a + m, b + m, BLOCK * sizeof(int32_t)))
+        m += BLOCK;
+    while (m < n && a[m] == b[m])
         m++;
     return m;
 }
@@ -214,21 +221,18 @@ rssm_status rssm_prefix_cache_create(rssm_pool *snapshot_pool, size_t max_bytes,
     return RSSM_OK;
 }
 
-static void free_subtree(rssm_prefix_cache *c, node *x)
-{
-    for (int32_t i = 0; i < x->n_kids; i++)
-        free_subtree(c, x->kids[i]);
-    if (x->snap >= 0) {
-        c->pool->held[x->snap] = RSSM_RT_HELD_USER;
-        rssm_pool_release(c->pool, x->snap);
-    }
-    if (x != &c->root) node_delete(x);
-}
-
 void rssm_prefix_cache_free(rssm_prefix_cache *cache)
 {
     if (!cache) return;
-    free_subtree(cache, &cache->root);
+    for (int32_t i = 0; i < cache->table_len; i++) { /* every node but the root */
+        node *x = cache->table[i];
+        if (!x) continue;
+        if (x->snap >= 0) {
+            cache->pool->held[x->snap] = RSSM_RT_HELD_USER;
+            rssm_pool_release(cache->pool, x->snap);
+        }
+        node_delete(x);
+    }
     free(cache->root.kids);
     free(cache->table);
     free(cache->free_ids);
@@ -377,12 +381,15 @@ static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32
     for (int32_t i = 0; i < need; i++)
         evict_one(cache);
     if (need > 0) descend(cache, tokens, n, &at, &d, &kid, &m);
-    /* allocate everything first */
+    /* allocate everything first; a split keeps kid's edge buffer for the upper node (mid) and
+     * copies only the tail that stays with kid */
     node *mid = NULL, *leaf = NULL;
+    int32_t *tail = NULL;
     const int split = d < n && kid != NULL;
     const int need_leaf = d < n && (!split || d + m < n);
     int ok = table_reserve(cache, 2);
-    if (ok && split) ok = (mid = node_new(kid->edge, m)) != NULL;
+    if (ok && split) ok = (mid = node_new(NULL, 0)) != NULL;
+    if (ok && split) ok = (tail = malloc(sizeof(int32_t) * (size_t)(kid->edge_len - m))) != NULL;
     if (ok && need_leaf) {
         const int32_t off = split ? d + m : d;
         ok = (leaf = node_new(tokens + off, n - off)) != NULL;
@@ -391,6 +398,7 @@ static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32
     if (!ok) {
         if (mid) node_delete(mid);
         if (leaf) node_delete(leaf);
+        free(tail);
         return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     int32_t slot;
@@ -409,16 +417,21 @@ static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32
     if (st != RSSM_OK) {
         if (mid) node_delete(mid);
         if (leaf) node_delete(leaf);
+        free(tail);
         return st;
     }
     /* link: nothing below can fail */
     node *target = at;
     if (split) {
         node_register(cache, mid);
+        memcpy(tail, kid->edge + m, sizeof(int32_t) * (size_t)(kid->edge_len - m));
+        free(mid->edge);
+        mid->edge = kid->edge;
+        mid->edge_len = m;
         mid->depth = d + m;
         mid->parent = at;
         replace_kid(at, kid, mid);
-        memmove(kid->edge, kid->edge + m, sizeof(int32_t) * (size_t)(kid->edge_len - m));
+        kid->edge = tail;
         kid->edge_len -= m;
         kid->parent = mid;
         mid->kids[mid->n_kids++] = kid;
@@ -511,14 +524,6 @@ rssm_status rssm_prefix_cache_unlock(rssm_prefix_cache *cache, uint64_t lock)
 
 /* ---- stats and validation --------------------------------------------------------------------------- */
 
-static void count(const node *x, rssm_prefix_cache_stats *s)
-{
-    s->locked += x->refs > 0;
-    s->locks += x->refs;
-    for (int32_t i = 0; i < x->n_kids; i++)
-        count(x->kids[i], s);
-}
-
 rssm_status rssm_prefix_cache_get_stats(const rssm_prefix_cache *cache, rssm_prefix_cache_stats *out)
 {
     if (!cache || !out) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_prefix_cache_get_stats: cache or out is NULL");
@@ -528,47 +533,53 @@ rssm_status rssm_prefix_cache_get_stats(const rssm_prefix_cache *cache, rssm_pre
     out->bytes = (size_t)cache->n_snaps * cache->pool->slot_bytes;
     out->hits = cache->hits, out->misses = cache->misses;
     out->inserts = cache->inserts, out->evictions = cache->evictions;
-    count(&cache->root, out);
+    for (int32_t i = 0; i < cache->table_len; i++) { /* the root holds no lock */
+        const node *x = cache->table[i];
+        if (!x) continue;
+        out->locked += x->refs > 0;
+        out->locks += x->refs;
+    }
     return RSSM_OK;
 }
 
-typedef struct walk {
-    const rssm_prefix_cache *c;
-    uint8_t *seen; /* [pool slots] */
-    int32_t nodes, snaps;
-} walk;
-
 #define BAD(...) rssm_fail(RSSM_ERROR_BAD_ARGUMENT, __VA_ARGS__)
 
-static rssm_status check_node(walk *w, const node *x)
+/* The invariants of one node and its links; seen[] marks snapshot slots. A registered node
+ * whose parent is registered (or the root), that is among its parent's children and whose depth
+ * is its parent's plus a non-empty edge lies on a path from the root: depths only grow along
+ * parent links, so they cannot loop. */
+static rssm_status check_node(const rssm_prefix_cache *c, const node *x, uint8_t *seen, int32_t *snaps, int64_t *kids)
 {
     const char *fn = "rssm_prefix_cache_validate";
-    const rssm_prefix_cache *c = w->c;
     if (x != &c->root) {
-        w->nodes++;
         if (x->edge_len < 1) return BAD("%s: node %d has an empty edge", fn, x->id);
-        if (!x->parent || x->depth != x->parent->depth + x->edge_len)
+        const node *p = x->parent;
+        if (!p || (p != &c->root && (p->id < 0 || p->id >= c->table_len || c->table[p->id] != p)))
+            return BAD("%s: node %d has no registered parent", fn, x->id);
+        if (x->depth != p->depth + x->edge_len)
             return BAD("%s: node %d depth %d does not follow its parent", fn, x->id, x->depth);
-        if (x->id < 0 || x->id >= c->table_len || c->table[x->id] != x || x->gen == 0)
-            return BAD("%s: node %d is not registered", fn, x->id);
+        int32_t listed = 0;
+        for (int32_t i = 0; i < p->n_kids; i++)
+            listed += p->kids[i] == x;
+        if (listed != 1) return BAD("%s: node %d is listed %d times among its parent's children", fn, x->id, listed);
+        if (x->gen == 0) return BAD("%s: node %d has no generation", fn, x->id);
         if (x->snap < 0 && x->n_kids < 2)
             return BAD("%s: node %d has no snapshot and %d children (not compressed)", fn, x->id, x->n_kids);
     }
     if (x->refs < 0 || (x->refs > 0 && x->snap < 0)) return BAD("%s: node %d has lock count %d", fn, x->id, x->refs);
     if (x->snap >= 0) {
-        w->snaps++;
+        (*snaps)++;
         if (x->snap >= c->pool->n_slots || c->pool->held[x->snap] != RSSM_RT_HELD_CACHE)
             return BAD("%s: snapshot slot %d is not held by the cache", fn, x->snap);
-        if (w->seen[x->snap]++) return BAD("%s: snapshot slot %d is used twice", fn, x->snap);
+        if (seen[x->snap]++) return BAD("%s: snapshot slot %d is used twice", fn, x->snap);
     }
+    *kids += x->n_kids;
     for (int32_t i = 0; i < x->n_kids; i++) {
         const node *k = x->kids[i];
         if (k->parent != x) return BAD("%s: child %d of node %d has another parent", fn, k->id, x->id);
         for (int32_t j = 0; j < i; j++)
             if (x->kids[j]->edge[0] == k->edge[0])
                 return BAD("%s: node %d has two children on token %d", fn, x->id, k->edge[0]);
-        rssm_status st = check_node(w, k);
-        if (st != RSSM_OK) return st;
     }
     return RSSM_OK;
 }
@@ -579,14 +590,23 @@ rssm_status rssm_prefix_cache_validate(const rssm_prefix_cache *cache)
     if (!cache) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: cache is NULL", fn);
     const node *r = &cache->root;
     if (r->edge_len != 0 || r->depth != 0 || r->snap >= 0 || r->parent) return BAD("%s: bad root", fn);
-    walk w = {cache, calloc((size_t)cache->pool->n_slots, 1), 0, 0};
-    if (!w.seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    rssm_status st = check_node(&w, r);
-    free(w.seen);
+    uint8_t *seen = calloc((size_t)cache->pool->n_slots, 1);
+    if (!seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    int32_t nodes = 0, snaps = 0;
+    int64_t kids = 0; /* every node but the root is one child of one node */
+    rssm_status st = check_node(cache, r, seen, &snaps, &kids);
+    for (int32_t i = 0; i < cache->table_len && st == RSSM_OK; i++) {
+        const node *x = cache->table[i];
+        if (!x) continue;
+        nodes++;
+        if (x->id != i) st = BAD("%s: table entry %d holds node %d", fn, i, x->id);
+        if (st == RSSM_OK) st = check_node(cache, x, seen, &snaps, &kids);
+    }
+    free(seen);
     if (st != RSSM_OK) return st;
-    if (w.nodes != cache->n_nodes || w.snaps != cache->n_snaps)
-        return BAD("%s: counted %d nodes, %d snapshots; recorded %d, %d", fn, w.nodes, w.snaps, cache->n_nodes,
-                   cache->n_snaps);
+    if (nodes != cache->n_nodes || snaps != cache->n_snaps || kids != nodes)
+        return BAD("%s: counted %d nodes (%lld as children), %d snapshots; recorded %d, %d", fn, nodes, (long long)kids,
+                   snaps, cache->n_nodes, cache->n_snaps);
     int32_t n = 0;
     for (const node *x = cache->mru; x; x = x->next, n++) {
         if (x->snap < 0) return BAD("%s: node %d on the recency list has no snapshot", fn, x->id);
