@@ -87,7 +87,7 @@ RSSM_API rssm_status rssm_pool_cursor(const rssm_pool *pool, int32_t slot, int32
  * (smaller; the importer starts with an empty ring, as after rssm_pool_copy). */
 #define RSSM_EXPORT_RING 0u
 #define RSSM_EXPORT_MATERIALIZED 1u
-#define RSSM_EXPORT_FORMAT_VERSION 2u
+#define RSSM_EXPORT_FORMAT_VERSION 3u
 /* Bytes of an exported blob of this pool's shape in form `flags`. */
 RSSM_API rssm_status rssm_pool_export_size(const rssm_pool *pool, uint32_t flags, size_t *bytes);
 /* Writes held `slot` into the host buffer `buf` (capacity bytes): a little-endian header
@@ -97,10 +97,13 @@ RSSM_API rssm_status rssm_pool_export_size(const rssm_pool *pool, uint32_t flags
  * changed (the materialised form folds into the pool's scratch slot). */
 RSSM_API rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void *buf, size_t capacity,
                                       size_t *written);
-/* Takes a free slot and loads a blob into it (any pool of the same layer shapes and state/ring
- * dtypes, on any device). RSSM_ERROR_BAD_FORMAT for a wrong magic, version, form, size or
- * shape, or an inconsistent cursor; RSSM_ERROR_CHECKSUM when the checksum does not match;
- * RSSM_ERROR_POOL_FULL when no slot is free. On any failure nothing changed. */
+/* Takes a free slot and loads a blob into it (any pool of the same layers, on any device: the
+ * header carries every layer property that gives the payload its meaning, and all must equal
+ * the pool's, defaults resolved). A blob is untrusted input: RSSM_ERROR_BAD_FORMAT for a wrong
+ * magic, version, form, size or layer, a cursor or ring base outside a consistent ring, or a NaN
+ * or infinity in the checkpoint or a live ring entry; RSSM_ERROR_CHECKSUM when the checksum (a
+ * guard against corruption, not against forgery) does not match; RSSM_ERROR_POOL_FULL when no
+ * slot is free. On any failure nothing changed. */
 RSSM_API rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int32_t *slot);
 /* Checks the pool's bookkeeping (free list, held flags, cursors of held slots in [0, L]);
  * RSSM_OK or a message saying what is inconsistent. Synchronises; for tests and debugging. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "core/device.h"
+#include "core/layer.h"
 #include "runtime/runtime.h"
 
 static size_t align_up(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RSSM_RT_ALIGN; }
@@ -438,12 +439,18 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
  *  32  cursor                  i32 (0 in the materialised form)
  *  36  reserved                u32 (0)
  *  40  checksum                u64: blob_hash of the header (this field as 0) then the payload
- *  48  per layer 8 x u32: H, HV, K, V, gate, L, state dtype, ring dtype
+ *  48  per layer 16 x u32: every property of the layer that gives the payload its meaning, as
+ *      resolved (defaults filled in): H, HV, K, V, gate, L, state dtype, ring dtype, io dtype,
+ *      scale (f32 bits), qk_l2norm, has_lower_bound, lower_bound (f32 bits),
+ *      kda_fold_threshold (f32 bits), 0, 0
  * payload, per layer: checkpoint slot bytes, ring_base slot bytes (KDA), and in the ring
  * form ring_u, ring_k, ring_g slot bytes (the stored bits, as on the device).
+ * Import trusts nothing of a blob: besides the checksum (which only catches corruption) it
+ * requires the pool's layers exactly, a cursor and ring bases of a consistent ring, and finite
+ * values wherever a later step reads: the checkpoint and the live ring entries.
  */
 #define HDR_FIXED 48
-#define HDR_LAYER 32
+#define HDR_LAYER 64
 
 static const char magic[8] = {'R', 'S', 'S', 'M', 'S', 'N', 'A', 'P'};
 
@@ -456,6 +463,12 @@ static void put64(unsigned char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 static uint32_t get32(const unsigned char *p)
 {
@@ -578,12 +591,15 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
     put64(h + 24, payload);
     put32(h + 32, (uint32_t)cursor);
     for (int32_t l = 0; l < p->n_layers; l++) {
-        const rssm_layer *ly = &p->lm[l].layer;
+        rssm_layer ly;
+        rssm_layer_resolve(NULL, &p->lm[l].layer, &ly); /* validated when the pool was made */
         unsigned char *d = h + HDR_FIXED + (size_t)HDR_LAYER * l;
-        const uint32_t v[8] = {(uint32_t)ly->num_k_heads, (uint32_t)ly->num_v_heads, (uint32_t)ly->head_k_dim,
-                               (uint32_t)ly->head_v_dim,  (uint32_t)ly->gate,        (uint32_t)ly->ring_len,
-                               (uint32_t)ly->state_dtype, (uint32_t)ly->ring_dtype};
-        for (int i = 0; i < 8; i++)
+        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads, (uint32_t)ly.head_k_dim,
+                                (uint32_t)ly.head_v_dim,  (uint32_t)ly.gate,        (uint32_t)ly.ring_len,
+                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,  (uint32_t)ly.io_dtype,
+                                f32_bits(ly.scale),       (uint32_t)ly.qk_l2norm,   (uint32_t)ly.has_lower_bound,
+                                f32_bits(ly.lower_bound), f32_bits(ly.kda_fold_threshold)};
+        for (int i = 0; i < 16; i++)
             put32(d + 4 * i, v[i]);
     }
 }
@@ -623,6 +639,51 @@ rssm_status rssm_pool_export(rssm_pool *pool, int32_t slot, uint32_t flags, void
     hash_update(&bh, out + hb, pos - hb);
     put64(out + 40, hash_final(&bh));
     *written = pos;
+    return RSSM_OK;
+}
+
+/* Element i of a payload tensor of dtype d is a finite number (bf16: exponent not all ones). */
+static int finite_at(const unsigned char *p, rssm_dtype d, size_t i)
+{
+    if (d == RSSM_DTYPE_BF16) return ((p[2 * i] | p[2 * i + 1] << 8) & 0x7f80u) != 0x7f80u;
+    if (d == RSSM_DTYPE_F64) {
+        const uint64_t u = get64(p + 8 * i);
+        return ((u >> 52) & 0x7ff) != 0x7ff;
+    }
+    return (get32(p + 4 * i) & 0x7f800000u) != 0x7f800000u;
+}
+
+static int all_finite(const unsigned char *p, rssm_dtype d, size_t first, size_t count)
+{
+    for (size_t i = first; i < first + count; i++)
+        if (!finite_at(p, d, i)) return 0;
+    return 1;
+}
+
+/* Finite values wherever a later step reads this layer's payload (at `pl`): the checkpoint and
+ * the ring entries below each head's live count (cursor minus the head's ring base). */
+static rssm_status check_layer_payload(const char *fn, const rssm_pool *pool, int32_t l, uint32_t form,
+                                       const unsigned char *pl, int32_t cursor)
+{
+    const rssm_pool_layer_mem *m = &pool->lm[l];
+    const rssm_layer *ly = &m->layer;
+    const int HV = ly->num_v_heads, K = ly->head_k_dim, V = ly->head_v_dim, L = ly->ring_len;
+    const int kda = ly->gate == RSSM_GATE_KDA, group = HV / ly->num_k_heads, gk = kda ? K : 1;
+    const rssm_dtype g_dtype = ly->ring_dtype == RSSM_DTYPE_F64 ? RSSM_DTYPE_F64 : RSSM_DTYPE_F32;
+    if (!all_finite(pl, ly->state_dtype, 0, (size_t)HV * V * K))
+        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d: the checkpoint holds a NaN or an infinity", fn, l);
+    if (form != RSSM_EXPORT_RING) return RSSM_OK;
+    const unsigned char *base = pl + m->per_slot.checkpoint, *u = base + m->per_slot.ring_base;
+    const unsigned char *k = u + m->per_slot.ring_u, *g = k + m->per_slot.ring_k;
+    for (int hv = 0; hv < HV; hv++) {
+        const int32_t h = cursor - (kda ? (int32_t)get32(base + 4 * (size_t)hv) : 0);
+        const size_t kh = kda ? (size_t)hv : (size_t)(hv / group);
+        if (!all_finite(u, ly->ring_dtype, (size_t)hv * L * V, (size_t)h * V) ||
+            !all_finite(k, ly->ring_dtype, kh * L * K, (size_t)h * K) ||
+            !all_finite(g, g_dtype, (size_t)hv * L * gk, (size_t)h * gk))
+            return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d head %d: a live ring entry holds a NaN or an infinity",
+                             fn, l, hv);
+    }
     return RSSM_OK;
 }
 
@@ -666,7 +727,9 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
         }
     free(mine);
     if (!shape_ok)
-        return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d of the blob has another shape or dtype than the pool's",
+        return rssm_fail(RSSM_ERROR_BAD_FORMAT,
+                         "%s: layer %d of the blob differs from the pool's (shape, dtypes, scale, normalisation, "
+                         "gate bound or fold threshold)",
                          fn, bad_layer);
     /* checksum over the header with its checksum field as 0, then the payload */
     unsigned char zero8[8] = {0};
@@ -684,7 +747,8 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
         return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: cursor %d outside [0, %d]", fn, cursor,
                          form == RSSM_EXPORT_RING ? L : 0);
     size_t pos = hb;
-    for (int32_t l = 0; l < pool->n_layers; l++)
+    for (int32_t l = 0; l < pool->n_layers; l++) {
+        const size_t layer_pos = pos;
         for (int t = 0; t < n_payload_tensors(form); t++) {
             size_t n;
             slot_range(pool, l, payload_tensors[t], 0, &n);
@@ -697,6 +761,9 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
                 }
             pos += n;
         }
+        rssm_status fst = check_layer_payload(fn, pool, l, form, in + layer_pos, cursor);
+        if (fst != RSSM_OK) return fst;
+    }
     if (pool->n_free == 0) return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
     const int32_t s = pop_free(pool);
     rssm_status st = zero_slot(pool, s, 0, form != RSSM_EXPORT_RING);
