@@ -155,8 +155,10 @@ RSSM_API rssm_status rssm_context_check_device_errors(rssm_context *ctx);
 
 /* ---- memory of a context's device ----
  * For programs without an allocator of their own (tools, tests, C engines): device memory on
- * CUDA contexts (cudaMalloc), 64-byte aligned host memory on CPU and reference contexts. The
- * copies and sets are synchronous. Engines with their own memory and streams need none of it. */
+ * CUDA contexts (cudaMalloc), 64-byte aligned host memory on CPU and reference contexts, zeroed
+ * either way (large host blocks are committed page by page as they are touched); more than the
+ * machine's physical memory is RSSM_ERROR_OUT_OF_MEMORY at once. The copies and sets are
+ * synchronous. Engines with their own memory and streams need none of it. */
 typedef enum rssm_copy_kind {
     RSSM_COPY_HOST_TO_DEVICE = 0,
     RSSM_COPY_DEVICE_TO_HOST = 1,

@@ -38,7 +38,9 @@ typedef struct rssm_pool rssm_pool;
  * a small index buffer, each tensor aligned to 256 bytes). Equals rssm_pool_memory of the pool.
  * All layers must have the same ring length. */
 RSSM_API rssm_status rssm_pool_bytes(const rssm_layer *layers, int32_t n_layers, int32_t n_slots, size_t *bytes);
-/* Creates a pool on ctx's device; every slot starts free. `layers` is copied. */
+/* Creates a pool on ctx's device; every slot starts free. `layers` is copied.
+ * RSSM_ERROR_OUT_OF_MEMORY when the device cannot hold it (on host devices: more than the
+ * machine's physical memory; below that, the pages of a slot are committed when it is used). */
 RSSM_API rssm_status rssm_pool_create(rssm_context *ctx, const rssm_layer *layers, int32_t n_layers, int32_t n_slots,
                                       rssm_pool **out);
 /* Frees the pool and its device memory; accepts NULL. */

@@ -59,6 +59,9 @@ struct rssm_context {
     const rssm_backend *backend;
     rssm_context_params params;
     void *impl; /* the back end's own data (thread pool, stream, device error counter) */
+    /* host scratch of the argument checks: a bitmap of slots, all clear between calls */
+    uint64_t *slot_bits;
+    size_t slot_bits_words;
 };
 
 /* The back ends (each in its own folder). */

@@ -85,6 +85,7 @@ void rssm_context_free(rssm_context *ctx)
 {
     if (!ctx) return;
     if (ctx->backend->destroy) ctx->backend->destroy(ctx);
+    free(ctx->slot_bits);
     free(ctx);
 }
 

@@ -6,23 +6,57 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/host.h"
 #include "runtime/plan_rules.h"
 
+/* Host memory is handed out zeroed. Large blocks are mapped pages, zero and committed only as
+ * they are touched (a pool of many slots costs what its used slots hold), with their size in a
+ * 64-byte header before the block; small ones come from the heap, zeroed, with 0 in the header. */
+enum { HOST_HEADER = 64, HOST_MAP_MIN = 1 << 16 };
+
+static size_t physical_bytes(void)
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (size_t)pages * (size_t)page : SIZE_MAX;
+}
+
 rssm_status rssm_host_alloc(rssm_context *ctx, size_t bytes, void **out)
 {
     (void)ctx;
-    /* rounded up to whole 64-byte lines, plus one */
-    *out = bytes < SIZE_MAX - 128 ? aligned_alloc(64, (bytes + 63) / 64 * 64 + 64) : NULL;
-    if (!*out) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%zu bytes of host memory", bytes);
+    *out = NULL;
+    /* a whole 64-byte line past the end: SIMD tails may read it */
+    const size_t total = bytes < SIZE_MAX / 2 ? HOST_HEADER + (bytes + 63) / 64 * 64 + 64 : SIZE_MAX;
+    if (total > physical_bytes())
+        return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%zu bytes of host memory: more than this machine has (%zu)", bytes,
+                         physical_bytes());
+    unsigned char *base;
+    if (total >= HOST_MAP_MIN) {
+        base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) base = NULL;
+        if (base) memcpy(base, &total, sizeof total);
+    } else {
+        base = aligned_alloc(64, total);
+        if (base) memset(base, 0, total);
+    }
+    if (!base) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%zu bytes of host memory", bytes);
+    *out = base + HOST_HEADER;
     return RSSM_OK;
 }
 
 void rssm_host_free(rssm_context *ctx, void *ptr)
 {
     (void)ctx;
-    free(ptr);
+    if (!ptr) return;
+    unsigned char *base = (unsigned char *)ptr - HOST_HEADER;
+    size_t mapped;
+    memcpy(&mapped, base, sizeof mapped);
+    if (mapped)
+        munmap(base, mapped);
+    else
+        free(base);
 }
 
 rssm_status rssm_host_memset(rssm_context *ctx, void *dst, int byte, size_t bytes, int sync)

@@ -48,31 +48,54 @@ static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_s
     return RSSM_OK;
 }
 
-static rssm_status check_slots_unique(const char *fn, const char *what, const int32_t *slot, int32_t batch,
-                                      int32_t num_slots, int unique);
-
-/* Slot indices in [-1, num_slots); no slot used twice among non-padding rows. */
-static rssm_status check_slots(const char *fn, const char *what, const int32_t *slot, int32_t batch, int32_t num_slots)
+/* A bitmap of num_slots bits in the context's scratch, all clear; grown (the only allocation)
+ * when a state with more slots than before arrives. NULL when it cannot grow. */
+static uint64_t *slot_bits(rssm_context *ctx, int32_t num_slots)
 {
-    return check_slots_unique(fn, what, slot, batch, num_slots, 1);
+    const size_t words = ((size_t)num_slots + 63) / 64;
+    if (words > ctx->slot_bits_words) {
+        uint64_t *b = calloc(words, sizeof *b);
+        if (!b) return NULL;
+        free(ctx->slot_bits);
+        ctx->slot_bits = b;
+        ctx->slot_bits_words = words;
+    }
+    return ctx->slot_bits;
 }
 
 /* Slot indices in [-1, num_slots); with `unique`, no slot used twice among non-padding rows. */
-static rssm_status check_slots_unique(const char *fn, const char *what, const int32_t *slot, int32_t batch,
-                                      int32_t num_slots, int unique)
+static rssm_status check_slots_unique(rssm_context *ctx, const char *fn, const char *what, const int32_t *slot,
+                                      int32_t batch, int32_t num_slots, int unique)
 {
-    uint8_t *seen = calloc((size_t)num_slots, 1);
+    for (int32_t b = 0; b < batch; b++)
+        if (slot[b] < -1 || slot[b] >= num_slots)
+            return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is outside [-1, %d)", fn, what, b, slot[b],
+                             num_slots);
+    if (!unique) return RSSM_OK;
+    uint64_t *seen = slot_bits(ctx, num_slots);
     if (!seen) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    rssm_status st = RSSM_OK;
-    for (int32_t b = 0; b < batch && st == RSSM_OK; b++) {
+    int32_t b = 0, twice = -1;
+    for (; b < batch; b++) {
         const int32_t s = slot[b];
-        if (s < -1 || s >= num_slots)
-            st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is outside [-1, %d)", fn, what, b, s, num_slots);
-        else if (unique && s >= 0 && seen[s]++)
-            st = rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is used by two rows", fn, what, b, s);
+        if (s < 0) continue;
+        if (seen[s / 64] >> (s % 64) & 1u) {
+            twice = b;
+            break;
+        }
+        seen[s / 64] |= (uint64_t)1 << (s % 64);
     }
-    free(seen);
-    return st;
+    for (int32_t c = 0; c < b; c++) /* leave the scratch clear */
+        if (slot[c] >= 0) seen[slot[c] / 64] = 0;
+    if (twice >= 0)
+        return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: %s[%d] = %d is used by two rows", fn, what, twice, slot[twice]);
+    return RSSM_OK;
+}
+
+/* Slot indices in [-1, num_slots); no slot used twice among non-padding rows. */
+static rssm_status check_slots(rssm_context *ctx, const char *fn, const char *what, const int32_t *slot, int32_t batch,
+                               int32_t num_slots)
+{
+    return check_slots_unique(ctx, fn, what, slot, batch, num_slots, 1);
 }
 
 /* Cursors and ring bases of the rows' slots are a consistent ring (0 <= base <= c <= L). */
@@ -249,9 +272,10 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
     if (host_device(ctx)) {
         /* copy-on-write packed decode may fork one slot into several rows: reads may repeat */
         const int fork = op == RSSM_OP_DECODE_PACKED && p.io.write_slot;
-        if ((st = check_slots_unique(fn, "slot", p.io.slot, p.io.batch, state->num_slots, !fork)) != RSSM_OK) return st;
+        if ((st = check_slots_unique(ctx, fn, "slot", p.io.slot, p.io.batch, state->num_slots, !fork)) != RSSM_OK)
+            return st;
         if (p.io.write_slot) {
-            if ((st = check_slots(fn, "write_slot", p.io.write_slot, p.io.batch, state->num_slots)) != RSSM_OK)
+            if ((st = check_slots(ctx, fn, "write_slot", p.io.write_slot, p.io.batch, state->num_slots)) != RSSM_OK)
                 return st;
             for (int32_t b = 0; b < p.io.batch; b++) {
                 if ((p.io.slot[b] < 0) != (p.io.write_slot[b] < 0))
@@ -327,7 +351,7 @@ rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const r
             if (src_slot[b] < -1 || src_slot[b] >= src->num_slots)
                 return rssm_fail(RSSM_ERROR_BAD_SLOT, "%s: src_slot[%d] = %d is outside [-1, %d)", fn, b, src_slot[b],
                                  src->num_slots);
-        if ((st = check_slots(fn, "dst_slot", dst_slot, batch, dst->num_slots)) != RSSM_OK) return st;
+        if ((st = check_slots(ctx, fn, "dst_slot", dst_slot, batch, dst->num_slots)) != RSSM_OK) return st;
         if ((st = check_cursors(fn, &p.layer, src, src_slot, batch)) != RSSM_OK) return st;
         if (src->checkpoint == dst->checkpoint)
             for (int32_t b = 0; b < batch; b++)
@@ -375,7 +399,7 @@ static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *c
             return rssm_fail(RSSM_ERROR_BAD_TOKENS, "%s: T=%d outside [1, L=%d]", fn, tokens, L);
     }
     if (host_device(ctx)) {
-        if ((st = check_slots(fn, "slot", slot, batch, state->num_slots)) != RSSM_OK) return st;
+        if ((st = check_slots(ctx, fn, "slot", slot, batch, state->num_slots)) != RSSM_OK) return st;
         for (int32_t b = 0; b < batch; b++) {
             if (slot[b] < 0) continue;
             const int32_t c = state->cursor[slot[b]];

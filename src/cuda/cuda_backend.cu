@@ -463,6 +463,14 @@ static rssm_status cuda_alloc(rssm_context *ctx, size_t bytes, void **out)
         cudaGetLastError();
         return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "cudaMalloc of %zu bytes: %s", bytes, cudaGetErrorString(e));
     }
+    /* handed out zeroed, as host memory is */
+    cudaStream_t st = impl_of(ctx)->stream;
+    if ((e = cudaMemsetAsync(*out, 0, bytes ? bytes : 16, st)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(st)) != cudaSuccess) {
+        cudaFree(*out);
+        *out = NULL;
+        return cuda_fail(e, "zeroing a new allocation");
+    }
     return RSSM_OK;
 }
 

@@ -116,11 +116,7 @@ rssm_status rssm_pool_create(rssm_context *ctx, const rssm_layer *layers, int32_
         rssm_pool_free(p);
         return st;
     }
-    p->mem = mem;
-    if ((st = rssm_dev_memset(ctx, mem, 0, p->bytes)) != RSSM_OK || (st = rssm_dev_sync(ctx)) != RSSM_OK) {
-        rssm_pool_free(p);
-        return st;
-    }
+    p->mem = mem; /* zeroed; on host devices its pages are committed only as slots are used */
     p->cursor = (int32_t *)(p->mem + p->off_cursor);
     p->idx = (int32_t *)(p->mem + p->off_idx);
     /* slot 0 is handed out first */
@@ -594,10 +590,12 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
         rssm_layer ly;
         rssm_layer_resolve(NULL, &p->lm[l].layer, &ly); /* validated when the pool was made */
         unsigned char *d = h + HDR_FIXED + (size_t)HDR_LAYER * l;
-        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads, (uint32_t)ly.head_k_dim,
-                                (uint32_t)ly.head_v_dim,  (uint32_t)ly.gate,        (uint32_t)ly.ring_len,
-                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,  (uint32_t)ly.io_dtype,
-                                f32_bits(ly.scale),       (uint32_t)ly.qk_l2norm,   (uint32_t)ly.has_lower_bound,
+        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,
+                                (uint32_t)ly.head_k_dim,  (uint32_t)ly.head_v_dim,
+                                (uint32_t)ly.gate,        (uint32_t)ly.ring_len,
+                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,
+                                (uint32_t)ly.io_dtype,    f32_bits(ly.scale),
+                                (uint32_t)ly.qk_l2norm,   (uint32_t)ly.has_lower_bound,
                                 f32_bits(ly.lower_bound), f32_bits(ly.kda_fold_threshold)};
         for (int i = 0; i < 16; i++)
             put32(d + 4 * i, v[i]);
@@ -681,8 +679,8 @@ static rssm_status check_layer_payload(const char *fn, const rssm_pool *pool, in
         if (!all_finite(u, ly->ring_dtype, (size_t)hv * L * V, (size_t)h * V) ||
             !all_finite(k, ly->ring_dtype, kh * L * K, (size_t)h * K) ||
             !all_finite(g, g_dtype, (size_t)hv * L * gk, (size_t)h * gk))
-            return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: layer %d head %d: a live ring entry holds a NaN or an infinity",
-                             fn, l, hv);
+            return rssm_fail(RSSM_ERROR_BAD_FORMAT,
+                             "%s: layer %d head %d: a live ring entry holds a NaN or an infinity", fn, l, hv);
     }
     return RSSM_OK;
 }

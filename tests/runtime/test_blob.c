@@ -36,7 +36,8 @@ static int export_slot(rssm_context *ctx, const rssm_layer *l, int32_t live, poi
              rssm_pool_state(p, 0, &st) == RSSM_OK && rssm_pool_export_size(p, RSSM_EXPORT_RING, n) == RSSM_OK;
     if (ok) {
         const int HV = l->num_v_heads, L = l->ring_len, V = l->head_v_dim, K = l->head_k_dim;
-        double *ck = (double *)st.checkpoint + (size_t)s * HV * V * K, *u = (double *)st.ring_u + (size_t)s * HV * L * V;
+        double *ck = (double *)st.checkpoint + (size_t)s * HV * V * K,
+               *u = (double *)st.ring_u + (size_t)s * HV * L * V;
         double *g = (double *)st.ring_g + (size_t)s * HV * L;
         for (size_t i = 0; i < (size_t)HV * V * K; i++)
             ck[i] = 0.01 * (double)(i % 7);
