@@ -20,8 +20,10 @@
  *    returns when the work is done.
  *  - Every pointer (tensors and the slot, fold and accepted arrays) must be aligned to
  *    16 bytes (RSSM_ERROR_MISALIGNED otherwise).
- *  - A context may be used by one host thread at a time (the CPU back end keeps per-thread
- *    scratch in it); create one context per calling thread.
+ *  - Calls on one context from several host threads take turns (a lock per context: the CPU
+ *    back end's scratch belongs to the context), so they are safe but not concurrent; for
+ *    parallel host work create one context per thread. Pools, planners and prefix caches are
+ *    owned by one host thread each (replayssm_runtime.h).
  *  - Every function declared with RSSM_API is exported from the shared library; nothing else is.
  *  - A row whose slot index is -1 is padding: its output is zero and it touches no state,
  *    ring or cursor.

@@ -10,6 +10,8 @@
 #ifndef RSSM_BACKEND_H
 #define RSSM_BACKEND_H
 
+#include <pthread.h>
+
 #include "core/errors.h"
 #include "core/params.h"
 
@@ -59,6 +61,8 @@ struct rssm_context {
     const rssm_backend *backend;
     rssm_context_params params;
     void *impl; /* the back end's own data (thread pool, stream, device error counter) */
+    /* held by every op on the context: calls from several threads take turns */
+    pthread_mutex_t lock;
     /* host scratch of the argument checks: a bitmap of slots, all clear between calls */
     uint64_t *slot_bits;
     size_t slot_bits_words;

@@ -73,7 +73,9 @@ rssm_status rssm_context_create(rssm_device device, const rssm_context_params *p
     ctx->device = device;
     ctx->backend = be;
     ctx->params = p;
+    pthread_mutex_init(&ctx->lock, NULL);
     if ((st = be->init(ctx, &p)) != RSSM_OK) {
+        pthread_mutex_destroy(&ctx->lock);
         free(ctx);
         return st;
     }
@@ -85,6 +87,7 @@ void rssm_context_free(rssm_context *ctx)
 {
     if (!ctx) return;
     if (ctx->backend->destroy) ctx->backend->destroy(ctx);
+    pthread_mutex_destroy(&ctx->lock);
     free(ctx->slot_bits);
     free(ctx);
 }

@@ -255,8 +255,8 @@ static rssm_status check_ctx(const char *fn, rssm_context *ctx)
     return RSSM_OK;
 }
 
-static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const rssm_layer *layer,
-                            const rssm_state *state, const rssm_step_io *io, void *stream)
+static rssm_status step_locked(const char *fn, rssm_op op, rssm_context *ctx, const rssm_layer *layer,
+                               const rssm_state *state, const rssm_step_io *io, void *stream)
 {
     rssm_params p;
     rssm_status st;
@@ -298,6 +298,19 @@ static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const
     return ctx->backend->step(ctx, &p, stream);
 }
 
+/* One call at a time per context: its checks' scratch and the CPU back end's per-thread
+ * scratch belong to the context. */
+static rssm_status run_step(const char *fn, rssm_op op, rssm_context *ctx, const rssm_layer *layer,
+                            const rssm_state *state, const rssm_step_io *io, void *stream)
+{
+    rssm_status st = check_ctx(fn, ctx);
+    if (st != RSSM_OK) return st;
+    pthread_mutex_lock(&ctx->lock);
+    st = step_locked(fn, op, ctx, layer, state, io, stream);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
 rssm_status rssm_decode_packed(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
                                const rssm_step_io *io, void *stream)
 {
@@ -324,8 +337,9 @@ rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_
 
 /* ---- materialise ------------------------------------------------------------------------- */
 
-rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src, const rssm_state *dst,
-                             int32_t batch, const int32_t *src_slot, const int32_t *dst_slot, void *stream)
+static rssm_status materialize_locked(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src,
+                                      const rssm_state *dst, int32_t batch, const int32_t *src_slot,
+                                      const int32_t *dst_slot, void *stream)
 {
     const char *fn = "rssm_materialize";
     rssm_materialize_params p;
@@ -374,11 +388,22 @@ rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const r
     return ctx->backend->materialize(ctx, &p, stream);
 }
 
+rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer, const rssm_state *src, const rssm_state *dst,
+                             int32_t batch, const int32_t *src_slot, const int32_t *dst_slot, void *stream)
+{
+    rssm_status st = check_ctx("rssm_materialize", ctx);
+    if (st != RSSM_OK) return st;
+    pthread_mutex_lock(&ctx->lock);
+    st = materialize_locked(ctx, layer, src, dst, batch, src_slot, dst_slot, stream);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
 /* ---- cursors ----------------------------------------------------------------------------- */
 
-static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *ctx, int32_t L, const rssm_state *state,
-                              int32_t batch, int32_t tokens, const int32_t *slot, const uint8_t *fold,
-                              const int32_t *accepted, void *stream)
+static rssm_status cursor_locked(const char *fn, rssm_cursor_op op, rssm_context *ctx, int32_t L,
+                                 const rssm_state *state, int32_t batch, int32_t tokens, const int32_t *slot,
+                                 const uint8_t *fold, const int32_t *accepted, void *stream)
 {
     rssm_cursor_params p;
     rssm_status st;
@@ -424,6 +449,18 @@ static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *c
     if (!ctx->backend->cursor)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the %s back end cannot move cursors", fn, ctx->backend->name);
     return ctx->backend->cursor(ctx, &p, stream);
+}
+
+static rssm_status run_cursor(const char *fn, rssm_cursor_op op, rssm_context *ctx, int32_t L, const rssm_state *state,
+                              int32_t batch, int32_t tokens, const int32_t *slot, const uint8_t *fold,
+                              const int32_t *accepted, void *stream)
+{
+    rssm_status st = check_ctx(fn, ctx);
+    if (st != RSSM_OK) return st;
+    pthread_mutex_lock(&ctx->lock);
+    st = cursor_locked(fn, op, ctx, L, state, batch, tokens, slot, fold, accepted, stream);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }
 
 rssm_status rssm_advance(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state, int32_t batch,
