@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import threading
+import weakref
 
 # ---- enums (values exactly as in replayssm.h) -------------------------------------------
 
@@ -429,11 +430,49 @@ def check(status: int, function: str = "") -> None:
     raise cls(status, last_error(), function)
 
 
+class Owned:
+    """A C object (context, pool, planner, prefix cache) and the objects it was made from.
+
+    It is freed when nothing refers to it any more: neither its Python object (which drops it
+    on close()) nor a view of its memory (numpy arrays and States keep it), and never before a
+    C object made from it. So closing a pool while a numpy view of its state exists cannot free
+    memory the view still reads: the pool refuses further calls, and its memory goes with the
+    last view."""
+
+    __slots__ = ("ptr", "__weakref__")
+
+    def __init__(self, ptr, free_name: str, *parents: "Owned"):
+        self.ptr = ptr
+        # the finaliser holds the parents: they outlive this object
+        weakref.finalize(self, _free_owned, free_name, ptr, parents)
+
+
+def _free_owned(free_name, ptr, parents):
+    getattr(lib(), free_name)(ptr)
+    del parents
+
+
 def c_int32_arg(name: str, value) -> int:
     """`value` as a C int32_t argument, or a ValueError naming `name` (ctypes would wrap it)."""
     v = int(value)
     if not -(2**31) <= v < 2**31:
         raise ValueError(f"{name} = {v} does not fit a 32-bit signed integer")
+    return v
+
+
+def c_size_arg(name: str, value) -> int:
+    """`value` as a C size_t argument (>= 0), or a ValueError naming `name`."""
+    v = int(value)
+    if not 0 <= v < 2**64:
+        raise ValueError(f"{name} = {v} is not a size (0 <= {name} < 2**64)")
+    return v
+
+
+def c_uint64_arg(name: str, value) -> int:
+    """`value` as a C uint64_t argument, or a ValueError naming `name`."""
+    v = int(value)
+    if not 0 <= v < 2**64:
+        raise ValueError(f"{name} = {v} does not fit a 64-bit unsigned integer")
     return v
 
 

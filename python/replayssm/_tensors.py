@@ -210,6 +210,30 @@ def aligned_copy(x: np.ndarray, align: int = 16) -> np.ndarray:
     return out
 
 
+INT_RANGES = {"i32": (-(2**31), 2**31 - 1), "u8": (0, 255)}
+
+
+def check_int_range(lo, hi, name: str, kind: str) -> None:
+    """Values lo..hi must fit the C type of `kind` ("i32", "u8"): ctypes and numpy would wrap."""
+    a, b = INT_RANGES[kind]
+    if lo < a or hi > b:
+        c_type = "int32_t" if kind == "i32" else "uint8_t"
+        raise ValueError(f"{name}: values from {lo} to {hi} do not fit {c_type} ({a}..{b})")
+
+
+def int_array(x, name: str, kind: str) -> np.ndarray:
+    """A host array of x (a list, numpy array or CPU tensor of integers or bools) as int32 or
+    uint8, every value range-checked instead of wrapped."""
+    a = np.asarray(x.cpu() if is_torch(x) else x)
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8)
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name}: expected integers, got {a.dtype}")
+    if a.size:
+        check_int_range(int(a.min()), int(a.max()), name, kind)
+    return a.astype(np.int32 if kind == "i32" else np.uint8)
+
+
 def index_tensor(x, name: str, kind: str, batch: int, ctx_device: str, ctx_index: int, keep: list):
     """An int32 ([B] slots/accepted) or uint8 ([B] fold) array on the context's device, as a pointer.
     Accepts lists, numpy arrays and torch tensors; converts only when needed (a converted
@@ -227,24 +251,24 @@ def index_tensor(x, name: str, kind: str, batch: int, ctx_device: str, ctx_index
             if dev[0] == "cuda":
                 raise ValueError(f"{name}: tensor on {x.device}, the context is on cuda:{ctx_index}")
             x = x.cpu()
-        if x.dtype != want or not x.is_contiguous():
-            x = x.to(want).contiguous()
+        if x.dtype != want:
+            if x.dtype.is_floating_point or x.dtype.is_complex:
+                raise TypeError(f"{name}: expected integers, got {x.dtype}")
+            if x.numel():  # reads two numbers back: only when a conversion is needed
+                check_int_range(int(x.min()), int(x.max()), name, kind)
+            x = x.to(want)
+        x = x.contiguous()
     else:
+        a = np.asarray(x)
+        if not (a.dtype == np.int32 and kind == "i32") and not (a.dtype in (np.uint8, np.bool_) and kind == "u8"):
+            a = int_array(a, name, kind)
+        elif a.dtype == np.bool_:
+            a = a.view(np.uint8)
         if ctx_device == "cuda":
             import torch
 
-            x = torch.as_tensor(np.asarray(x), dtype=torch.int32 if kind == "i32" else torch.uint8,
-                                device=f"cuda:{ctx_index}")
+            x = torch.as_tensor(a, device=f"cuda:{ctx_index}")
         else:
-            a = np.asarray(x)
-            if a.dtype == np.bool_ and kind == "u8":
-                a = a.view(np.uint8)
-            if kind == "i32" and a.dtype != np.int32:
-                if a.size and not np.issubdtype(a.dtype, np.integer):
-                    raise TypeError(f"{name}: expected integers, got {a.dtype}")
-                a = a.astype(np.int32)
-            elif kind == "u8" and a.dtype != np.uint8:
-                a = a.astype(np.uint8)
             x = aligned_copy(np.ascontiguousarray(a))
     v = view(x, name)
     if len(v.shape) != 1 or v.shape[0] != batch:

@@ -78,17 +78,17 @@ class Context:
         handle = ctypes.c_void_p()
         _lib.call("rssm_context_create", code, ctypes.byref(params), ctypes.byref(handle))
         self._handle = handle
+        self._owned = _lib.Owned(handle, "rssm_context_free")
         self.device = _DEVICE_NAMES.get(code, str(code))
         info = _lib.rssm_context_info()
         _lib.call("rssm_context_get_info", handle, ctypes.byref(info))
         self.device_ordinal = int(info.device_ordinal)
         self.threads = int(info.threads)
-        self._finalizer = weakref.finalize(self, _lib.lib().rssm_context_free, handle)
         self._dependents = weakref.WeakSet()  # pools made on this context (closed first)
 
     @property
     def handle(self) -> ctypes.c_void_p:
-        if not self._finalizer.alive:
+        if self._owned is None:
             raise ValueError("the context is closed")
         return self._handle
 
@@ -110,7 +110,7 @@ class Context:
         first, so none is later freed against a freed context."""
         for d in list(self._dependents):
             d.close()
-        self._finalizer()
+        self._owned = None  # freed now, or when the last pool made on it goes
 
     def __enter__(self):
         return self
@@ -228,7 +228,7 @@ class Layer:
     def state_bytes(self, num_slots: int) -> dict:
         """rssm_state_size: bytes of each state tensor."""
         out = _lib.rssm_state_bytes()
-        _lib.call("rssm_state_size", ctypes.byref(self._c), int(num_slots), ctypes.byref(out))
+        _lib.call("rssm_state_size", ctypes.byref(self._c), _lib.c_int32_arg("num_slots", num_slots), ctypes.byref(out))
         return {f: getattr(out, f) for f, _ in out._fields_}
 
     def spec(self) -> str:
@@ -350,7 +350,8 @@ class State:
                       owner=None) -> "State":
         """A State over library-owned memory (e.g. a runtime pool's tensors). On the host the
         tensors are numpy views of that memory; on CUDA they are None (the kernel ops only need
-        the pointers). `owner` is kept alive as long as the State."""
+        the pointers). `owner` (the memory's _lib.Owned) is kept alive as long as the State and
+        every numpy view of it, so the memory cannot be freed under them."""
         st = cls.__new__(cls)
         st.layer, st.num_slots, st.memory, st.device_index, st._owner = layer, int(c.num_slots), memory, \
             device_index, owner
@@ -362,6 +363,7 @@ class State:
                 shape, kind = shapes[name]
                 dt = tz.numpy_dtype(kind)
                 buf = (ctypes.c_char * (math.prod(shape) * dt.itemsize)).from_address(ptr)
+                buf.owner = owner  # the view's base: holds the memory
                 arr = np.frombuffer(buf, dtype=dt).reshape(shape)
             setattr(st, name, arr)
         st._c = _lib.rssm_state.from_buffer_copy(c)

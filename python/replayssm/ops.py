@@ -270,7 +270,7 @@ def commit(ctx: Context, layer: Layer, state: State, slot: Index, accepted: Inde
     s = tz.index_tensor(slot, "slot", "i32", B, ctx.memory, ctx.device_ordinal, keep)
     acc = tz.index_tensor(accepted, "accepted", "i32", B, ctx.memory, ctx.device_ordinal, keep)
     f = tz.index_tensor(fold, "fold", "u8", B, ctx.memory, ctx.device_ordinal, keep)
-    _lib.call("rssm_commit", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, int(tokens), s, f, acc,
+    _lib.call("rssm_commit", ctx.handle, ctypes.byref(layer._c), ctypes.byref(state._c), B, _lib.c_int32_arg("tokens", tokens), s, f, acc,
               _stream(ctx, stream, keep))
 
 

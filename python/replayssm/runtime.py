@@ -53,7 +53,7 @@ def _layers_array(layers):
 
 
 def _i32_array(x, name, n=None):
-    a = tz.aligned_copy(np.ascontiguousarray(np.asarray(x, dtype=np.int32)))
+    a = tz.aligned_copy(np.ascontiguousarray(tz.int_array(x, name, "i32")))
     if a.ndim != 1 or (n is not None and a.shape[0] != n):
         raise ValueError(f"{name}: expected a 1-D array" + (f" of {n}" if n is not None else ""))
     return a
@@ -64,11 +64,10 @@ def _ptr(handle_obj):
 
 
 
-def _free(free_fn, handle, *owners):
-    """Finaliser: frees a C object. `owners` (the context or pool it was made from) are held
-    until then, so a cycle collection can never free a parent before its child."""
-    del owners
-    free_fn(handle)
+def _closed_guard(obj, what):
+    if obj._owned is None:
+        raise ValueError(f"the {what} is closed")
+    return obj._owned.ptr
 
 def shard_layer(layer: Layer, tp: int, rank: int) -> tuple[Layer, int, int]:
     """rssm_layer_shard: the layer a tensor-parallel rank holds (H/tp key heads, HV/tp value
@@ -76,7 +75,7 @@ def shard_layer(layer: Layer, tp: int, rank: int) -> tuple[Layer, int, int]:
     head slices of the inputs and state equal the unsharded heads bit for bit."""
     _need()
     out, k0, v0 = _lib.rssm_layer(), ctypes.c_int32(), ctypes.c_int32()
-    _lib.call("rssm_layer_shard", ctypes.byref(layer._c), int(tp), int(rank), ctypes.byref(out), ctypes.byref(k0),
+    _lib.call("rssm_layer_shard", ctypes.byref(layer._c), _lib.c_int32_arg("tp", tp), _lib.c_int32_arg("rank", rank), ctypes.byref(out), ctypes.byref(k0),
               ctypes.byref(v0))
     return Layer.from_c(out), k0.value, v0.value
 
@@ -89,9 +88,8 @@ class Pool:
         self.ctx = ctx
         arr = _layers_array(layers)
         h = ctypes.c_void_p()
-        _lib.call("rssm_pool_create", ctx.handle, arr, len(arr), int(num_slots), ctypes.byref(h))
-        self._h = h
-        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_pool_free, h, ctx)
+        _lib.call("rssm_pool_create", ctx.handle, arr, len(arr), _lib.c_int32_arg("num_slots", num_slots), ctypes.byref(h))
+        self._owned = _lib.Owned(h, "rssm_pool_free", ctx._owned)
         self._layers = [Layer.from_c(arr[i]) for i in range(len(arr))]
         self._dependents = weakref.WeakSet()  # planners and prefix caches on this pool (closed first)
         ctx._dependents.add(self)
@@ -102,19 +100,19 @@ class Pool:
         _need()
         arr = _layers_array(layers)
         out = ctypes.c_size_t()
-        _lib.call("rssm_pool_bytes", arr, len(arr), int(num_slots), ctypes.byref(out))
+        _lib.call("rssm_pool_bytes", arr, len(arr), _lib.c_int32_arg("num_slots", num_slots), ctypes.byref(out))
         return out.value
 
     @property
     def handle(self):
-        if not self._fin.alive:
-            raise ValueError("the pool is closed")
-        return self._h
+        return _closed_guard(self, "pool")
 
     def close(self):
+        """Closes the pool (its planners and caches first). Its memory is freed now, or when the
+        last State or numpy view taken from state() goes."""
         for d in list(self._dependents):
             d.close()
-        self._fin()
+        self._owned = None
 
     memory = property(lambda s: int(_lib.lib().rssm_pool_memory(s.handle)))
     slot_bytes = property(lambda s: int(_lib.lib().rssm_pool_slot_bytes(s.handle)))
@@ -123,20 +121,20 @@ class Pool:
     num_layers = property(lambda s: int(_lib.lib().rssm_pool_num_layers(s.handle)))
 
     def is_held(self, slot: int) -> bool:
-        return bool(_lib.lib().rssm_pool_is_held(self.handle, int(slot)))
+        return bool(_lib.lib().rssm_pool_is_held(self.handle, _lib.c_int32_arg("slot", slot)))
 
     def layer(self, i: int) -> Layer:
         c = _lib.rssm_layer()
-        _lib.call("rssm_pool_layer", self.handle, int(i), ctypes.byref(c))
+        _lib.call("rssm_pool_layer", self.handle, _lib.c_int32_arg("i", i), ctypes.byref(c))
         return Layer.from_c(c)
 
     def state(self, i: int) -> State:
         """The state tensors of layer i (num_slots + 1 slots: the last is the pool's scratch slot).
         Host contexts: numpy views of the pool's memory; CUDA: pointers only."""
         c = _lib.rssm_state()
-        _lib.call("rssm_pool_state", self.handle, int(i), ctypes.byref(c))
+        _lib.call("rssm_pool_state", self.handle, _lib.c_int32_arg("i", i), ctypes.byref(c))
         return State.from_pointers(self.layer(i), c, self.ctx.memory, self.ctx.device_ordinal if self.ctx.is_cuda else 0,
-                                   owner=self)
+                                   owner=self._owned)
 
     def acquire(self) -> int:
         s = ctypes.c_int32()
@@ -145,24 +143,24 @@ class Pool:
 
     def acquire_copy(self, src_pool: "Pool", src_slot: int) -> int:
         s = ctypes.c_int32()
-        _lib.call("rssm_pool_acquire_copy", self.handle, src_pool.handle, int(src_slot), ctypes.byref(s))
+        _lib.call("rssm_pool_acquire_copy", self.handle, src_pool.handle, _lib.c_int32_arg("src_slot", src_slot), ctypes.byref(s))
         return s.value
 
     def release(self, slot: int) -> None:
-        _lib.call("rssm_pool_release", self.handle, int(slot))
+        _lib.call("rssm_pool_release", self.handle, _lib.c_int32_arg("slot", slot))
 
     def copy(self, src_slot: int, dst_pool: "Pool" = None, dst_slot: int = None) -> None:
         """dst_slot <- src_slot's state at its committed position (materialised), cursor 0."""
         dst_pool = self if dst_pool is None else dst_pool
-        _lib.call("rssm_pool_copy", self.handle, int(src_slot), dst_pool.handle,
+        _lib.call("rssm_pool_copy", self.handle, _lib.c_int32_arg("src_slot", src_slot), dst_pool.handle,
                   int(src_slot if dst_slot is None else dst_slot))
 
     def copy_checkpoint(self, src_slot: int, dst_pool: "Pool", dst_slot: int) -> None:
-        _lib.call("rssm_pool_copy_checkpoint", self.handle, int(src_slot), dst_pool.handle, int(dst_slot))
+        _lib.call("rssm_pool_copy_checkpoint", self.handle, _lib.c_int32_arg("src_slot", src_slot), dst_pool.handle, _lib.c_int32_arg("dst_slot", dst_slot))
 
     def cursor(self, slot: int) -> int:
         c = ctypes.c_int32()
-        _lib.call("rssm_pool_cursor", self.handle, int(slot), ctypes.byref(c))
+        _lib.call("rssm_pool_cursor", self.handle, _lib.c_int32_arg("slot", slot), ctypes.byref(c))
         return c.value
 
     def export_size(self, materialized: bool = False) -> int:
@@ -176,7 +174,7 @@ class Pool:
         cap = self.export_size(materialized)
         buf = ctypes.create_string_buffer(cap)
         written = ctypes.c_size_t()
-        _lib.call("rssm_pool_export", self.handle, int(slot), EXPORT_MATERIALIZED if materialized else EXPORT_RING,
+        _lib.call("rssm_pool_export", self.handle, _lib.c_int32_arg("slot", slot), EXPORT_MATERIALIZED if materialized else EXPORT_RING,
                   buf, cap, ctypes.byref(written))
         return buf.raw[:written.value]
 
@@ -201,20 +199,18 @@ class Plan:
         _need()
         self.pool = pool
         h = ctypes.c_void_p()
-        _lib.call("rssm_plan_create", pool.handle, int(batch), int(track_interval), ctypes.byref(h))
-        self._h = h
-        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_plan_free, h, pool)
+        _lib.call("rssm_plan_create", pool.handle, _lib.c_int32_arg("batch", batch), _lib.c_int32_arg("track_interval", track_interval), ctypes.byref(h))
+        self._owned = _lib.Owned(h, "rssm_plan_free", pool._owned)
         pool._dependents.add(self)
         self.batch = int(_lib.lib().rssm_plan_batch(h))
 
     @property
     def handle(self):
-        if not self._fin.alive:
-            raise ValueError("the plan is closed")
-        return self._h
+        return _closed_guard(self, "plan")
 
     def close(self):
-        self._fin()
+        """Closes the planner; its buffers are freed now, or when the last view of them goes."""
+        self._owned = None
 
     memory = property(lambda s: int(_lib.lib().rssm_plan_memory(s.handle)))
 
@@ -229,7 +225,7 @@ class Plan:
         """Decode steps of at most max_rows live rows fold every row (replay then moves the state as
         packed decode does, which is faster on grids too small to be bound by bandwidth); 0 = never,
         "auto" = by device (rssm_plan_set_small_batch). Takes effect from the next set()."""
-        n = -1 if max_rows == "auto" else int(max_rows)
+        n = -1 if max_rows == "auto" else _lib.c_int32_arg("max_rows", max_rows)
         _lib.call("rssm_plan_set_small_batch", self.handle, n)
 
     small_batch = property(lambda s: int(_lib.lib().rssm_plan_small_batch(s.handle)))
@@ -247,7 +243,7 @@ class Plan:
         _lib.call("rssm_plan_set_accepted", self.handle, a.shape[0], a.ctypes.data)
 
     def begin(self, mode: str = "decode", tokens: int = 1, stream=None) -> None:
-        _lib.call("rssm_plan_begin", self.handle, _MODES[mode], int(tokens), self._stream(stream))
+        _lib.call("rssm_plan_begin", self.handle, _MODES[mode], _lib.c_int32_arg("tokens", tokens), self._stream(stream))
 
     def end(self, stream=None) -> None:
         _lib.call("rssm_plan_end", self.handle, self._stream(stream))
@@ -266,6 +262,7 @@ class Plan:
         ptr = getattr(_lib.lib(), fn)(self.handle)
         if not self.pool.ctx.is_cuda:
             buf = (ctypes.c_char * (self.batch * np.dtype(dtype).itemsize)).from_address(ptr)
+            buf.owner = self._owned  # the view's base: holds the planner's memory
             return np.frombuffer(buf, dtype=dtype)
         return ptr
 
@@ -283,20 +280,17 @@ class PrefixCache:
         _need()
         self.pool = snapshot_pool
         h = ctypes.c_void_p()
-        _lib.call("rssm_prefix_cache_create", snapshot_pool.handle, int(max_bytes), int(max_snapshots),
+        _lib.call("rssm_prefix_cache_create", snapshot_pool.handle, _lib.c_size_arg("max_bytes", max_bytes), _lib.c_int32_arg("max_snapshots", max_snapshots),
                   ctypes.byref(h))
-        self._h = h
-        self._fin = weakref.finalize(self, _free, _lib.lib().rssm_prefix_cache_free, h, snapshot_pool)
+        self._owned = _lib.Owned(h, "rssm_prefix_cache_free", snapshot_pool._owned)
         snapshot_pool._dependents.add(self)
 
     @property
     def handle(self):
-        if not self._fin.alive:
-            raise ValueError("the prefix cache is closed")
-        return self._h
+        return _closed_guard(self, "prefix cache")
 
     def close(self):
-        self._fin()
+        self._owned = None
 
     def insert(self, tokens, src_pool: Pool, src_slot: int, source: str = "checkpoint", stream=False) -> None:
         """Snapshots the state after `tokens`. By default the call synchronises; with `stream`
@@ -306,12 +300,12 @@ class PrefixCache:
         t = _i32_array(tokens, "tokens")
         if stream is False:
             _lib.call("rssm_prefix_cache_insert", self.handle, t.ctypes.data, t.shape[0], src_pool.handle,
-                      int(src_slot), _SOURCES[source])
+                      _lib.c_int32_arg("src_slot", src_slot), _SOURCES[source])
             return
         from .ops import _stream
 
         _lib.call("rssm_prefix_cache_insert_async", self.handle, t.ctypes.data, t.shape[0], src_pool.handle,
-                  int(src_slot), _SOURCES[source], _stream(src_pool.ctx, stream))
+                  _lib.c_int32_arg("src_slot", src_slot), _SOURCES[source], _stream(src_pool.ctx, stream))
 
     def match(self, tokens, dst_pool: Pool = None, dst_slot: int = -1, lock: bool = False):
         """Longest cached prefix: returns (matched, lock_handle or None); copies the snapshot into
@@ -320,16 +314,16 @@ class PrefixCache:
         matched = ctypes.c_int32()
         handle = ctypes.c_uint64()
         _lib.call("rssm_prefix_cache_match", self.handle, t.ctypes.data, t.shape[0],
-                  None if dst_pool is None else dst_pool.handle, int(dst_slot), ctypes.byref(matched),
+                  None if dst_pool is None else dst_pool.handle, _lib.c_int32_arg("dst_slot", dst_slot), ctypes.byref(matched),
                   ctypes.byref(handle) if lock else None)
         return matched.value, (handle.value if lock and handle.value else None)
 
     def unlock(self, lock_handle: int) -> None:
-        _lib.call("rssm_prefix_cache_unlock", self.handle, int(lock_handle))
+        _lib.call("rssm_prefix_cache_unlock", self.handle, _lib.c_uint64_arg("lock_handle", lock_handle))
 
     def evict(self, count: int) -> int:
         n = ctypes.c_int32()
-        _lib.call("rssm_prefix_cache_evict", self.handle, int(count), ctypes.byref(n))
+        _lib.call("rssm_prefix_cache_evict", self.handle, _lib.c_int32_arg("count", count), ctypes.byref(n))
         return n.value
 
     def stats(self) -> dict:
