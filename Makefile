@@ -25,7 +25,7 @@ test: build
 	REPLAYSSM_LIBRARY=$(CURDIR)/$(BUILD)/libreplayssm.so python3 -m pytest python/tests -q
 
 format:
-	clang-format -i include/*.h src/*/*.[ch] src/cuda/*.cu* tools/*.[ch] tests/*.c tests/*/*.c
+	clang-format -i include/*.h src/*/*.[ch] src/cuda/*.cu* tools/*.[ch] testing/*.[ch] bench/*.[ch] sim/*.[ch] tests/*.[ch] tests/*/*.c
 
 clean:
 	rm -rf $(BUILD)
