@@ -47,4 +47,4 @@ clean:
 
 format:
 	clang-format -i include/*.h src/*/*.[ch] src/cuda/*.cu* tools/*.[ch] testing/*.[ch] sim/*.[ch] sim/*.cu \
-	    bench/*.[ch] bench/*.cu tests/*.c tests/*/*.c examples/*.c
+	    bench/*.[ch] bench/*.cu tests/*.[ch] tests/*/*.c examples/*.c

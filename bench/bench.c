@@ -1,6 +1,6 @@
 /*
  * bench.c — `replayssm bench`: packed vs ReplaySSM decode (or speculative verify) of one layer,
- * timed on the chosen device, with bytes from the byte model (tools/bytemodel.c) and the
+ * timed on the chosen device, with bytes from the byte model (bytemodel.c) and the
  * achieved bandwidth set against the copy (and, on CPU, STREAM triad) bandwidth measured in
  * the same run. bench/README.md explains every column.
  *
@@ -34,32 +34,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "bytemodel.h"
-#include "cli.h"
 #include "replayssm_runtime.h"
+#include "harness.h"
 #include "timing.h"
 
-#define MAX_LIST 32
 #define MIB (1024.0 * 1024.0)
-
-enum { PHASE_STAGGERED = 0, PHASE_INPHASE = 1, PHASE_BOTH = 2 };
-
-typedef struct bench_opts {
-    rssm_device device;
-    int threads;       /* CPU thread count (0 = all cores) */
-    const char *model; /* preset name */
-    rssm_layer layer;  /* shape and dtypes; ring_len set per configuration */
-    int ring_set;      /* --ring given (else ring dtype = state dtype) */
-    int batch[MAX_LIST], nbatch;
-    int ring[MAX_LIST], nring;
-    const char *csv;
-    int verify;      /* T tokens; 0 = decode */
-    int phase;       /* PHASE_* */
-    double ws_mib;   /* checkpoint working set */
-    double min_time; /* seconds per timed measurement */
-    int repeat;      /* best of this many timed measurements */
-    double bw_mib;   /* bytes per bandwidth array; 0 = automatic */
-} bench_opts;
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -74,40 +55,6 @@ static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 static const char *dtype_name(rssm_dtype d)
 {
     return d == RSSM_DTYPE_BF16 ? "bf16" : d == RSSM_DTYPE_F64 ? "f64" : "f32";
-}
-
-static int parse_dtype(const char *s, rssm_dtype *out)
-{
-    if (!strcmp(s, "f32"))
-        *out = RSSM_DTYPE_F32;
-    else if (!strcmp(s, "bf16"))
-        *out = RSSM_DTYPE_BF16;
-    else
-        return 0;
-    return 1;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi) return 0;
-    *out = (int)v;
-    return 1;
-}
-
-/* "1,8,64" -> list; every value in [lo, hi]. */
-static int parse_list(const char *s, int lo, int hi, int *out, int *n)
-{
-    *n = 0;
-    char buf[512];
-    if (strlen(s) >= sizeof buf) return 0;
-    strcpy(buf, s);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (*n >= MAX_LIST || !parse_int(tok, lo, hi, &out[*n])) return 0;
-        (*n)++;
-    }
-    return *n > 0;
 }
 
 /* xorshift64* and a Box-Muller normal: deterministic random data. */
@@ -217,7 +164,7 @@ static double llc_bytes(void)
 
 /* ---- one configuration's buffers -------------------------------------------------------- */
 
-typedef struct bench_run {
+typedef struct config_run {
     rssm_context *ctx;
     rssm_layer layer;
     int B, M, T, NI;        /* rows, banks, tokens per input set, input sets */
@@ -236,9 +183,9 @@ typedef struct bench_run {
     size_t ckpt_bytes, state_bytes, input_bytes;
     rssm_status err;
     char msg[768];
-} bench_run;
+} config_run;
 
-static int call_failed(bench_run *r, rssm_status st, const char *what)
+static int call_failed(config_run *r, rssm_status st, const char *what)
 {
     if (st == RSSM_OK) return 0;
     if (r->err == RSSM_OK) {
@@ -248,7 +195,7 @@ static int call_failed(bench_run *r, rssm_status st, const char *what)
     return 1;
 }
 
-static void run_free(bench_run *r)
+static void run_free(config_run *r)
 {
     rssm_context *c = r->ctx;
     rssm_mem_free(c, r->st.checkpoint), rssm_mem_free(c, r->st.ring_u), rssm_mem_free(c, r->st.ring_k);
@@ -267,7 +214,7 @@ static void run_free(bench_run *r)
 
 /* Fills `bytes` of device memory with normal(0, sigma) values of dtype d (or zeros when
  * sigma is 0) by uploading one 8 MiB random pattern over and over. */
-static int fill_tiled(bench_run *r, void *dst, size_t bytes, rssm_dtype d, double sigma, uint64_t seed)
+static int fill_tiled(config_run *r, void *dst, size_t bytes, rssm_dtype d, double sigma, uint64_t seed)
 {
     if (!bytes) return 0;
     if (sigma == 0) return call_failed(r, rssm_mem_set(r->ctx, dst, 0, bytes), "rssm_mem_set");
@@ -289,7 +236,7 @@ static int fill_tiled(bench_run *r, void *dst, size_t bytes, rssm_dtype d, doubl
 typedef enum { IN_NORMAL, IN_GATE_A } input_kind;
 
 /* Fills `sets` input sets of `blocks` blocks, each `blk` bytes holding `n` elements. */
-static int fill_inputs(bench_run *r, void *dst, size_t blk, size_t n, input_kind kind, uint64_t seed)
+static int fill_inputs(config_run *r, void *dst, size_t blk, size_t n, input_kind kind, uint64_t seed)
 {
     const size_t sets_blocks = (size_t)r->NI * r->T, total = sets_blocks * blk;
     unsigned char *host = calloc(1, total);
@@ -305,13 +252,13 @@ static int fill_inputs(bench_run *r, void *dst, size_t blk, size_t n, input_kind
     return bad;
 }
 
-static int alloc_dev(bench_run *r, size_t bytes, void **out)
+static int alloc_dev(config_run *r, size_t bytes, void **out)
 {
     return call_failed(r, rssm_mem_alloc(r->ctx, bytes ? bytes : 64, out), "rssm_mem_alloc");
 }
 
 /* Sizes and allocates everything for B rows, the layer's L, T tokens (1 for decode). */
-static int run_setup(bench_run *r, const bench_opts *o)
+static int run_setup(config_run *r, const bench_options *o)
 {
     const rssm_layer *l = &r->layer;
     const int B = r->B, L = l->ring_len, T = r->T;
@@ -414,12 +361,12 @@ static int run_setup(bench_run *r, const bench_opts *o)
 
 /* Sets the cursors of the phase (staggered: (i + m) mod L; inphase: m mod L) and zeroes
  * KDA ring bases. */
-static int run_reset(bench_run *r, int phase)
+static int run_reset(config_run *r, int phase)
 {
     const int L = r->layer.ring_len;
     for (int m = 0; m < r->M; m++)
         for (int i = 0; i < r->B; i++)
-            r->cursor0[m * r->B + i] = (phase == PHASE_INPHASE ? m : i + m) % L;
+            r->cursor0[m * r->B + i] = (phase == BENCH_PHASE_INPHASE ? m : i + m) % L;
     if (call_failed(
             r, rssm_mem_copy(r->ctx, r->st.cursor, r->cursor0, sizeof(int32_t) * r->M * r->B, RSSM_COPY_HOST_TO_DEVICE),
             "rssm_mem_copy"))
@@ -433,7 +380,7 @@ static int run_reset(bench_run *r, int phase)
 }
 
 /* io of bank m: `tokens` tokens per row starting at block `blk0` of the bank's input set. */
-static rssm_step_io io_for(const bench_run *r, int m, int tokens, int blk0)
+static rssm_step_io io_for(const config_run *r, int m, int tokens, int blk0)
 {
     rssm_step_io io;
     memset(&io, 0, sizeof io);
@@ -456,7 +403,7 @@ static rssm_step_io io_for(const bench_run *r, int m, int tokens, int blk0)
 
 static int unit_packed(void *arg, void *stream)
 {
-    bench_run *r = arg;
+    config_run *r = arg;
     for (int m = 0; m < r->M; m++) {
         rssm_step_io io = io_for(r, m, 1, 0);
         if (call_failed(r, rssm_decode_packed(r->ctx, &r->layer, &r->st, &io, stream), "rssm_decode_packed")) return 1;
@@ -466,7 +413,7 @@ static int unit_packed(void *arg, void *stream)
 
 static int unit_replay(void *arg, void *stream)
 {
-    bench_run *r = arg;
+    config_run *r = arg;
     for (int m = 0; m < r->M; m++) {
         rssm_step_io io = io_for(r, m, 1, 0);
         if (call_failed(r, rssm_decode_replay(r->ctx, &r->layer, &r->st, &io, stream), "rssm_decode_replay") ||
@@ -479,7 +426,7 @@ static int unit_replay(void *arg, void *stream)
 /* Packed verify baseline: token j reads bank m+j, writes bank m+j+1 (mod M). */
 static int unit_verify_packed(void *arg, void *stream)
 {
-    bench_run *r = arg;
+    config_run *r = arg;
     for (int m = 0; m < r->M; m++)
         for (int j = 0; j < r->T; j++) {
             rssm_step_io io = io_for(r, m, 1, j);
@@ -493,7 +440,7 @@ static int unit_verify_packed(void *arg, void *stream)
 
 static int unit_verify_replay(void *arg, void *stream)
 {
-    bench_run *r = arg;
+    config_run *r = arg;
     for (int m = 0; m < r->M; m++) {
         rssm_step_io io = io_for(r, m, r->T, 0);
         if (call_failed(r, rssm_verify(r->ctx, &r->layer, &r->st, &io, stream), "rssm_verify") ||
@@ -511,7 +458,8 @@ static int unit_verify_replay(void *arg, void *stream)
  * alike), each measurement running enough units to last min_time; keeps the best of each.
  * units[i] counts every unit executed (for the verify byte simulation), reps[i] the units of
  * the last measurement. Returns 0, or 1 on failure (r->msg says why). */
-static int time_pair(bench_run *r, const bench_opts *o, bench_work work[2], double best[2], long units[2], int reps[2])
+static int time_pair(config_run *r, const bench_options *o, bench_work work[2], double best[2], long units[2],
+                     int reps[2])
 {
     const int graph = 1, warm = o->device == RSSM_DEVICE_CUDA ? 2 : 0;
     for (int k = 0; k < 2; k++) {
@@ -539,7 +487,7 @@ static int time_pair(bench_run *r, const bench_opts *o, bench_work work[2], doub
 
 /* Replay verify bytes per row-step: the cursors simulated on the host over `units` units
  * from the phase's initial cursors, averaged over the last `last` units. */
-static double verify_bytes_sim(const bench_run *r, long units, long last, double *mean_acc)
+static double verify_bytes_sim(const config_run *r, long units, long last, double *mean_acc)
 {
     const int M = r->M, B = r->B, T = r->T, L = r->layer.ring_len;
     int32_t *c = malloc(sizeof(int32_t) * M * B);
@@ -564,7 +512,7 @@ static double verify_bytes_sim(const bench_run *r, long units, long last, double
 }
 
 /* Outputs are finite (a guard against degenerate runs, not a correctness check). */
-static int outputs_finite(bench_run *r)
+static int outputs_finite(config_run *r)
 {
     const size_t n = (size_t)r->B * r->layer.num_v_heads * r->layer.head_v_dim;
     const size_t bytes = r->blk_v;
@@ -597,9 +545,9 @@ typedef struct bench_result {
     double gbps_p, gbps_r;
 } bench_result;
 
-static const char *phase_name(int p) { return p == PHASE_INPHASE ? "inphase" : "staggered"; }
+static const char *phase_name(int p) { return p == BENCH_PHASE_INPHASE ? "inphase" : "staggered"; }
 
-static void print_table_header(const bench_opts *o, int cpu)
+static void print_table_header(const bench_options *o, int cpu)
 {
     if (o->verify)
         printf("\n%5s %3s %2s %-9s %4s | %10s %10s %7s | %9s %9s %7s | %8s %8s | %6s %6s", "B", "L", "T", "phase",
@@ -612,7 +560,7 @@ static void print_table_header(const bench_opts *o, int cpu)
     printf("\n");
 }
 
-static void print_row(const bench_opts *o, const bench_result *x, double copy, double triad, int cpu)
+static void print_row(const bench_options *o, const bench_result *x, double copy, double triad, int cpu)
 {
     if (o->verify)
         printf("%5d %3d %2d %-9s %4.2f | %10.2f %10.2f %6.3fx | %9.3f %9.3f %6.3fx | %8.1f %8.1f | %5.1f%% %5.1f%%",
@@ -630,189 +578,58 @@ static void print_row(const bench_opts *o, const bench_result *x, double copy, d
 
 /* ---- options -------------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
+const char *const bench_models[] = {"qwen3-next", "qwen3.5-122b", "kimi-linear", NULL};
+
+int bench_model_layer(const char *model, rssm_layer *out)
 {
-    fprintf(f, "usage: replayssm bench [options]\n"
-               "\n"
-               "Times packed decode against ReplaySSM decode (or, with --verify, speculative verify)\n"
-               "of one layer and reports time, byte-model traffic and achieved bandwidth.\n"
-               "\n"
-               "  --device cpu|cuda|reference  device (default: cuda when available, else cpu;\n"
-               "                               reference is the float64 oracle, for tiny smoke runs)\n"
-               "  --threads N                  CPU threads (default 0 = all cores)\n"
-               "  --model NAME                 shape preset (default qwen3-next):\n"
-               "      qwen3-next     GDN  H=16 HV=32 K=V=128\n"
-               "      qwen3.5-122b   GDN  H=16 HV=64 K=V=128  (our assumption for its linear-attention layers)\n"
-               "      kimi-linear    KDA  H=HV=32    K=V=128\n"
-               "  --gate gdn|kda --heads H --v-heads HV --k-dim K --v-dim V\n"
-               "                               explicit shape; overrides the preset field by field\n"
-               "  --batch LIST                 rows per step, e.g. 1,8,64 (default 1,8,64)\n"
-               "  --ring-len LIST              ring lengths L, e.g. 16,32 (default 16)\n"
-               "  --state f32|bf16             checkpoint dtype (default f32)\n"
-               "  --ring f32|bf16              ring u,k dtype (default: the state dtype; G is f32)\n"
-               "  --io f32|bf16                q,k,v,a,b,o dtype (default bf16)\n"
-               "  --phase staggered|inphase|both\n"
-               "                               ring phases of the rows (default staggered: row i starts\n"
-               "                               at cursor i mod L; inphase: all rows of a step fold together)\n"
-               "  --verify T                   verify mode: replay verify of T tokens + commit (T-1 or T\n"
-               "                               accepted) vs T packed steps writing T intermediate states\n"
-               "  --working-set-mib N          checkpoints the slots rotate over (default 1024)\n"
-               "  --min-time S                 seconds per timed measurement (default 0.3)\n"
-               "  --repeat N                   best of N measurements per path (default 3)\n"
-               "  --bw-mib N                   MiB per array of the copy/triad measurement (default: CPU\n"
-               "                               2x the last-level cache, 256..1024; CUDA 1024)\n"
-               "  --csv FILE                   also write the rows as CSV (written only if every run succeeded)\n"
-               "  --help                       this text\n"
-               "\n"
-               "Columns are described in bench/README.md. Any failing call stops the bench without\n"
-               "printing numbers for that configuration.\n");
+    rssm_gate g = RSSM_GATE_GDN;
+    int H = 16, HV = 32;
+    if (!strcmp(model, "qwen3.5-122b"))
+        HV = 64;
+    else if (!strcmp(model, "kimi-linear"))
+        g = RSSM_GATE_KDA, H = 32, HV = 32;
+    else if (strcmp(model, "qwen3-next"))
+        return -1;
+    *out = rssm_layer_default(g, H, HV, 128, 128, 16);
+    out->io_dtype = RSSM_DTYPE_BF16;
+    return 0;
 }
 
-static int parse_args(int argc, char **argv, bench_opts *o)
+bench_options bench_options_default(void)
 {
-    memset(o, 0, sizeof *o);
-    o->device = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
-    o->model = "qwen3-next";
-    o->ws_mib = 1024;
-    o->min_time = 0.3;
-    o->repeat = 3;
-    o->phase = PHASE_STAGGERED;
-    rssm_dtype state = RSSM_DTYPE_F32, ring = RSSM_DTYPE_F32, io = RSSM_DTYPE_BF16;
-    int gate = -1, H = 0, HV = 0, K = 0, V = 0;
-    parse_list("1,8,64", 1, 1 << 20, o->batch, &o->nbatch);
-    parse_list("16", 1, RSSM_MAX_RING_LEN, o->ring, &o->nring);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "bench: %s needs a value (or is unknown)\n", a);
-            return 0;
-        }
-        const char *v = argv[++i];
-        int ok = 1;
-        if (!strcmp(a, "--device")) {
-            if (!strcmp(v, "cpu"))
-                o->device = RSSM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda"))
-                o->device = RSSM_DEVICE_CUDA;
-            else if (!strcmp(v, "reference") || !strcmp(v, "ref"))
-                o->device = RSSM_DEVICE_REFERENCE;
-            else
-                ok = 0;
-        } else if (!strcmp(a, "--model")) {
-            o->model = v;
-            ok = !strcmp(v, "qwen3-next") || !strcmp(v, "qwen3.5-122b") || !strcmp(v, "kimi-linear");
-        } else if (!strcmp(a, "--batch"))
-            ok = parse_list(v, 1, 1 << 20, o->batch, &o->nbatch);
-        else if (!strcmp(a, "--ring-len"))
-            ok = parse_list(v, 1, RSSM_MAX_RING_LEN, o->ring, &o->nring);
-        else if (!strcmp(a, "--state"))
-            ok = parse_dtype(v, &state);
-        else if (!strcmp(a, "--ring"))
-            ok = parse_dtype(v, &ring), o->ring_set = 1;
-        else if (!strcmp(a, "--io"))
-            ok = parse_dtype(v, &io);
-        else if (!strcmp(a, "--csv"))
-            o->csv = v;
-        else if (!strcmp(a, "--threads"))
-            ok = parse_int(v, 0, 4096, &o->threads);
-        else if (!strcmp(a, "--verify"))
-            ok = parse_int(v, 1, RSSM_MAX_RING_LEN, &o->verify);
-        else if (!strcmp(a, "--phase")) {
-            if (!strcmp(v, "staggered"))
-                o->phase = PHASE_STAGGERED;
-            else if (!strcmp(v, "inphase"))
-                o->phase = PHASE_INPHASE;
-            else if (!strcmp(v, "both"))
-                o->phase = PHASE_BOTH;
-            else
-                ok = 0;
-        } else if (!strcmp(a, "--working-set-mib")) {
-            o->ws_mib = atof(v);
-            ok = o->ws_mib > 0;
-        } else if (!strcmp(a, "--min-time")) {
-            o->min_time = atof(v);
-            ok = o->min_time > 0;
-        } else if (!strcmp(a, "--repeat"))
-            ok = parse_int(v, 1, 100, &o->repeat);
-        else if (!strcmp(a, "--bw-mib")) {
-            o->bw_mib = atof(v);
-            ok = o->bw_mib > 0;
-        } else if (!strcmp(a, "--gate")) {
-            if (!strcmp(v, "gdn"))
-                gate = RSSM_GATE_GDN;
-            else if (!strcmp(v, "kda"))
-                gate = RSSM_GATE_KDA;
-            else
-                ok = 0;
-        } else if (!strcmp(a, "--heads"))
-            ok = parse_int(v, 1, 4096, &H);
-        else if (!strcmp(a, "--v-heads"))
-            ok = parse_int(v, 1, 4096, &HV);
-        else if (!strcmp(a, "--k-dim"))
-            ok = parse_int(v, 1, RSSM_MAX_HEAD_DIM, &K);
-        else if (!strcmp(a, "--v-dim"))
-            ok = parse_int(v, 1, RSSM_MAX_HEAD_DIM, &V);
-        else {
-            fprintf(stderr, "bench: unknown option %s (see --help)\n", a);
-            return 0;
-        }
-        if (!ok) {
-            fprintf(stderr, "bench: bad value '%s' for %s (see --help)\n", v, a);
-            return 0;
-        }
-    }
-    /* preset, then explicit fields */
-    rssm_gate pg = RSSM_GATE_GDN;
-    int pH = 16, pHV = 32, pK = 128, pV = 128;
-    if (!strcmp(o->model, "qwen3.5-122b"))
-        pHV = 64;
-    else if (!strcmp(o->model, "kimi-linear"))
-        pg = RSSM_GATE_KDA, pH = 32, pHV = 32;
-    if (gate >= 0) pg = (rssm_gate)gate;
-    if (H) pH = H;
-    if (HV) pHV = HV;
-    if (K) pK = K;
-    if (V) pV = V;
-    o->layer = rssm_layer_default(pg, pH, pHV, pK, pV, o->ring[0]);
-    o->layer.state_dtype = state;
-    o->layer.ring_dtype = o->ring_set ? ring : state;
-    o->layer.io_dtype = io;
-    for (int i = 0; i < o->nring; i++)
-        if (o->verify > o->ring[i]) {
-            fprintf(stderr, "bench: --verify %d does not fit ring length %d\n", o->verify, o->ring[i]);
-            return 0;
-        }
-    rssm_status st = rssm_layer_validate(&o->layer);
-    if (st != RSSM_OK) {
-        fprintf(stderr, "bench: invalid layer: %s\n", rssm_last_error());
-        return 0;
-    }
-    return 1;
+    bench_options o;
+    memset(&o, 0, sizeof o);
+    o.device = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
+    o.params = rssm_context_params_default();
+    o.model = "qwen3-next";
+    bench_model_layer(o.model, &o.layer);
+    o.batch[0] = 1, o.batch[1] = 8, o.batch[2] = 64, o.nbatch = 3;
+    o.ring_len[0] = 16, o.nring = 1;
+    o.phase = BENCH_PHASE_STAGGERED;
+    o.ws_mib = 1024;
+    o.min_time = 0.3;
+    o.repeat = 3;
+    return o;
 }
 
-static int shape_is_preset(const bench_opts *o)
+static int shape_is_preset(const bench_options *o)
 {
-    rssm_gate pg = RSSM_GATE_GDN;
-    int pH = 16, pHV = 32;
-    if (!strcmp(o->model, "qwen3.5-122b"))
-        pHV = 64;
-    else if (!strcmp(o->model, "kimi-linear"))
-        pg = RSSM_GATE_KDA, pH = 32, pHV = 32;
+    rssm_layer p;
     const rssm_layer *l = &o->layer;
-    return l->gate == pg && l->num_k_heads == pH && l->num_v_heads == pHV && l->head_k_dim == 128 &&
-           l->head_v_dim == 128;
+    return bench_model_layer(o->model, &p) == 0 && l->gate == p.gate && l->num_k_heads == p.num_k_heads &&
+           l->num_v_heads == p.num_v_heads && l->head_k_dim == p.head_k_dim && l->head_v_dim == p.head_v_dim;
+}
+
+static const char *device_name(rssm_device d)
+{
+    return d == RSSM_DEVICE_CUDA ? "cuda" : d == RSSM_DEVICE_CPU ? "cpu" : "reference";
 }
 
 /* The command line that reproduces one row. */
-static void row_command(const bench_opts *o, const bench_result *x, char *out, size_t n)
+static void row_command(const bench_options *o, const bench_result *x, char *out, size_t n)
 {
     const rssm_layer *l = &o->layer;
-    const char *dev = o->device == RSSM_DEVICE_CUDA ? "cuda" : o->device == RSSM_DEVICE_CPU ? "cpu" : "reference";
-    int w = snprintf(out, n, "replayssm bench --device %s --model %s", dev, o->model);
+    int w = snprintf(out, n, "replayssm bench --device %s --model %s", device_name(o->device), o->model);
     if (!shape_is_preset(o))
         w += snprintf(out + w, n - w, " --gate %s --heads %d --v-heads %d --k-dim %d --v-dim %d",
                       l->gate == RSSM_GATE_KDA ? "kda" : "gdn", l->num_k_heads, l->num_v_heads, l->head_k_dim,
@@ -824,52 +641,53 @@ static void row_command(const bench_opts *o, const bench_result *x, char *out, s
     if (o->ws_mib != 1024) snprintf(out + w, n - w, " --working-set-mib %g", o->ws_mib);
 }
 
-/* ---- the command ---------------------------------------------------------------------------- */
+/* ---- the run ---------------------------------------------------------------------------------- */
 
-int rssm_cli_bench(int argc, char **argv, const rssm_context_params *params)
-{
-    bench_opts o;
-    const int pr = parse_args(argc, argv, &o);
-    if (pr < 0) return 0;
-    if (!pr) return 2;
-    const int cpu = o.device == RSSM_DEVICE_CPU;
-
-    rssm_context *ctx = NULL;
-    rssm_context_params cp = *params;
-    cp.threads = o.threads;
-    rssm_status st = rssm_context_create(o.device, &cp, &ctx);
-    if (st != RSSM_OK) {
-        fprintf(stderr, "bench: cannot create the context: %s: %s\n", rssm_status_name(st), rssm_last_error());
-        return 1;
-    }
-
-    /* header */
+/* What every configuration of one run shares: the context, the header's facts, the bandwidth
+ * measured at the start and the CSV rows (written at the end when every configuration ran). */
+typedef struct bench_session {
+    const bench_options *o;
+    rssm_context *ctx;
+    int cpu;
     char machine[256], commit[80], date[64];
-    machine_name(o.device, machine, sizeof machine);
-    git_commit(commit, sizeof commit);
+    double copy, triad;
+    char *csv;
+    size_t csv_cap, csv_len;
+    int printed_table_header;
+} bench_session;
+
+static void print_header(bench_session *bs)
+{
+    const bench_options *o = bs->o;
+    machine_name(o->device, bs->machine, sizeof bs->machine);
+    git_commit(bs->commit, sizeof bs->commit);
     time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    const rssm_layer *l0 = &o.layer;
+    strftime(bs->date, sizeof bs->date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const rssm_layer *l0 = &o->layer;
     printf("# replayssm %s bench\n", rssm_version_string());
     printf("# command : replayssm");
-    for (int i = 0; i < argc; i++)
-        printf(" %s", argv[i]);
-    printf("\n# device  : %s — %s\n", o.device == RSSM_DEVICE_CUDA ? "cuda" : cpu ? "cpu" : "reference", machine);
-    if (cpu)
-        printf("# threads : %d\n", threads_of(ctx));
+    for (int i = 0; i < o->argc; i++)
+        printf(" %s", o->argv[i]);
+    printf("\n# device  : %s — %s\n", device_name(o->device), bs->machine);
+    if (bs->cpu)
+        printf("# threads : %d\n", threads_of(bs->ctx));
     else
         printf("# threads : -\n");
-    printf("# date    : %s\n# commit  : %s\n", date, commit);
-    printf("# layer   : %s %s H=%d HV=%d K=%d V=%d  state %s, ring %s (G f32), io %s, gates raw (a, b)\n", o.model,
+    printf("# date    : %s\n# commit  : %s\n", bs->date, bs->commit);
+    printf("# layer   : %s %s H=%d HV=%d K=%d V=%d  state %s, ring %s (G f32), io %s, gates raw (a, b)\n", o->model,
            l0->gate == RSSM_GATE_KDA ? "KDA" : "GDN", l0->num_k_heads, l0->num_v_heads, l0->head_k_dim, l0->head_v_dim,
            dtype_name(l0->state_dtype), dtype_name(l0->ring_dtype), dtype_name(l0->io_dtype));
-    if (!strcmp(o.model, "qwen3.5-122b") && shape_is_preset(&o))
+    if (!strcmp(o->model, "qwen3.5-122b") && shape_is_preset(o))
         printf("# note    : qwen3.5-122b shape H=16 HV=64 K=V=128 is our assumption\n");
+}
 
-    /* bandwidth of this device, measured in this run */
-    double bw_bytes = o.bw_mib * MIB;
+/* The copy (and CPU triad) bandwidth of this device, measured in this run; 0, or 1 on failure. */
+static int measure_bandwidth(bench_session *bs)
+{
+    const bench_options *o = bs->o;
+    double bw_bytes = o->bw_mib * MIB;
     if (bw_bytes <= 0) {
-        if (o.device == RSSM_DEVICE_CUDA)
+        if (o->device == RSSM_DEVICE_CUDA)
             bw_bytes = 1024 * MIB;
         else {
             bw_bytes = 2 * llc_bytes();
@@ -877,136 +695,165 @@ int rssm_cli_bench(int argc, char **argv, const rssm_context_params *params)
             if (bw_bytes > 1024 * MIB) bw_bytes = 1024 * MIB;
         }
     }
-    double copy = 0, triad = 0;
-    st = bench_bandwidth(ctx, (size_t)bw_bytes, &copy, &triad);
-    if (st != RSSM_OK || !(copy > 0)) {
+    rssm_status st = bench_bandwidth(bs->ctx, (size_t)bw_bytes, &bs->copy, &bs->triad);
+    if (st != RSSM_OK || !(bs->copy > 0)) {
         fprintf(stderr, "bench: bandwidth measurement failed: %s: %s\n", rssm_status_name(st), rssm_last_error());
-        rssm_context_free(ctx);
         return 1;
     }
-    printf("# memory  : copy %.1f GB/s (read + write)", copy);
-    if (cpu) printf(", STREAM triad %.1f GB/s", triad);
+    printf("# memory  : copy %.1f GB/s (read + write)", bs->copy);
+    if (bs->cpu) printf(", STREAM triad %.1f GB/s", bs->triad);
     printf(" over %.0f MiB arrays; GB = 1e9 B, MB = 1e6 B\n", bw_bytes / MIB);
-    printf("# timing  : best of %d measurements of >= %.2f s; one unit = M steps over M banks of B slots\n", o.repeat,
-           o.min_time);
-    if (cpu)
+    printf("# timing  : best of %d measurements of >= %.2f s; one unit = M steps over M banks of B slots\n", o->repeat,
+           o->min_time);
+    if (bs->cpu)
         printf("# note    : CPU timings on a shared machine are noisy; compare the ratio, measured in the same run\n");
+    return 0;
+}
 
-    /* CSV rows are kept and written only when every run succeeded */
-    size_t csv_cap = 1 << 16, csv_len = 0;
-    char *csv = o.csv ? malloc(csv_cap) : NULL;
-    if (o.csv && !csv) {
-        fprintf(stderr, "bench: out of host memory\n");
-        rssm_context_free(ctx);
+/* Appends the CSV row of x; 0, or 1 out of host memory. */
+static int csv_add(bench_session *bs, const config_run *r, const bench_result *x)
+{
+    const bench_options *o = bs->o;
+    const int cpu = bs->cpu;
+    char cmd[1024];
+    row_command(o, x, cmd, sizeof cmd);
+    if (bs->csv_cap - bs->csv_len < 4096) {
+        char *n = realloc(bs->csv, bs->csv_cap * 2);
+        if (!n) {
+            fprintf(stderr, "bench: out of host memory\n");
+            return 1;
+        }
+        bs->csv = n, bs->csv_cap *= 2;
+    }
+    const rssm_layer *l = &r->layer;
+    const double copy = bs->copy, triad = bs->triad;
+    bs->csv_len += snprintf(
+        bs->csv + bs->csv_len, bs->csv_cap - bs->csv_len,
+        "%s,\"%s\",%d,%s,%s,%s,%s,%d,%d,%d,%d,%s,%s,%s,%s,%d,%d,%d,%s,%.3f,%d,%d,%zu,%d,%d,%.4f,%.4f,"
+        "%.4f,%.0f,%.0f,%.4f,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,\"%s\"\n",
+        device_name(o->device), bs->machine, cpu ? threads_of(bs->ctx) : 0, bs->date, bs->commit, o->model,
+        l->gate == RSSM_GATE_KDA ? "kda" : "gdn", l->num_k_heads, l->num_v_heads, l->head_k_dim, l->head_v_dim,
+        dtype_name(l->state_dtype), dtype_name(l->ring_dtype), dtype_name(l->io_dtype), o->verify ? "verify" : "decode",
+        x->B, x->L, x->T, phase_name(x->phase), o->verify ? x->mean_acc : 1.0, r->M, r->M * r->B, r->state_bytes,
+        x->reps_p, x->reps_r, x->us_p, x->us_r, x->us_p / x->us_r, x->bytes_p, x->bytes_r, x->bytes_p / x->bytes_r,
+        x->gbps_p, x->gbps_r, copy, cpu ? triad : 0.0, 100 * x->gbps_p / copy, 100 * x->gbps_r / copy,
+        cpu ? 100 * x->gbps_p / triad : 0.0, cpu ? 100 * x->gbps_r / triad : 0.0, cmd);
+    return 0;
+}
+
+/* Times one phase of a set-up configuration, prints its row (and keeps its CSV row); 0, or 1
+ * when it failed (nothing printed). */
+static int bench_phase(bench_session *bs, config_run *r, int ph)
+{
+    const bench_options *o = bs->o;
+    bench_result x;
+    memset(&x, 0, sizeof x);
+    x.B = r->B, x.L = r->layer.ring_len, x.T = r->T, x.phase = ph, x.M = r->M;
+    bench_work work[2] = {o->verify ? unit_verify_packed : unit_packed, o->verify ? unit_verify_replay : unit_replay};
+    double unit_us[2] = {-1, -1};
+    long units[2] = {0, 0};
+    int reps[2] = {0, 0};
+    /* packed decode never reads or moves cursors: one reset serves both paths */
+    const int failed = run_reset(r, ph) || time_pair(r, o, work, unit_us, units, reps);
+    const double unit_p = failed ? -1 : unit_us[0], unit_r = failed ? -1 : unit_us[1];
+    x.reps_p = reps[0], x.reps_r = reps[1];
+    if (unit_p < 0 || unit_r < 0 || r->err != RSSM_OK || !outputs_finite(r)) {
+        fprintf(stderr, "bench: B=%d L=%d %s: %s\nbench: no numbers reported for this configuration\n", r->B, x.L,
+                phase_name(ph), r->msg[0] ? r->msg : "failed");
         return 1;
     }
-    if (csv)
-        csv_len += snprintf(csv, csv_cap,
-                            "device,machine,threads,date,commit,model,gate,H,HV,K,V,state,ring,io,mode,B,L,T,phase,"
-                            "mean_accepted,banks,slots,working_set_bytes,reps_packed,reps_replay,packed_us,replay_us,"
-                            "speedup,packed_bytes,replay_bytes,model_speedup,packed_gbps,replay_gbps,copy_gbps,"
-                            "triad_gbps,packed_pct_copy,replay_pct_copy,packed_pct_triad,replay_pct_triad,command\n");
-
-    int rc = 0, printed_header = 0;
-    for (int ri = 0; ri < o.nring && !rc; ri++)
-        for (int bi = 0; bi < o.nbatch && !rc; bi++) {
-            bench_run r;
-            memset(&r, 0, sizeof r);
-            r.ctx = ctx;
-            r.layer = o.layer;
-            r.layer.ring_len = o.ring[ri];
-            r.B = o.batch[bi];
-            r.T = o.verify ? o.verify : 1;
-            if (run_setup(&r, &o)) {
-                fprintf(stderr, "bench: B=%d L=%d: %s\n", r.B, o.ring[ri], r.msg);
-                run_free(&r);
-                rc = 1;
-                break;
-            }
-            if (!printed_header) {
-                printf("# working : B=%d L=%d: %d banks x %d slots, checkpoints %.0f MiB, all state %.0f MiB, inputs "
-                       "%.0f MiB (%d sets)\n",
-                       r.B, r.layer.ring_len, r.M, r.B, r.ckpt_bytes / MIB, r.state_bytes / MIB, r.input_bytes / MIB,
-                       r.NI);
-                print_table_header(&o, cpu);
-                printed_header = 1;
-            }
-            const int p0 = o.phase == PHASE_BOTH ? PHASE_STAGGERED : o.phase;
-            const int p1 = o.phase == PHASE_BOTH ? PHASE_INPHASE : o.phase;
-            for (int ph = p0; ph <= p1 && !rc; ph++) {
-                bench_result x;
-                memset(&x, 0, sizeof x);
-                x.B = r.B, x.L = r.layer.ring_len, x.T = r.T, x.phase = ph, x.M = r.M;
-                bench_work work[2] = {o.verify ? unit_verify_packed : unit_packed,
-                                      o.verify ? unit_verify_replay : unit_replay};
-                double unit_us[2] = {-1, -1};
-                long units[2] = {0, 0};
-                int reps[2] = {0, 0};
-                /* packed decode never reads or moves cursors: one reset serves both paths */
-                const int failed = run_reset(&r, ph) || time_pair(&r, &o, work, unit_us, units, reps);
-                const double unit_p = failed ? -1 : unit_us[0], unit_r = failed ? -1 : unit_us[1];
-                const long units_r = units[1];
-                x.reps_p = reps[0], x.reps_r = reps[1];
-                if (unit_p < 0 || unit_r < 0 || r.err != RSSM_OK || !outputs_finite(&r)) {
-                    fprintf(stderr, "bench: B=%d L=%d %s: %s\nbench: no numbers reported for this configuration\n", r.B,
-                            x.L, phase_name(ph), r.msg[0] ? r.msg : "failed");
-                    rc = 1;
-                    break;
-                }
-                x.us_p = unit_p / r.M;
-                x.us_r = unit_r / r.M;
-                if (o.verify) {
-                    x.bytes_p = r.B * rssm_bm_verify_packed(&r.layer, r.T);
-                    x.bytes_r = r.B * verify_bytes_sim(&r, units_r, x.reps_r, &x.mean_acc);
-                } else {
-                    x.bytes_p = r.B * rssm_bm_packed_token(&r.layer);
-                    x.bytes_r = r.B * rssm_bm_replay_cycle(&r.layer); /* exact: a unit is M/L whole cycles */
-                }
-                x.gbps_p = x.bytes_p / (x.us_p * 1e3);
-                x.gbps_r = x.bytes_r / (x.us_r * 1e3);
-                print_row(&o, &x, copy, triad, cpu);
-                if (csv) {
-                    char cmd[1024];
-                    row_command(&o, &x, cmd, sizeof cmd);
-                    if (csv_cap - csv_len < 4096) {
-                        char *n = realloc(csv, csv_cap * 2);
-                        if (!n) {
-                            fprintf(stderr, "bench: out of host memory\n");
-                            rc = 1;
-                            break;
-                        }
-                        csv = n, csv_cap *= 2;
-                    }
-                    const rssm_layer *l = &r.layer;
-                    csv_len += snprintf(
-                        csv + csv_len, csv_cap - csv_len,
-                        "%s,\"%s\",%d,%s,%s,%s,%s,%d,%d,%d,%d,%s,%s,%s,%s,%d,%d,%d,%s,%.3f,%d,%d,%zu,%d,%d,%.4f,%.4f,"
-                        "%.4f,%.0f,%.0f,%.4f,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%.2f,%.2f,\"%s\"\n",
-                        o.device == RSSM_DEVICE_CUDA ? "cuda"
-                        : cpu                        ? "cpu"
-                                                     : "reference",
-                        machine, cpu ? threads_of(ctx) : 0, date, commit, o.model,
-                        l->gate == RSSM_GATE_KDA ? "kda" : "gdn", l->num_k_heads, l->num_v_heads, l->head_k_dim,
-                        l->head_v_dim, dtype_name(l->state_dtype), dtype_name(l->ring_dtype), dtype_name(l->io_dtype),
-                        o.verify ? "verify" : "decode", x.B, x.L, x.T, phase_name(ph), o.verify ? x.mean_acc : 1.0, r.M,
-                        r.M * r.B, r.state_bytes, x.reps_p, x.reps_r, x.us_p, x.us_r, x.us_p / x.us_r, x.bytes_p,
-                        x.bytes_r, x.bytes_p / x.bytes_r, x.gbps_p, x.gbps_r, copy, cpu ? triad : 0.0,
-                        100 * x.gbps_p / copy, 100 * x.gbps_r / copy, cpu ? 100 * x.gbps_p / triad : 0.0,
-                        cpu ? 100 * x.gbps_r / triad : 0.0, cmd);
-                }
-            }
-            run_free(&r);
-        }
-
-    if (!rc && csv) {
-        FILE *f = fopen(o.csv, "w");
-        if (!f || fwrite(csv, 1, csv_len, f) != csv_len) {
-            fprintf(stderr, "bench: cannot write %s\n", o.csv);
-            rc = 1;
-        }
-        if (f) fclose(f);
+    x.us_p = unit_p / r->M;
+    x.us_r = unit_r / r->M;
+    if (o->verify) {
+        x.bytes_p = r->B * rssm_bm_verify_packed(&r->layer, r->T);
+        x.bytes_r = r->B * verify_bytes_sim(r, units[1], x.reps_r, &x.mean_acc);
+    } else {
+        x.bytes_p = r->B * rssm_bm_packed_token(&r->layer);
+        x.bytes_r = r->B * rssm_bm_replay_cycle(&r->layer); /* exact: a unit is M/L whole cycles */
     }
-    free(csv);
-    rssm_context_free(ctx);
+    x.gbps_p = x.bytes_p / (x.us_p * 1e3);
+    x.gbps_r = x.bytes_r / (x.us_r * 1e3);
+    print_row(o, &x, bs->copy, bs->triad, bs->cpu);
+    return bs->csv ? csv_add(bs, r, &x) : 0;
+}
+
+/* One configuration: ring length L, batch B, every phase asked for; 0, or 1 on failure. */
+static int bench_config(bench_session *bs, int L, int B)
+{
+    const bench_options *o = bs->o;
+    config_run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = bs->ctx;
+    r.layer = o->layer;
+    r.layer.ring_len = L;
+    r.B = B;
+    r.T = o->verify ? o->verify : 1;
+    int rc = 0;
+    if (run_setup(&r, o)) {
+        fprintf(stderr, "bench: B=%d L=%d: %s\n", r.B, L, r.msg);
+        rc = 1;
+    }
+    if (!rc && !bs->printed_table_header) {
+        printf("# working : B=%d L=%d: %d banks x %d slots, checkpoints %.0f MiB, all state %.0f MiB, inputs "
+               "%.0f MiB (%d sets)\n",
+               r.B, r.layer.ring_len, r.M, r.B, r.ckpt_bytes / MIB, r.state_bytes / MIB, r.input_bytes / MIB, r.NI);
+        print_table_header(o, bs->cpu);
+        bs->printed_table_header = 1;
+    }
+    const int p0 = o->phase == BENCH_PHASE_BOTH ? BENCH_PHASE_STAGGERED : o->phase;
+    const int p1 = o->phase == BENCH_PHASE_BOTH ? BENCH_PHASE_INPHASE : o->phase;
+    for (int ph = p0; ph <= p1 && !rc; ph++)
+        rc = bench_phase(bs, &r, ph);
+    run_free(&r);
+    return rc;
+}
+
+static int write_csv(const bench_session *bs)
+{
+    FILE *f = fopen(bs->o->csv, "w");
+    int rc = 0;
+    if (!f || fwrite(bs->csv, 1, bs->csv_len, f) != bs->csv_len) {
+        fprintf(stderr, "bench: cannot write %s\n", bs->o->csv);
+        rc = 1;
+    }
+    if (f) fclose(f);
+    return rc;
+}
+
+int bench_run(const bench_options *o)
+{
+    bench_session bs;
+    memset(&bs, 0, sizeof bs);
+    bs.o = o;
+    bs.cpu = o->device == RSSM_DEVICE_CPU;
+    rssm_context_params cp = o->params;
+    cp.threads = o->threads;
+    rssm_status st = rssm_context_create(o->device, &cp, &bs.ctx);
+    if (st != RSSM_OK) {
+        fprintf(stderr, "bench: cannot create the context: %s\n", rh_context_error(o->device, st));
+        return 1;
+    }
+    print_header(&bs);
+    int rc = measure_bandwidth(&bs);
+    /* CSV rows are kept and written only when every run succeeded */
+    bs.csv_cap = 1 << 16;
+    bs.csv = !rc && o->csv ? malloc(bs.csv_cap) : NULL;
+    if (!rc && o->csv && !bs.csv) {
+        fprintf(stderr, "bench: out of host memory\n");
+        rc = 1;
+    }
+    if (bs.csv)
+        bs.csv_len +=
+            snprintf(bs.csv, bs.csv_cap,
+                     "device,machine,threads,date,commit,model,gate,H,HV,K,V,state,ring,io,mode,B,L,T,phase,"
+                     "mean_accepted,banks,slots,working_set_bytes,reps_packed,reps_replay,packed_us,replay_us,"
+                     "speedup,packed_bytes,replay_bytes,model_speedup,packed_gbps,replay_gbps,copy_gbps,"
+                     "triad_gbps,packed_pct_copy,replay_pct_copy,packed_pct_triad,replay_pct_triad,command\n");
+    for (int ri = 0; ri < o->nring && !rc; ri++)
+        for (int bi = 0; bi < o->nbatch && !rc; bi++)
+            rc = bench_config(&bs, o->ring_len[ri], o->batch[bi]);
+    if (!rc && bs.csv) rc = write_csv(&bs);
+    free(bs.csv);
+    rssm_context_free(bs.ctx);
     return rc;
 }

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "bench_step.h"
 #include "harness.h"
 #include "replayssm_runtime.h"
 #include "timing.h"
@@ -61,7 +61,7 @@ static int step(void *p, void *stream)
     return !s->packed && rssm_plan_end(s->plan, stream) != RSSM_OK;
 }
 
-/* Inputs drawn as in `replayssm bench` (tools/bench.c): q, k, v, b normal; a normal clipped to
+/* Inputs drawn as in `replayssm bench` (bench.c): q, k, v, b normal; a normal clipped to
  * [-3, 3]; A = exp(A_log) in [1, 16]; softplus(dt_bias) log-uniform in [1e-3, 0.1]. The gates
  * matter to the timing: KDA folds early where a channel's decay passes its threshold. */
 typedef enum { IN_NORMAL, IN_GATE_A, IN_A_LOG, IN_DT_BIAS } input_kind;
@@ -92,55 +92,26 @@ static void *filled(rssm_context *ctx, size_t n, rssm_dtype dt, input_kind kind,
     return d;
 }
 
-int rssm_cli_bench_step(int argc, char **argv, const rssm_context_params *params)
+bench_step_options bench_step_options_default(void)
 {
-    rssm_device dev = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
-    int layers = 36, B = 64, L = 16, reps = 160, kda = 0, staggered = 1, small = 1;
-    rssm_dtype io = RSSM_DTYPE_F32;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: replayssm bench-step [--device cpu|cuda] [--model qwen3-next|kimi-linear] [--layers 36] "
-                   "[--batch 64] [--ring-len 16] [--phase staggered|inphase] [--io f32|bf16] [--reps 160] "
-                   "[--small-batch 0|1]\n"
-                   "  one decode step of a model of N linear-attention layers (qwen3-next: GDN H=16 HV=32, "
-                   "kimi-linear: KDA H=HV=32; K=V=128, f32 state, bf16 ring, f32 io by default) through the "
-                   "runtime, as one CUDA graph vs the sum of its parts, and against N packed layers; "
-                   "--small-batch 1 (default) also times the step with every row folded every step\n");
-            return 0;
-        } else if (!strcmp(a, "--model") && v) {
-            if (strcmp(v, "qwen3-next") && strcmp(v, "kimi-linear"))
-                return fprintf(stderr, "bench-step: unknown model '%s' (qwen3-next or kimi-linear)\n", v), 2;
-            kda = !strcmp(v, "kimi-linear"), i++;
-        } else if (!strcmp(a, "--phase") && v) {
-            if (strcmp(v, "staggered") && strcmp(v, "inphase"))
-                return fprintf(stderr, "bench-step: unknown phase '%s' (staggered or inphase)\n", v), 2;
-            staggered = !strcmp(v, "staggered"), i++;
-        } else if (!strcmp(a, "--io") && v) {
-            if (strcmp(v, "f32") && strcmp(v, "bf16"))
-                return fprintf(stderr, "bench-step: unknown io dtype '%s' (f32 or bf16)\n", v), 2;
-            io = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, i++;
-        } else if (!strcmp(a, "--device") && v) {
-            dev = !strcmp(v, "cuda") ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU, i++;
-        } else if (!strcmp(a, "--layers") && v) {
-            layers = atoi(v), i++;
-        } else if (!strcmp(a, "--batch") && v) {
-            B = atoi(v), i++;
-        } else if (!strcmp(a, "--ring-len") && v) {
-            L = atoi(v), i++;
-        } else if (!strcmp(a, "--reps") && v) {
-            reps = atoi(v), i++;
-        } else if (!strcmp(a, "--small-batch") && v) {
-            small = atoi(v), i++;
-        } else {
-            fprintf(stderr, "bench-step: unknown or incomplete option '%s'\n", a);
-            return 2;
-        }
-    }
-    if (layers < 1 || B < 1 || L < 1 || reps < 1) return fprintf(stderr, "bench-step: bad values\n"), 2;
+    bench_step_options o;
+    memset(&o, 0, sizeof o);
+    o.device = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
+    o.params = rssm_context_params_default();
+    o.layers = 36, o.batch = 64, o.ring_len = 16, o.reps = 160, o.staggered = 1, o.small_batch = 1;
+    o.io = RSSM_DTYPE_F32;
+    return o;
+}
+
+int bench_step_run(const bench_step_options *o)
+{
+    const rssm_device dev = o->device;
+    const int layers = o->layers, B = o->batch, L = o->ring_len, reps = o->reps, kda = o->kda;
+    const int staggered = o->staggered, small = o->small_batch;
+    const rssm_dtype io = o->io;
     rssm_context *ctx;
-    rssm_status st = rssm_context_create(dev, params, &ctx);
-    if (st != RSSM_OK) return fprintf(stderr, "bench-step: %s\n", rssm_last_error()), 1;
+    rssm_status st = rssm_context_create(dev, &o->params, &ctx);
+    if (st != RSSM_OK) return fprintf(stderr, "bench-step: %s\n", rh_context_error(dev, st)), 1;
     const int H = kda ? 32 : 16, HV = 32, gk = kda ? 128 : 1; /* gk: gate inputs per value head */
     rssm_layer layer = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, 128, 128, L);
     layer.ring_dtype = RSSM_DTYPE_BF16;

@@ -6,7 +6,7 @@
  *
  * Notation (all per row): H key heads, HV value heads, group = HV / H, K and V head dims,
  * L ring length, s / r / e = bytes of a state / ring / io element, gk = 1 (GDN) or K (KDA),
- * h = live ring entries before the step. tools/bytemodel.c states each formula.
+ * h = live ring entries before the step. bytemodel.c states each formula.
  */
 #ifndef RSSM_BYTEMODEL_H
 #define RSSM_BYTEMODEL_H

@@ -3,9 +3,10 @@
  * Qwen3-Next's GDN heads (H=16, HV=32) and Kimi-Linear's KDA heads (H=HV=32), per rows x tokens:
  * uniform rows, and ragged rows (cu_seqlens) whose lengths alternate T and T/4. On CUDA it also
  * times, in the same run, each loop on its own context: chunks on the narrow lanes
- * (RSSM_CUDA_PREFILL=1), on wide lanes with a whole head per CTA (=2), the same lanes sliced (=3,
- * 32 rows per CTA; the same bits as =2) and the one-token loop (=0; the narrow lanes' bits); the
- * default slices the wide lanes while the sliced grid has at most one CTA per SM.
+ * (rssm_context_params.cuda_prefill = 1), on wide lanes with a whole head per CTA (2), the same
+ * lanes sliced (3, 32 rows per CTA; the same bits as 2) and the one-token loop (0; the narrow
+ * lanes' bits); the default slices the wide lanes while the sliced grid has at most one CTA
+ * per SM.
  * Built as build/bench_prefill [cpu|cuda] [ROWS T [REPS]]; prints a table, then the same rows as
  * CSV (ROWS T: that shape only, uniform rows, e.g. for a profiler; REPS: calls per timing, e.g. 1
  * under compute-sanitizer).

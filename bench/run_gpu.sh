@@ -32,20 +32,23 @@ if [ "$phase" = check ]; then
   { cmake -S . -B build "${cfg[@]}" && cmake --build build -j"$(nproc)"; } > "$out/gpu-build.log" 2>&1 \
     || { tail -30 "$out/gpu-build.log"; exit 1; }
   ctest --test-dir build --output-on-failure -j4 > "$out/gpu-ctest.log" 2>&1; tail -22 "$out/gpu-ctest.log"
-  { info; echo "=== replayssm check --device cuda ${vec:+--vectors $vec}";
-      $b check --device cuda ${vec:+--vectors "$vec"} | grep -v '^PASS'; } > "$out/gpu-check.txt" 2>&1
-  { echo "=== RSSM_CUDA_SPLIT=1 replayssm check --device cuda (small batches otherwise split heads)";
-    RSSM_CUDA_SPLIT=1 $b check --device cuda | grep -v '^PASS' | tail -2
-    echo "=== RSSM_CUDA_PIPE=1 RSSM_CUDA_PIPE_BALANCE=0|1 replayssm check --device cuda (the pipeline at every size, both orders)"
-    for bal in 0 1; do RSSM_CUDA_PIPE=1 RSSM_CUDA_PIPE_BALANCE=$bal $b check --device cuda | grep -v '^PASS' | tail -1; done
+  { info; echo "=== replayssm check --device cuda --vectors ${vec:-none}";
+      $b check --device cuda --vectors "${vec:-none}" | grep -v '^PASS'; } > "$out/gpu-check.txt" 2>&1
+  { echo "=== replayssm check --device cuda --vectors none --cuda-split 1 (small batches otherwise split heads)";
+    $b check --device cuda --vectors none --cuda-split 1 | grep -v '^PASS' | tail -2
+    echo "=== replayssm check --device cuda --vectors none --cuda-pipeline 1 --cuda-pipeline-balance 0|1 (the pipeline at every size, both orders)"
+    for bal in 0 1; do
+      $b check --device cuda --vectors none --cuda-pipeline 1 --cuda-pipeline-balance $bal | grep -v '^PASS' | tail -1
+    done
     echo "=== replayssm check --suite runtime --device cuda"; $b check --suite runtime --device cuda | tail -1
   } >> "$out/gpu-check.txt" 2>&1
   cat "$out/gpu-check.txt"
   { info
-    echo "=== compute-sanitizer --tool memcheck replayssm check --device cuda --quick"
-    timeout 150 compute-sanitizer --tool memcheck $b check --device cuda --quick 2>&1 | grep -v '^PASS' | tail -4
-    echo "=== compute-sanitizer --tool racecheck replayssm check --device cuda --quick --filter L=16"
-    timeout 100 compute-sanitizer --tool racecheck $b check --device cuda --quick --filter L=16 2>&1 | grep -v '^PASS' | tail -4
+    echo "=== compute-sanitizer --tool memcheck replayssm check --device cuda --quick --vectors none"
+    timeout 150 compute-sanitizer --tool memcheck $b check --device cuda --quick --vectors none 2>&1 | grep -v '^PASS' | tail -4
+    echo "=== compute-sanitizer --tool racecheck replayssm check --device cuda --quick --vectors none --filter L=16"
+    timeout 100 compute-sanitizer --tool racecheck $b check --device cuda --quick --vectors none --filter L=16 2>&1 \
+      | grep -v '^PASS' | tail -4
   } > "$out/gpu-sanitizer.txt" 2>&1
   cat "$out/gpu-sanitizer.txt"
   exit 0

@@ -26,18 +26,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "handoff.h"
+#include "harness.h"
 #include "replayssm_runtime.h"
 #include "sim_nccl.h"
-
-typedef struct ho_config {
-    rssm_device device;
-    const char *model, *csv;
-    rssm_layer layer;
-    int n_layers, requests, prompt, pre, gen, ranks, threads;
-    rssm_context_params params;
-    uint64_t seed;
-} ho_config;
+#include "simulate.h"
 
 enum { F_RING, F_MAT, F_PACKED, N_FORMS };
 static const char *form_name[N_FORMS] = {"ring", "materialised", "packed"};
@@ -48,7 +41,7 @@ typedef struct ho_times {
 
 /* One process's view: its role(s), pools, device input buffers and transport. */
 typedef struct ho {
-    const ho_config *c;
+    const handoff_config *c;
     rssm_context *ctx;
     sim_nccl *comm; /* NULL on the CPU (in-process memcpy) */
     int rank, nranks, prefill, decode;
@@ -61,7 +54,7 @@ typedef struct ho {
     float *hq, *hk, *hv, *ha, *hb; /* host staging of one call's inputs */
 } ho;
 
-#define HCHECK(call) RSSM_CLI_TRY("handoff", call)
+#define HCHECK(call) SIM_TRY("handoff", call)
 #define NCHECK(call)                                                                                                   \
     do {                                                                                                               \
         if (call) return fprintf(stderr, "handoff: rank %d: %s\n", h->rank, sim_nccl_error()), -1;                     \
@@ -234,7 +227,7 @@ typedef struct ho_result {
 
 static int run(ho *h, ho_result *res)
 {
-    const ho_config *c = h->c;
+    const handoff_config *c = h->c;
     const int R = c->requests, nl = c->n_layers;
     const size_t orow = (size_t)R * c->layer.num_v_heads * c->layer.head_v_dim, nout = (size_t)c->gen * nl * orow;
     int32_t *src = calloc(R, 4), *mat = calloc(R, 4), *dst[N_FORMS];
@@ -358,14 +351,14 @@ static int run(ho *h, ho_result *res)
     return 0;
 }
 
-static const char *transport_name(const ho_config *c)
+static const char *transport_name(const handoff_config *c)
 {
     if (c->device != RSSM_DEVICE_CUDA) return "in-process memcpy (CPU)";
     return c->ranks == 1 ? "NCCL send/recv to self on one GPU (1-rank communicator)"
                          : "NCCL send/recv, prefill process on GPU 0 -> decode process on GPU 1";
 }
 
-static void report(const ho_config *c, const ho_result *r)
+static void report(const handoff_config *c, const ho_result *r)
 {
     const rssm_layer *l = &c->layer;
     printf("replayssm handoff: model %s (%s H=%d HV=%d K=%d V=%d, %d layers, L=%d %s ring, %s state), device %s\n",
@@ -396,7 +389,7 @@ static void report(const ho_config *c, const ho_result *r)
            r->mat_vs_ring);
 }
 
-static int write_csv(const ho_config *c, const ho_result *r)
+static int write_csv(const handoff_config *c, const ho_result *r)
 {
     FILE *f = fopen(c->csv, "w");
     if (!f) return fprintf(stderr, "handoff: cannot write %s\n", c->csv), -1;
@@ -419,7 +412,7 @@ static int write_csv(const ho_config *c, const ho_result *r)
 /* Sets up one rank (or the single in-process/one-GPU run), runs it, rank 0 reports. */
 static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg)
 {
-    const ho_config *c = arg;
+    const handoff_config *c = arg;
     ho H, *h = &H;
     memset(h, 0, sizeof *h);
     h->c = c, h->rank = rank, h->nranks = nranks;
@@ -429,7 +422,8 @@ static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg
     rssm_context_params cp = c->params;
     cp.threads = c->threads;
     cp.device_ordinal = c->device == RSSM_DEVICE_CUDA ? rank : 0;
-    HCHECK(rssm_context_create(c->device, &cp, &h->ctx));
+    const rssm_status st = rssm_context_create(c->device, &cp, &h->ctx);
+    if (st != RSSM_OK) return fprintf(stderr, "handoff: %s\n", rh_context_error(c->device, st)), 1;
     const rssm_layer *l = &c->layer;
     const int R = c->requests, nl = c->n_layers, gk = gk_of(l);
     h->layers = malloc(sizeof(rssm_layer) * nl);
@@ -490,88 +484,27 @@ static int handoff_rank(int rank, int nranks, const unsigned char *id, void *arg
     return rc ? 1 : 0;
 }
 
-static void usage(void)
+handoff_config handoff_config_default(void)
 {
-    printf("usage: replayssm handoff [options]\n"
-           "  --device cpu|cuda      cpu: in-process transport; cuda: NCCL (default cpu)\n"
-           "  --ranks 1|2            cuda: 1 = send to self on one GPU, 2 = prefill GPU 0 -> decode GPU 1\n"
-           "  --model NAME           demo (default) | demo-kda | qwen3-next | kimi-linear\n"
-           "  --layers N             linear-attention layers (default 4)\n"
-           "  --requests N           requests handed off (default 8)\n"
-           "  --prompt N             prompt tokens per request (default 64)\n"
-           "  --pre N                decode steps before the hand-off (ring entries; default 5)\n"
-           "  --gen N                decode steps after it, compared bit for bit (default 24)\n"
-           "  --ring-len L           ring length (default 16)\n"
-           "  --ring f32|bf16        ring dtype (default f32)\n"
-           "  --seed N               input seed (default 1)\n"
-           "  --threads N            CPU threads (default: all cores)\n"
-           "  --csv FILE             also write the table as CSV\n");
-}
-
-int rssm_cli_handoff(int argc, char **argv, const rssm_context_params *params)
-{
-    ho_config c;
+    handoff_config c;
     memset(&c, 0, sizeof c);
-    c.params = *params;
+    c.params = rssm_context_params_default();
     c.device = RSSM_DEVICE_CPU, c.model = "demo", c.n_layers = 4, c.requests = 8, c.prompt = 64, c.pre = 5;
     c.gen = 24, c.ranks = 1, c.seed = 1;
-    int ring_len = 16;
-    rssm_dtype ring = RSSM_DTYPE_F32;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define ARG(name) (!strcmp(a, name) && v && (i++, 1))
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            return 0;
-        } else if (ARG("--device")) {
-            if (strcmp(v, "cpu") && strcmp(v, "cuda")) return fprintf(stderr, "handoff: unknown device '%s'\n", v), 2;
-            c.device = strcmp(v, "cuda") ? RSSM_DEVICE_CPU : RSSM_DEVICE_CUDA;
-        } else if (ARG("--model"))
-            c.model = v;
-        else if (ARG("--ranks"))
-            c.ranks = atoi(v);
-        else if (ARG("--layers"))
-            c.n_layers = atoi(v);
-        else if (ARG("--requests"))
-            c.requests = atoi(v);
-        else if (ARG("--prompt"))
-            c.prompt = atoi(v);
-        else if (ARG("--pre"))
-            c.pre = atoi(v);
-        else if (ARG("--gen"))
-            c.gen = atoi(v);
-        else if (ARG("--ring-len"))
-            ring_len = atoi(v);
-        else if (ARG("--ring"))
-            ring = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
-        else if (ARG("--seed"))
-            c.seed = strtoull(v, NULL, 10);
-        else if (ARG("--threads"))
-            c.threads = atoi(v);
-        else if (ARG("--csv"))
-            c.csv = v;
-        else
-            return fprintf(stderr, "handoff: unknown or incomplete option '%s' (see --help)\n", a), 2;
-#undef ARG
-    }
-    if (!strcmp(c.model, "demo"))
-        c.layer = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 64, 64, ring_len);
-    else if (!strcmp(c.model, "demo-kda"))
-        c.layer = rssm_layer_default(RSSM_GATE_KDA, 4, 4, 64, 64, ring_len);
-    else if (!strcmp(c.model, "qwen3-next"))
-        c.layer = rssm_layer_default(RSSM_GATE_GDN, 16, 32, 128, 128, ring_len);
-    else if (!strcmp(c.model, "kimi-linear"))
-        c.layer = rssm_layer_default(RSSM_GATE_KDA, 32, 32, 128, 128, ring_len);
-    else
-        return fprintf(stderr, "handoff: unknown model '%s'\n", c.model), 2;
-    c.layer.ring_dtype = ring;
-    if (rssm_layer_validate(&c.layer) != RSSM_OK) return fprintf(stderr, "handoff: %s\n", rssm_last_error()), 2;
-    if (c.n_layers < 1 || c.requests < 1 || c.prompt < 1 || c.pre < 0 || c.pre > ring_len || c.gen < 1 ||
-        c.threads < 0 || (c.ranks != 1 && c.ranks != 2) || (c.ranks == 2 && c.device != RSSM_DEVICE_CUDA))
-        return fprintf(stderr, "handoff: invalid option values (see --help; --ranks 2 needs --device cuda)\n"), 2;
-    if (c.device == RSSM_DEVICE_CUDA) {
-        if (sim_nccl_launch(c.ranks, handoff_rank, &c)) return fprintf(stderr, "handoff: %s\n", sim_nccl_error()), 1;
+    sim_model_config m;
+    sim_model_preset(c.model, &m);
+    c.layer = m.layer;
+    return c;
+}
+
+int handoff_run(const handoff_config *c)
+{
+    if (c->device == RSSM_DEVICE_CUDA) {
+        const char *absent = sim_cuda_absent();
+        if (absent) return fprintf(stderr, "handoff: --device cuda: %s\n", absent), 1;
+        if (sim_nccl_launch(c->ranks, handoff_rank, (void *)c))
+            return fprintf(stderr, "handoff: %s\n", sim_nccl_error()), 1;
         return 0;
     }
-    return handoff_rank(0, 1, NULL, &c) ? 1 : 0;
+    return handoff_rank(0, 1, NULL, (void *)c) ? 1 : 0;
 }

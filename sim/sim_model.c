@@ -8,7 +8,7 @@
 #include "replayssm_runtime.h"
 #include "sim_model.h"
 
-#ifdef RSSM_SIM_CUDA /* tools/sim_cuda.cu */
+#ifdef RSSM_SIM_CUDA /* sim_cuda.cu */
 int sim_gpu_init(sim_model *m, rssm_context *ctx, int max_rows);
 void sim_gpu_free(sim_model *m);
 const float *sim_gpu_A_log(const sim_model *m);

@@ -8,7 +8,7 @@
  * the GEMMs take bf16 inputs and accumulate in f32; what the mixers read (the fused projection)
  * and write (their output) is bf16, the layers' io dtype. On a CPU context the dense parts run
  * on the CPU thread pool (weights kept as f32 holding bf16 values); on a CUDA context on the GPU
- * (tools/sim_cuda.cu, cuBLAS on bf16 tensor cores). Buffers live in the context's memory.
+ * (sim_cuda.cu, cuBLAS on bf16 tensor cores). Buffers live in the context's memory.
  * Fused projection row layout (one row per token), each segment padded to 8 elements so
  * every view is 16-byte aligned and can be passed to the kernels with a token stride:
  *   [ q: H*K | k: H*K | v: HV*V | a: HV*gk | b: HV ]

@@ -23,6 +23,15 @@ static int fail(const char *fmt, ...)
 
 const char *sim_nccl_error(void) { return err; }
 
+const char *sim_cuda_absent(void)
+{
+#ifdef RSSM_SIM_CUDA
+    return NULL;
+#else
+    return "no CUDA device was found (this build of replayssm has no CUDA back end)";
+#endif
+}
+
 #ifdef RSSM_SIM_NCCL
 
 #include <cuda_runtime.h>
@@ -87,6 +96,7 @@ int sim_nccl_launch(int nranks, sim_rank_fn body, void *arg)
     const char *nvls = getenv("NCCL_NVLS_ENABLE");
     if (!nvls || strcmp(nvls, "0")) setenv("NCCL_NVLS_ENABLE", "0", 1);
     const int gpus = device_count();
+    if (gpus == 0) return fail("no CUDA device was found (%d rank(s) need a GPU each)", nranks);
     if (gpus < nranks)
         return fail("%d rank(s) need %d GPU(s), one per rank; this machine shows %d", nranks, nranks,
                     gpus < 0 ? 0 : gpus);

@@ -17,6 +17,9 @@
 
 typedef struct sim_nccl sim_nccl;
 
+/* NULL in a build with the CUDA back end; else why --device cuda cannot run ("no CUDA device
+ * was found (...)"). Asks nothing of CUDA, so it is safe before sim_nccl_launch's fork. */
+const char *sim_cuda_absent(void);
 /* 1 when compiled with NCCL. */
 int sim_nccl_built(void);
 /* The message of the last failure (this process). */

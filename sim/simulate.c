@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "bytemodel.h"
-#include "cli.h"
+#include "harness.h"
 #include "replayssm_runtime.h"
 #include "sim_model.h"
 #include "simulate.h"
@@ -28,10 +28,10 @@
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
-static int set_preset(sim_config *c, const char *name)
+const char *const sim_model_names[] = {"demo", "demo-kda", "qwen3-next", "kimi-linear", NULL};
+
+int sim_model_preset(const char *name, sim_model_config *m)
 {
-    sim_model_config *m = &c->model;
-    c->preset = name;
     if (!strcmp(name, "demo")) {
         m->vocab = 512, m->d_model = 256, m->n_layers = 4;
         m->layer = rssm_layer_default(RSSM_GATE_GDN, 2, 4, 64, 64, 16);
@@ -48,6 +48,28 @@ static int set_preset(sim_config *c, const char *name)
         return -1;
     }
     return 0;
+}
+
+int sim_config_preset(sim_config *c, const char *name)
+{
+    if (sim_model_preset(name, &c->model)) return -1;
+    c->preset = name;
+    c->model.layer.io_dtype = RSSM_DTYPE_BF16; /* the model's activations (sim_model.h) */
+    return 0;
+}
+
+sim_config sim_config_default(void)
+{
+    sim_config c;
+    memset(&c, 0, sizeof c);
+    c.params = rssm_context_params_default();
+    c.device = RSSM_DEVICE_CPU;
+    sim_config_preset(&c, "demo");
+    c.model.seed = 1;
+    c.requests = 48, c.max_batch = 16, c.system_len = 48, c.user_min = 8, c.user_max = 24;
+    c.gen_min = 24, c.gen_max = 48, c.arrival_gap = 2, c.spec = 1, c.track_interval = 16, c.snapshots = 64;
+    c.followup = 0.4, c.repeat = 1, c.small_batch = RSSM_PLAN_SMALL_BATCH_AUTO;
+    return c;
 }
 
 /* ---- one run ------------------------------------------------------------------------------- */
@@ -82,12 +104,21 @@ typedef struct engine {
     request **pf_grp;
     int *pf_gpos, *pf_glen, *pf_gsnap, *pf_pos, *pf_end, *pf_state, *pf_cut, *pf_snap;
     int32_t *pf_cu, *d_cu;
-    const request *rq; /* the workload (shared_prefix) */
+    request *rq; /* the workload */
     /* --profile: where forward charges its mixer and dense seconds (NULL: not timed) */
     double *prof_mixer, *prof_dense;
+    /* the step loop: the request of each row [max_batch] (NULL: free), the step's admissions
+     * [max_batch], slots, sequence lengths, accepted tokens and fold flags [max_batch], a
+     * row's drafts [T + 1]; packed verify's scratch slots [max_batch * T] (`scratch` of them) */
+    request **rows, **wave;
+    int32_t *slot, *seq, *acc, *drafts, *scratch_slot;
+    uint8_t *fold;
+    int scratch;
+    int32_t *system; /* the workload's system prompt */
+    int finished;    /* requests done */
 } engine;
 
-#define CHECK(call) RSSM_CLI_TRY("simulate", call)
+#define CHECK(call) SIM_TRY("simulate", call)
 
 /* The ranks' host bookkeeping must agree: a slot or a prefix match that differs between ranks
  * would be a runtime bug (they depend only on the order of calls and on tokens). */
@@ -419,68 +450,42 @@ static int admit_wave(engine *e, sim_result *res, request **wave, int k)
     return 0;
 }
 
-/* One run of the workload. tp 0: the whole layer (packed or replay); tp >= 1: the heads split
- * over tp ranks (sim_tp.h), all of them in this process when comm is NULL, else this GPU's
- * rank with the mixer outputs all-gathered over NCCL. */
-static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *model, int replay, int tp, sim_nccl *comm,
-                    sim_result *res)
+/* ---- one run: setup ----------------------------------------------------------------------------- */
+
+/* Each shard's pools (requests, snapshots), prefix cache and planner. Packed keeps no ring: its
+ * pools' layers have L = 1 (one entry, never used). */
+static int engine_shards(engine *e, int tp)
 {
-    memset(res, 0, sizeof *res);
-    res->replay = replay, res->tp = tp;
-    int32_t *system = NULL;
-    request *rq = sim_make_workload(c, &system);
-    if (!rq) return -1;
-    res->rq = rq;
-    engine E = {0}, *e = &E;
-    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec, e->rq = rq;
-    const rssm_layer *ml = &model->cfg.layer;
-    const int B = c->max_batch, T = c->spec, D = model->cfg.d_model, nl = model->cfg.n_layers;
-    const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
-    e->max_rows = max_rows(c); /* as sim_model_init's scratch */
-    CHECK(rssm_mem_alloc(ctx, sizeof(float) * (size_t)e->max_rows * D, (void **)&e->d_x));
-    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
-    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
-    e->comm = comm;
-    e->nsh = tp > 0 && !comm ? tp : 1;
+    const sim_config *c = e->cfg;
+    const int B = c->max_batch, nl = e->model->cfg.n_layers;
+    rssm_context *ctx = e->ctx;
+    e->nsh = tp > 0 && !e->comm ? tp : 1;
     e->sh = calloc(e->nsh, sizeof *e->sh);
     if (!e->sh) return -1;
-    if (comm) CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
-    const int scratch = (!replay && T > 1) ? B * T : 0;
     for (int s = 0; s < e->nsh; s++) {
         sim_shard *h = &e->sh[s];
-        if (sim_shard_init(h, ctx, model, tp, comm ? sim_nccl_rank(comm) : s, e->max_rows, e->d_proj, e->d_mix))
+        if (sim_shard_init(h, ctx, e->model, tp, e->comm ? sim_nccl_rank(e->comm) : s, e->max_rows, e->d_proj,
+                           e->d_mix))
             return -1;
-        /* packed keeps no ring: its pool's layers have L = 1 (one entry, never used) */
         h->layers = malloc(sizeof(rssm_layer) * nl);
         if (!h->layers) return -1;
         for (int i = 0; i < nl; i++) {
             h->layers[i] = h->layer;
-            if (!replay) h->layers[i].ring_len = 1;
+            if (!e->replay) h->layers[i].ring_len = 1;
         }
-        CHECK(rssm_pool_create(ctx, h->layers, nl, B + scratch, &h->pool));
+        CHECK(rssm_pool_create(ctx, h->layers, nl, B + e->scratch, &h->pool));
         CHECK(rssm_pool_create(ctx, h->layers, nl, c->snapshots, &h->snap_pool));
         CHECK(rssm_prefix_cache_create(h->snap_pool, 0, 0, &h->cache));
         CHECK(rssm_plan_create(h->pool, B, c->track_interval, &h->plan));
-        if (replay) CHECK(rssm_plan_set_small_batch(h->plan, c->small_batch));
+        if (e->replay) CHECK(rssm_plan_set_small_batch(h->plan, c->small_batch));
     }
-    res->small_rows = rssm_plan_small_batch(e->sh[0].plan);
-    res->memory =
-        rssm_pool_memory(e->sh[0].pool) + rssm_pool_memory(e->sh[0].snap_pool) + rssm_plan_memory(e->sh[0].plan);
-    CHECK(rssm_mem_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
-    e->tokens = malloc(sizeof(int32_t) * e->max_rows);
-    e->next = malloc(sizeof(int32_t) * e->max_rows);
-    if (!e->tokens || !e->next) return -1;
-    int32_t *scratch_slot = malloc(sizeof(int32_t) * (scratch + 1));
-    if (!scratch_slot) return -1;
-    for (int i = 0; i < scratch; i++)
-        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
-            int32_t sl;
-            CHECK(rssm_pool_acquire(h->pool, &sl));
-            if (h == e->sh) scratch_slot[i] = sl;
-            if (agree("a scratch slot", scratch_slot[i], sl)) return -1;
-        }
+    return 0;
+}
 
-    request **rows = calloc(B, sizeof *rows), **wave = calloc(B, sizeof *wave);
+/* The host tables of admissions and of the step loop, and packed verify's scratch slots. */
+static int engine_tables(engine *e)
+{
+    const int B = e->cfg->max_batch, T = e->T;
     e->pf_grp = calloc(B, sizeof *e->pf_grp);
     e->pf_gpos = calloc(B, sizeof(int)), e->pf_pos = calloc(B, sizeof(int));
     e->pf_end = calloc(B, sizeof(int)), e->pf_state = calloc(B, sizeof(int)), e->pf_glen = calloc(B, sizeof(int));
@@ -489,193 +494,69 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     if (!e->pf_grp || !e->pf_gpos || !e->pf_pos || !e->pf_end || !e->pf_state || !e->pf_glen || !e->pf_cut ||
         !e->pf_snap || !e->pf_gsnap || !e->pf_cu)
         return -1;
-    CHECK(rssm_mem_alloc(ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
-    int32_t *slot = malloc(sizeof(int32_t) * B), *seq = malloc(sizeof(int32_t) * B), *acc = malloc(sizeof(int32_t) * B);
-    uint8_t *fold = malloc(B);
-    int32_t *drafts = malloc(sizeof(int32_t) * (T + 1));
-    if (!rows || !wave || !slot || !seq || !acc || !fold || !drafts) return -1;
+    CHECK(rssm_mem_alloc(e->ctx, sizeof(int32_t) * ((size_t)B + 1), (void **)&e->d_cu));
+    e->rows = calloc(B, sizeof *e->rows), e->wave = calloc(B, sizeof *e->wave);
+    e->slot = malloc(sizeof(int32_t) * B), e->seq = malloc(sizeof(int32_t) * B), e->acc = malloc(sizeof(int32_t) * B);
+    e->fold = malloc(B);
+    e->drafts = malloc(sizeof(int32_t) * (T + 1));
+    e->scratch_slot = malloc(sizeof(int32_t) * (e->scratch + 1));
+    if (!e->rows || !e->wave || !e->slot || !e->seq || !e->acc || !e->fold || !e->drafts || !e->scratch_slot) return -1;
+    for (int i = 0; i < e->scratch; i++)
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+            int32_t sl;
+            CHECK(rssm_pool_acquire(h->pool, &sl));
+            if (h == e->sh) e->scratch_slot[i] = sl;
+            if (agree("a scratch slot", e->scratch_slot[i], sl)) return -1;
+        }
+    return 0;
+}
+
+/* Everything a run needs, for the workload rq. tp 0: the whole layer (packed or replay);
+ * tp >= 1: the heads split over tp ranks (sim_tp.h), all of them in this process when comm is
+ * NULL, else this GPU's rank with the mixer outputs all-gathered over NCCL. */
+static int engine_init(engine *e, sim_result *res, int tp)
+{
+    rssm_context *ctx = e->ctx;
+    const sim_model *model = e->model;
+    const rssm_layer *ml = &model->cfg.layer;
+    const int B = e->cfg->max_batch, T = e->T;
+    const size_t mix_row = (size_t)ml->num_v_heads * ml->head_v_dim;
+    e->max_rows = max_rows(e->cfg); /* as sim_model_init's scratch */
+    e->scratch = (!e->replay && T > 1) ? B * T : 0;
+    CHECK(rssm_mem_alloc(ctx, sizeof(float) * (size_t)e->max_rows * model->cfg.d_model, (void **)&e->d_x));
+    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * model->proj, (void **)&e->d_proj));
+    CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_mix));
+    if (e->comm) CHECK(rssm_mem_alloc(ctx, sizeof(sim_bf16) * (size_t)e->max_rows * mix_row, (void **)&e->d_stage));
+    if (engine_shards(e, tp)) return -1;
+    res->small_rows = rssm_plan_small_batch(e->sh[0].plan);
+    res->memory =
+        rssm_pool_memory(e->sh[0].pool) + rssm_pool_memory(e->sh[0].snap_pool) + rssm_plan_memory(e->sh[0].plan);
+    CHECK(rssm_mem_alloc(ctx, sizeof(int32_t) * (size_t)B * (T + 1) + 64, (void **)&e->d_slot));
+    e->tokens = malloc(sizeof(int32_t) * e->max_rows);
+    e->next = malloc(sizeof(int32_t) * e->max_rows);
+    if (!e->tokens || !e->next) return -1;
+    if (engine_tables(e)) return -1;
     /* NCCL connects its peers on the first collectives: warm the all-gather up at the smallest
      * and largest sizes before the clock starts, as an engine does before it serves */
-    if (comm) {
+    if (e->comm) {
         const int rows_of[4] = {1, e->max_rows, 1, e->max_rows};
         for (int i = 0; i < 4; i++)
-            if (sim_tp_gather_nccl(ctx, model, &e->sh[0], comm, e->d_stage, rows_of[i], e->d_mix)) return -1;
+            if (sim_tp_gather_nccl(ctx, model, &e->sh[0], e->comm, e->d_stage, rows_of[i], e->d_mix)) return -1;
         CHECK(rssm_context_synchronize(ctx));
     }
-    const double t0 = now_s();
-    int finished = 0, next_req = 0;
-    for (int step = 0; finished < c->requests; step++) {
-        /* admit arrivals in order while rows are free; a follow-up waits for the request it
-         * continues without holding back the ones behind it (next_req: first not admitted) */
-        int k = 0;
-        for (int row = 0; row < B; row++) {
-            if (rows[row]) continue;
-            while (next_req < c->requests && rq[next_req].row >= 0)
-                next_req++;
-            request *r = NULL;
-            for (int i = next_req; !r && i < c->requests && rq[i].arrival <= step; i++)
-                if (rq[i].row < 0 && (rq[i].parent < 0 || rq[rq[i].parent].done)) r = &rq[i];
-            if (!r) break;
-            if (sim_build_prompt(r, rq, system, c->system_len)) return -1;
-            r->row = row;
-            rows[row] = wave[k++] = r;
-        }
-        if (k) {
-            const double ta = now_s();
-            if (admit_wave(e, res, wave, k)) return -1;
-            res->prefill_seconds += now_s() - ta;
-        }
-        int n = 0;
-        for (int row = 0; row < B; row++) {
-            slot[row] = rows[row] ? rows[row]->slot : -1;
-            seq[row] = rows[row] ? rows[row]->seq_len : 0;
-            n += rows[row] != NULL;
-        }
-        if (n == 0) continue;
-        res->active_rows += n;
-        const double td = now_s();
-        /* one decode (T = 1) or verify (T > 1) step over all rows */
-        for (int row = 0; row < B; row++) {
-            request *r = rows[row];
-            for (int t = 0; t < T; t++)
-                e->tokens[tok_index(e, row, t)] = 0;
-            if (!r) continue;
-            e->tokens[tok_index(e, row, 0)] = r->hist[r->seq_len];
-            if (T > 1) {
-                sim_draft(r->hist, r->seq_len + 1, T - 1, drafts);
-                for (int t = 1; t < T; t++)
-                    e->tokens[tok_index(e, row, t)] = drafts[t - 1];
-            }
-        }
-        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-            CHECK(rssm_plan_set(h->plan, B, slot, seq));
-        CHECK(rssm_plan_fold_rows(e->sh[0].plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, fold));
-        /* a small decode step folds every row (fold[] keeps the prefix snapshot points) */
-        const int every = replay && T == 1 && n <= res->small_rows;
-        res->small_steps += every;
-        const double tf = now_s();
-        res->t_prep += tf - td;
-        if (c->profile) e->prof_mixer = &res->t_mixer, e->prof_dense = &res->t_dense;
-        if (sim_embed(ctx, model, e->tokens, B * T, e->d_x)) return -1;
-        if (!replay && T > 1) {
-            /* slot tables: [0] request slots, [t+1] scratch slots of token t */
-            int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
-            if (!tab) return -1;
-            for (int row = 0; row < B; row++) {
-                tab[row] = slot[row];
-                for (int t = 0; t < T; t++)
-                    tab[(size_t)(t + 1) * B + row] = rows[row] ? scratch_slot[row * T + t] : -1;
-            }
-            if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
-            free(tab);
-            if (forward(e, B * T, mixer_verify_packed)) return -1;
-        } else {
-            if (replay)
-                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                    CHECK(rssm_plan_begin(h->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T,
-                                          rssm_context_stream(ctx)));
-            if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
-        }
-        if (sim_next_tokens(ctx, model, e->d_x, B * T, e->next)) return -1;
-        e->prof_mixer = e->prof_dense = NULL;
-        const double tb = now_s();
-        res->t_forward += tb - tf;
-        /* acceptance: token t's prediction must equal draft t+1 for the next to count */
-        for (int row = 0; row < B; row++) {
-            request *r = rows[row];
-            acc[row] = 0;
-            if (!r) continue;
-            int a = 1;
-            while (a < T && e->tokens[tok_index(e, row, a)] == e->next[tok_index(e, row, a - 1)])
-                a++;
-            const int left = r->max_new - r->generated;
-            if (a > left) a = left > 0 ? left : 1;
-            acc[row] = a;
-        }
-        if (replay && T > 1)
-            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                CHECK(rssm_plan_set_accepted(h->plan, B, acc));
-        if (replay)
-            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                CHECK(rssm_plan_end(h->plan, rssm_context_stream(ctx)));
-        for (int row = 0; row < B; row++) {
-            request *r = rows[row];
-            if (!r) continue;
-            const int a = acc[row];
-            /* byte model for this row's step */
-            const rssm_layer *l = ml;
-            const double io = rssm_bm_io_token(l);
-            if (replay && T == 1) {
-                const int h = r->cursor; /* decode-only runs never start-fold */
-                const int fold_end = h + 1 == l->ring_len || fold[row] || every;
-                res->state_bytes += nl * (rssm_bm_replay_step(l, h, fold_end) - io);
-                r->cursor = rssm_cursor_after_decode(r->cursor, l->ring_len, fold[row] || every);
-            } else if (replay) {
-                const int start = rssm_start_fold(r->cursor, T, l->ring_len, fold[row]);
-                res->state_bytes += nl * (rssm_bm_verify_replay(l, r->cursor, T, start) - T * io);
-                r->cursor = rssm_cursor_after_commit(r->cursor, T, l->ring_len, fold[row], a);
-            } else if (T > 1) {
-                /* T intermediate states, then the accepted one copied back (read + write) */
-                res->state_bytes += nl * (rssm_bm_verify_packed(l, T) - T * io + state_bytes_token(l));
-            } else {
-                res->state_bytes += nl * state_bytes_token(l);
-            }
-            if (!replay && T > 1) {
-                /* the accepted state becomes the request's; snapshot it on a track boundary */
-                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                    CHECK(rssm_pool_copy_checkpoint(h->pool, scratch_slot[row * T + a - 1], h->pool, r->slot));
-                if ((r->seq_len + a) % c->track_interval == 0) {
-                    for (int t = 0; t < a; t++)
-                        if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
-                    r->hist_len -= a; /* pushed again below */
-                    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                        CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
-                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_context_stream(ctx)));
-                }
-            }
-            /* snapshot when this step made the checkpoint the state after a multiple of the interval */
-            if (fold[row]) {
-                const int at = T > 1 ? r->seq_len : r->seq_len + 1;
-                if (at > 0 && (T == 1 || replay))
-                    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                        CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, at, h->pool, r->slot,
-                                                             RSSM_SNAPSHOT_CHECKPOINT, rssm_context_stream(ctx)));
-            }
-            for (int t = 0; t < a; t++)
-                if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
-            r->seq_len += a;
-            r->generated += a;
-            res->generated += a;
-            res->decode_tokens += a;
-            if (T > 1) res->drafted += T - 1, res->accepted += a - 1;
-            if (r->generated >= r->max_new) {
-                r->done = 1;
-                for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-                    CHECK(rssm_pool_release(h->pool, r->slot));
-                r->slot = -1;
-                rows[row] = NULL;
-                finished++;
-            }
-        }
-        res->decode_steps++;
-        const double te = now_s();
-        res->t_book += te - tb;
-        res->decode_seconds += te - td;
-        if (c->progress) {
-            const int w = 30, done = finished * w / c->requests;
-            fprintf(stderr, "\r  %-7s [%.*s%*s] %d/%d requests, %lld tokens", replay ? "replay" : "packed", done,
-                    "##############################", w - done, "", finished, c->requests, res->generated);
-        }
-    }
-    res->seconds = now_s() - t0;
-    if (c->progress) fprintf(stderr, "\n");
+    return 0;
+}
+
+static void engine_free(engine *e)
+{
+    rssm_context *ctx = e->ctx;
     free(e->pf_grp), free(e->pf_gpos), free(e->pf_glen), free(e->pf_pos), free(e->pf_end), free(e->pf_state);
     free(e->pf_cut), free(e->pf_snap), free(e->pf_gsnap);
     free(e->pf_cu);
     rssm_mem_free(ctx, e->d_cu);
-    free(rows), free(wave), free(slot), free(seq), free(acc), free(fold), free(drafts), free(system),
-        free(scratch_slot);
-    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
+    free(e->rows), free(e->wave), free(e->slot), free(e->seq), free(e->acc), free(e->fold), free(e->drafts);
+    free(e->system), free(e->scratch_slot);
+    for (sim_shard *h = e->sh; h && h < e->sh + e->nsh; h++) {
         rssm_prefix_cache_free(h->cache);
         rssm_plan_free(h->plan);
         rssm_pool_free(h->snap_pool);
@@ -688,34 +569,258 @@ static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *mod
     rssm_mem_free(ctx, e->d_x), rssm_mem_free(ctx, e->d_proj), rssm_mem_free(ctx, e->d_mix);
     rssm_mem_free(ctx, e->d_slot);
     free(e->tokens), free(e->next);
+}
+
+/* ---- one run: the step loop ------------------------------------------------------------------------- */
+
+/* Admits arrivals in order while rows are free (a follow-up waits for the request it continues
+ * without holding back the ones behind it; *next_req: the first not admitted) and prefills them
+ * together. 0, or -1 on failure. */
+static int admit(engine *e, sim_result *res, int step, int *next_req)
+{
+    const sim_config *c = e->cfg;
+    request *rq = e->rq;
+    int k = 0;
+    for (int row = 0; row < c->max_batch; row++) {
+        if (e->rows[row]) continue;
+        while (*next_req < c->requests && rq[*next_req].row >= 0)
+            (*next_req)++;
+        request *r = NULL;
+        for (int i = *next_req; !r && i < c->requests && rq[i].arrival <= step; i++)
+            if (rq[i].row < 0 && (rq[i].parent < 0 || rq[rq[i].parent].done)) r = &rq[i];
+        if (!r) break;
+        if (sim_build_prompt(r, rq, e->system, c->system_len)) return -1;
+        r->row = row;
+        e->rows[row] = e->wave[k++] = r;
+    }
+    if (k) {
+        const double ta = now_s();
+        if (admit_wave(e, res, e->wave, k)) return -1;
+        res->prefill_seconds += now_s() - ta;
+    }
     return 0;
 }
 
-static void usage(void)
+/* The step's input tokens: each row's next token, then its n-gram drafts (T > 1). */
+static void step_tokens(engine *e)
 {
-    printf("usage: replayssm simulate [options]\n"
-           "  --device cpu|cuda        where the model runs (default cpu; cuda: mixers and dense layers on the GPU)\n"
-           "  --model NAME             demo (default) | demo-kda | qwen3-next | kimi-linear\n"
-           "  --layers N               number of linear-attention layers (preset's default: 4; qwen3-next 36)\n"
-           "  --requests N             requests in the workload (default 48)\n"
-           "  --batch N                concurrent requests (default 16)\n"
-           "  --ring-len L             replay ring length (default 16)\n"
-           "  --ring f32|bf16          ring dtype (default f32)\n"
-           "  --spec T                 speculative decoding, T tokens per verify window (default 1 = off)\n"
-           "  --track-interval N       prefix snapshot interval in tokens (default 16)\n"
-           "  --gen MIN,MAX            tokens to generate per request (default 24,48)\n"
-           "  --arrival-gap N          decode steps between arrivals (default 2; 0 = all at once)\n"
-           "  --seed N                 weights and workload seed (default 1)\n"
-           "  --threads N              CPU threads (default: all cores)\n"
-           "  --profile                time mixers and dense parts separately (synchronises; slower)\n"
-           "  --repeat N               run the packed / replay pair N times, report the last (default 1)\n"
-           "  --small-batch auto|N     replay: decode steps of at most N requests fold every row, as packed\n"
-           "                           decode moves the state (default auto: by device; cpu never; 0 = off)\n"
-           "  --tp N                   also run replay with the heads split over N ranks (tensor parallel)\n"
-           "                           and check its token streams equal the unsharded run's; cpu: the N\n"
-           "                           ranks in this process; cuda: one process per GPU over NCCL (N=1:\n"
-           "                           the NCCL path with a 1-rank communicator)\n"
-           "  --json                   one JSON object instead of the table\n");
+    const int T = e->T;
+    for (int row = 0; row < e->cfg->max_batch; row++) {
+        request *r = e->rows[row];
+        for (int t = 0; t < T; t++)
+            e->tokens[tok_index(e, row, t)] = 0;
+        if (!r) continue;
+        e->tokens[tok_index(e, row, 0)] = r->hist[r->seq_len];
+        if (T > 1) {
+            sim_draft(r->hist, r->seq_len + 1, T - 1, e->drafts);
+            for (int t = 1; t < T; t++)
+                e->tokens[tok_index(e, row, t)] = e->drafts[t - 1];
+        }
+    }
+}
+
+/* The forward of one decode (T = 1) or verify (T > 1) step over all rows; the greedy next
+ * tokens in e->next. */
+static int step_forward(engine *e)
+{
+    const int B = e->cfg->max_batch, T = e->T;
+    if (sim_embed(e->ctx, e->model, e->tokens, B * T, e->d_x)) return -1;
+    if (!e->replay && T > 1) {
+        /* slot tables: [0] request slots, [t+1] scratch slots of token t */
+        int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
+        if (!tab) return -1;
+        for (int row = 0; row < B; row++) {
+            tab[row] = e->slot[row];
+            for (int t = 0; t < T; t++)
+                tab[(size_t)(t + 1) * B + row] = e->rows[row] ? e->scratch_slot[row * T + t] : -1;
+        }
+        if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
+        free(tab);
+        if (forward(e, B * T, mixer_verify_packed)) return -1;
+    } else {
+        if (e->replay)
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_plan_begin(h->plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, T,
+                                      rssm_context_stream(e->ctx)));
+        if (forward(e, B * T, T > 1 ? mixer_verify : mixer_decode)) return -1;
+    }
+    return sim_next_tokens(e->ctx, e->model, e->d_x, B * T, e->next);
+}
+
+/* Acceptance: token t's prediction must equal draft t+1 for the next to count; then the
+ * replay planner's commit (verify) and the step's end. */
+static int step_accept(engine *e)
+{
+    const int B = e->cfg->max_batch, T = e->T;
+    for (int row = 0; row < B; row++) {
+        request *r = e->rows[row];
+        e->acc[row] = 0;
+        if (!r) continue;
+        int a = 1;
+        while (a < T && e->tokens[tok_index(e, row, a)] == e->next[tok_index(e, row, a - 1)])
+            a++;
+        const int left = r->max_new - r->generated;
+        if (a > left) a = left > 0 ? left : 1;
+        e->acc[row] = a;
+    }
+    if (e->replay && T > 1)
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+            CHECK(rssm_plan_set_accepted(h->plan, B, e->acc));
+    if (e->replay)
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+            CHECK(rssm_plan_end(h->plan, rssm_context_stream(e->ctx)));
+    return 0;
+}
+
+/* The byte model of request r's step in row `row` (every: the step folded every row), and
+ * the host mirror of its cursor. */
+static void row_bytes(engine *e, sim_result *res, request *r, int row, int every)
+{
+    const rssm_layer *l = &e->model->cfg.layer;
+    const int T = e->T, nl = e->model->cfg.n_layers, a = e->acc[row];
+    const double io = rssm_bm_io_token(l);
+    if (e->replay && T == 1) {
+        const int h = r->cursor; /* decode-only runs never start-fold */
+        const int fold_end = h + 1 == l->ring_len || e->fold[row] || every;
+        res->state_bytes += nl * (rssm_bm_replay_step(l, h, fold_end) - io);
+        r->cursor = rssm_cursor_after_decode(r->cursor, l->ring_len, e->fold[row] || every);
+    } else if (e->replay) {
+        const int start = rssm_start_fold(r->cursor, T, l->ring_len, e->fold[row]);
+        res->state_bytes += nl * (rssm_bm_verify_replay(l, r->cursor, T, start) - T * io);
+        r->cursor = rssm_cursor_after_commit(r->cursor, T, l->ring_len, e->fold[row], a);
+    } else if (T > 1) {
+        /* T intermediate states, then the accepted one copied back (read + write) */
+        res->state_bytes += nl * (rssm_bm_verify_packed(l, T) - T * io + state_bytes_token(l));
+    } else {
+        res->state_bytes += nl * state_bytes_token(l);
+    }
+}
+
+/* Snapshots of request r's step in row `row`: packed verify copies the accepted state back
+ * (and snapshots it on a track boundary); a step that made the checkpoint the state after a
+ * multiple of the interval snapshots it. */
+static int row_snapshots(engine *e, request *r, int row)
+{
+    const int T = e->T, a = e->acc[row];
+    void *stream = rssm_context_stream(e->ctx);
+    if (!e->replay && T > 1) {
+        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+            CHECK(rssm_pool_copy_checkpoint(h->pool, e->scratch_slot[row * T + a - 1], h->pool, r->slot));
+        if ((r->seq_len + a) % e->cfg->track_interval == 0) {
+            for (int t = 0; t < a; t++)
+                if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
+            r->hist_len -= a; /* pushed again by the caller */
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, r->seq_len + a, h->pool, r->slot,
+                                                     RSSM_SNAPSHOT_CHECKPOINT, stream));
+        }
+    }
+    if (e->fold[row]) {
+        const int at = T > 1 ? r->seq_len : r->seq_len + 1;
+        if (at > 0 && (T == 1 || e->replay))
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_prefix_cache_insert_async(h->cache, r->hist, at, h->pool, r->slot, RSSM_SNAPSHOT_CHECKPOINT,
+                                                     stream));
+    }
+    return 0;
+}
+
+/* After the step: every row's bytes, snapshots, accepted tokens, and the requests that are
+ * done leave (their slots released). */
+static int step_book(engine *e, sim_result *res, int every)
+{
+    for (int row = 0; row < e->cfg->max_batch; row++) {
+        request *r = e->rows[row];
+        if (!r) continue;
+        const int a = e->acc[row];
+        row_bytes(e, res, r, row, every);
+        if (row_snapshots(e, r, row)) return -1;
+        for (int t = 0; t < a; t++)
+            if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
+        r->seq_len += a;
+        r->generated += a;
+        res->generated += a;
+        res->decode_tokens += a;
+        if (e->T > 1) res->drafted += e->T - 1, res->accepted += a - 1;
+        if (r->generated >= r->max_new) {
+            r->done = 1;
+            for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+                CHECK(rssm_pool_release(h->pool, r->slot));
+            r->slot = -1;
+            e->rows[row] = NULL;
+            e->finished++;
+        }
+    }
+    return 0;
+}
+
+/* One decode or verify step over the n live rows, timed by part. 0, or -1 on failure. */
+static int decode_step(engine *e, sim_result *res, int n)
+{
+    const sim_config *c = e->cfg;
+    const int B = c->max_batch, T = e->T;
+    res->active_rows += n;
+    const double td = now_s();
+    step_tokens(e);
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+        CHECK(rssm_plan_set(h->plan, B, e->slot, e->seq));
+    CHECK(rssm_plan_fold_rows(e->sh[0].plan, T > 1 ? RSSM_PLAN_VERIFY : RSSM_PLAN_DECODE, e->fold));
+    /* a small decode step folds every row (fold[] keeps the prefix snapshot points) */
+    const int every = e->replay && T == 1 && n <= res->small_rows;
+    res->small_steps += every;
+    const double tf = now_s();
+    res->t_prep += tf - td;
+    if (c->profile) e->prof_mixer = &res->t_mixer, e->prof_dense = &res->t_dense;
+    if (step_forward(e)) return -1;
+    e->prof_mixer = e->prof_dense = NULL;
+    const double tb = now_s();
+    res->t_forward += tb - tf;
+    if (step_accept(e) || step_book(e, res, every)) return -1;
+    res->decode_steps++;
+    const double te = now_s();
+    res->t_book += te - tb;
+    res->decode_seconds += te - td;
+    return 0;
+}
+
+static void show_progress(const engine *e, const sim_result *res)
+{
+    const int w = 30, done = e->finished * w / e->cfg->requests;
+    fprintf(stderr, "\r  %-7s [%.*s%*s] %d/%d requests, %lld tokens", e->replay ? "replay" : "packed", done,
+            "##############################", w - done, "", e->finished, e->cfg->requests, res->generated);
+}
+
+/* One run of the workload (engine_init says what tp and comm choose). */
+static int run_once(const sim_config *c, rssm_context *ctx, const sim_model *model, int replay, int tp, sim_nccl *comm,
+                    sim_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->replay = replay, res->tp = tp;
+    engine E, *e = &E;
+    memset(e, 0, sizeof E);
+    request *rq = sim_make_workload(c, &e->system);
+    if (!rq) return -1;
+    res->rq = rq;
+    e->cfg = c, e->ctx = ctx, e->model = model, e->replay = replay, e->T = c->spec, e->rq = rq, e->comm = comm;
+    int rc = engine_init(e, res, tp);
+    const double t0 = now_s();
+    int next_req = 0;
+    for (int step = 0; !rc && e->finished < c->requests; step++) {
+        rc = admit(e, res, step, &next_req);
+        int n = 0;
+        for (int row = 0; row < c->max_batch; row++) {
+            e->slot[row] = e->rows[row] ? e->rows[row]->slot : -1;
+            e->seq[row] = e->rows[row] ? e->rows[row]->seq_len : 0;
+            n += e->rows[row] != NULL;
+        }
+        if (rc || n == 0) continue;
+        rc = decode_step(e, res, n);
+        if (c->progress) show_progress(e, res);
+    }
+    res->seconds = now_s() - t0;
+    if (c->progress && !rc) fprintf(stderr, "\n");
+    engine_free(e);
+    return rc;
 }
 
 /* Everything one process runs: packed and replay on the whole layer, then with --tp replay
@@ -737,7 +842,7 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     rssm_status st = rssm_context_create(c->device, &cp, &ctx);
     if (st != RSSM_OK) {
         sim_nccl_free(comm);
-        return fprintf(stderr, "simulate: %s: %s\n", rssm_status_name(st), rssm_last_error()), 1;
+        return fprintf(stderr, "simulate: %s\n", rh_context_error(c->device, st)), 1;
     }
     sim_model model;
     const int rows = max_rows(c);
@@ -795,91 +900,17 @@ static int simulate_rank(int rank, int nranks, const unsigned char *id, void *ar
     return rc;
 }
 
-int rssm_cli_simulate(int argc, char **argv, const rssm_context_params *params)
+int sim_run(const sim_config *config)
 {
-    sim_config c;
-    memset(&c, 0, sizeof c);
-    c.params = *params;
-    c.device = RSSM_DEVICE_CPU;
-    set_preset(&c, "demo");
-    c.model.seed = 1;
-    c.requests = 48, c.max_batch = 16, c.system_len = 48, c.user_min = 8, c.user_max = 24;
-    c.gen_min = 24, c.gen_max = 48, c.arrival_gap = 2, c.spec = 1, c.track_interval = 16, c.snapshots = 64;
-    c.followup = 0.4, c.repeat = 1, c.small_batch = RSSM_PLAN_SMALL_BATCH_AUTO;
-    int layers = 0, ring_len = 16;
-    rssm_dtype ring = RSSM_DTYPE_F32;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define ARG(name) (!strcmp(a, name) && v && (i++, 1))
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            c.json = 1;
-        } else if (!strcmp(a, "--profile")) {
-            c.profile = 1;
-        } else if (ARG("--device")) {
-            if (!strcmp(v, "cpu"))
-                c.device = RSSM_DEVICE_CPU;
-            else if (!strcmp(v, "cuda"))
-                c.device = RSSM_DEVICE_CUDA;
-            else
-                return fprintf(stderr, "simulate: unknown device '%s'\n", v), 2;
-        } else if (ARG("--model")) {
-            if (set_preset(&c, v)) return fprintf(stderr, "simulate: unknown model '%s'\n", v), 2;
-        } else if (ARG("--layers"))
-            layers = atoi(v);
-        else if (ARG("--requests"))
-            c.requests = atoi(v);
-        else if (ARG("--batch"))
-            c.max_batch = atoi(v);
-        else if (ARG("--ring-len"))
-            ring_len = atoi(v);
-        else if (ARG("--ring"))
-            ring = !strcmp(v, "bf16") ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
-        else if (ARG("--spec"))
-            c.spec = atoi(v);
-        else if (ARG("--track-interval"))
-            c.track_interval = atoi(v);
-        else if (ARG("--gen")) {
-            if (sscanf(v, "%d,%d", &c.gen_min, &c.gen_max) != 2) c.gen_min = c.gen_max = atoi(v);
-        } else if (ARG("--seed"))
-            c.model.seed = strtoull(v, NULL, 10);
-        else if (ARG("--arrival-gap"))
-            c.arrival_gap = atoi(v);
-        else if (ARG("--threads"))
-            c.threads = atoi(v);
-        else if (ARG("--repeat"))
-            c.repeat = atoi(v);
-        else if (ARG("--small-batch"))
-            c.small_batch = !strcmp(v, "auto") ? RSSM_PLAN_SMALL_BATCH_AUTO : atoi(v);
-        else if (ARG("--tp")) {
-            c.tp = atoi(v);
-            if (c.tp < 1) return fprintf(stderr, "simulate: --tp %s: need a rank count >= 1\n", v), 2;
-        } else
-            return fprintf(stderr, "simulate: unknown or incomplete option '%s' (see --help)\n", a), 2;
-#undef ARG
-    }
-    if (layers > 0) c.model.n_layers = layers;
-    c.model.layer.ring_len = ring_len;
-    c.model.layer.ring_dtype = ring;
-    c.model.layer.io_dtype = RSSM_DTYPE_BF16; /* the model's activations (sim_model.h) */
-    if (c.requests < 1 || c.max_batch < 1 || c.spec < 1 || c.spec > ring_len || c.track_interval < 1 || c.gen_min < 1 ||
-        c.gen_max < c.gen_min || c.threads < 0 || c.arrival_gap < 0 || c.repeat < 1 ||
-        c.small_batch < RSSM_PLAN_SMALL_BATCH_AUTO)
-        return fprintf(stderr, "simulate: invalid option values (see --help)\n"), 2;
+    sim_config c = *config;
     c.progress = !c.json && isatty(2);
-    if (c.tp > 0) {
-        /* the heads must split (rssm_layer_shard says why not) before anything starts */
-        rssm_layer sl;
-        if (rssm_layer_shard(&c.model.layer, c.tp, 0, &sl, NULL, NULL) != RSSM_OK)
-            return fprintf(stderr, "simulate: --tp %d: %s\n", c.tp, rssm_last_error()), 2;
-        if (c.device == RSSM_DEVICE_CUDA) {
-            /* one process per GPU, forked before any CUDA call; rank 0 reports */
-            if (sim_nccl_launch(c.tp, simulate_rank, &c))
-                return fprintf(stderr, "simulate: --tp %d on cuda: %s\n", c.tp, sim_nccl_error()), 1;
-            return 0;
-        }
+    if (c.tp > 0 && c.device == RSSM_DEVICE_CUDA) {
+        /* one process per GPU, forked before any CUDA call; rank 0 reports */
+        const char *absent = sim_cuda_absent();
+        if (absent) return fprintf(stderr, "simulate: --device cuda: %s\n", absent), 1;
+        if (sim_nccl_launch(c.tp, simulate_rank, &c))
+            return fprintf(stderr, "simulate: --tp %d on cuda: %s\n", c.tp, sim_nccl_error()), 1;
+        return 0;
     }
     return simulate_rank(0, 1, NULL, &c) ? 1 : 0;
 }

@@ -1,14 +1,27 @@
 /*
- * simulate.h — the parts of `replayssm simulate` (tools/simulate.c: configuration, the engine
- * loop and the command line) shared with its workload (sim_workload.c: deterministic requests,
- * prompts, n-gram drafts) and its report (sim_report.c: the comparison table, --tp and --json).
+ * simulate.h — the serving simulation behind `replayssm simulate` (simulate.c: configuration
+ * and the engine loop; tools/simulate.c reads the command line), and the parts it shares with
+ * its workload (sim_workload.c: deterministic requests, prompts, n-gram drafts), its report
+ * (sim_report.c: the comparison table, --tp and --json) and the hand-off (handoff.c).
  */
 #ifndef RSSM_SIMULATE_H
 #define RSSM_SIMULATE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sim_model.h"
+
+/* In an int-returning function of the simulation: a failed library call prints "TOOL: CALL
+ * failed: STATUS: message" on stderr and returns -1. */
+#define SIM_TRY(tool, call)                                                                                            \
+    do {                                                                                                               \
+        rssm_status st_ = (call);                                                                                      \
+        if (st_ != RSSM_OK) {                                                                                          \
+            fprintf(stderr, "%s: %s failed: %s: %s\n", tool, #call, rssm_status_name(st_), rssm_last_error());         \
+            return -1;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
 
 typedef struct sim_config {
     rssm_device device;
@@ -21,12 +34,32 @@ typedef struct sim_config {
     int track_interval; /* prefix snapshot every this many tokens */
     int snapshots;      /* snapshot slots of the prefix cache */
     double followup;    /* share of requests that continue an earlier conversation */
-    int json, progress;
-    int profile;     /* synchronise around each part of a decode step to time it (slower) */
-    int repeat;      /* run the packed / replay pair this many times; the last pair is reported */
-    int tp;          /* --tp N: also run replay with the heads split over N ranks (0 = off) */
-    int small_batch; /* replay: rssm_plan_set_small_batch's max_rows (RSSM_PLAN_SMALL_BATCH_AUTO by default) */
+    int json;           /* one JSON object instead of the table */
+    int progress;       /* a progress bar on stderr (sim_run sets it: no --json and stderr a terminal) */
+    int profile;        /* synchronise around each part of a decode step to time it (slower) */
+    int repeat;         /* run the packed / replay pair this many times; the last pair is reported */
+    int tp;             /* --tp N: also run replay with the heads split over N ranks (0 = off) */
+    int small_batch;    /* replay: rssm_plan_set_small_batch's max_rows (RSSM_PLAN_SMALL_BATCH_AUTO by default) */
 } sim_config;
+
+/* The model presets (NULL-terminated): demo (GDN, 4 small layers, the default), demo-kda,
+ * qwen3-next (Qwen3-Next-80B's 36 Gated DeltaNet layers' shapes), kimi-linear (KDA). */
+extern const char *const sim_model_names[];
+/* Vocabulary, width, layer count and layer shape (L = 16, f32 everything) of a preset; -1 when
+ * unknown. */
+int sim_model_preset(const char *name, sim_model_config *m);
+
+/* The defaults: the demo preset, 48 requests in batches of 16 sharing a 48-token system prompt
+ * (40% follow-ups), 24..48 tokens each, an arrival every 2 steps, no speculative decoding, a
+ * snapshot every 16 tokens into 64 slots, seed 1, small-batch folds by the measured rule. */
+sim_config sim_config_default(void);
+/* c's model becomes preset `name` (its layer with bf16 io, the model's activations); -1 when
+ * unknown. */
+int sim_config_preset(sim_config *c, const char *name);
+/* Serves the workload twice, packed and replay (and with c->tp over the ranks), and prints the
+ * comparison (the table, or JSON). Returns 0 when every compared pair of token streams is
+ * identical, 1 otherwise or when a run failed (printed). */
+int sim_run(const sim_config *c);
 
 typedef struct request {
     int arrival;   /* step at which it may be admitted */

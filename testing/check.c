@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "runtime_check.h"
+#include "check.h"
 #include "harness.h"
 #include "vectors.h"
 
@@ -54,173 +53,240 @@ static void report(tally *t, int rc, const char *name, double err, double tol)
 
 typedef enum vpath { VP_PACKED, VP_REPLAY, VP_VERIFY, VP_PREFILL } vpath;
 
-/* Runs case c through one path; writes the errors of o and of the final state. */
-static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_dtype rdt, rssm_dtype iodt, vpath path,
-                      int L, int pattern, double *err_o, double *err_s)
+/* A case's FLA tensors (float64), shapes checked by rv_get. */
+typedef struct vgold {
+    const double *q, *k, *v, *a, *b; /* (B, T, H, K) q and k, (B, T, HV, V) v, (B, T, HV, gk) a, (B, T, HV) b */
+    const double *A_log, *dt_bias;   /* (HV), (HV, gk) */
+    const double *S0, *o, *S;        /* (B, HV, V, K) initial state, (B, T, HV, V) outputs, final state */
+} vgold;
+
+/* One golden case through one path: rows are the B real rows on slots B..1 (reversed), then
+ * one padding row; slots 0 and B+1 stay unused and must not change. */
+typedef struct vrun {
+    rssm_context *ctx;
+    const rv_case *c;
+    rssm_layer l;
+    int B, T, R, L, pattern;
+    int32_t slot[64], real[64];
+    rh_inputs full; /* every token of the R rows */
+    rh_state s;
+    double *o;     /* (B, T, HV, V): each token's outputs at its position */
+    double *ostep; /* (R, T, HV, V): one call's outputs */
+    double *S;     /* (B, HV, V, K): the final states */
+    rh_snap before, after;
+    rh_rng rng; /* verify's acceptance draws */
+} vrun;
+
+static int vector_gold(const rv_case *c, vgold *g)
 {
     const int B = c->B, T = c->T, H = c->H, HV = c->HV, K = c->K, V = c->V;
     const int gk = c->gate == RSSM_GATE_KDA ? K : 1;
     const int64_t nS = (int64_t)HV * V * K, nO = (int64_t)B * T * HV * V;
-    rssm_layer l = rssm_layer_default(c->gate, H, HV, K, V, L);
-    l.state_dtype = sdt, l.ring_dtype = rdt, l.io_dtype = iodt;
-    l.scale = (float)c->scale, l.qk_l2norm = c->l2norm;
-    l.has_lower_bound = c->has_lower_bound, l.lower_bound = (float)c->lower_bound;
-    const double *gq = rv_get(c, "q", (int64_t)B * T * H * K), *gkk = rv_get(c, "k", (int64_t)B * T * H * K);
-    const double *gv = rv_get(c, "v", nO), *ga = rv_get(c, "a", (int64_t)B * T * HV * gk);
-    const double *gb = rv_get(c, "b", (int64_t)B * T * HV), *galog = rv_get(c, "A_log", HV);
-    const double *gdt = rv_get(c, "dt_bias", (int64_t)HV * gk), *gS0 = rv_get(c, "initial_state", B * nS);
-    const double *go = rv_get(c, "o", nO), *gS = rv_get(c, "final_state", B * nS);
-    if (!gq || !gkk || !gv || !ga || !gb || !galog || !gdt || !gS0 || !go || !gS)
+    g->q = rv_get(c, "q", (int64_t)B * T * H * K), g->k = rv_get(c, "k", (int64_t)B * T * H * K);
+    g->v = rv_get(c, "v", nO), g->a = rv_get(c, "a", (int64_t)B * T * HV * gk);
+    g->b = rv_get(c, "b", (int64_t)B * T * HV), g->A_log = rv_get(c, "A_log", HV);
+    g->dt_bias = rv_get(c, "dt_bias", (int64_t)HV * gk), g->S0 = rv_get(c, "initial_state", B * nS);
+    g->o = rv_get(c, "o", nO), g->S = rv_get(c, "final_state", B * nS);
+    if (!g->q || !g->k || !g->v || !g->a || !g->b || !g->A_log || !g->dt_bias || !g->S0 || !g->o || !g->S)
         return rh_set(RH_FAIL, "case %s lacks a tensor or has a wrong shape", c->name);
+    return RH_OK;
+}
 
-    /* rows: B real rows on slots B..1 (reversed), then one padding row; slots 0 and B+1 unused */
-    const int R = B + 1, slots = B + 2;
-    int32_t slot[64], real[64];
-    for (int r = 0; r < B; r++)
-        slot[r] = B - r, real[r] = B - r;
-    slot[B] = -1;
-    rh_inputs full;
-    int rc = rh_inputs_alloc(&full, &l, R, T, 0);
-    rh_state s;
-    memset(&s, 0, sizeof s);
-    double *o = malloc(sizeof(double) * (size_t)nO), *ostep = malloc(sizeof(double) * (size_t)R * T * HV * V);
-    double *S = malloc(sizeof(double) * (size_t)(B * nS));
-    if (!o || !ostep || !S) rc = rh_set(RH_FAIL, "out of host memory");
-    rh_snap before, after;
-    memset(&before, 0, sizeof before), memset(&after, 0, sizeof after);
+/* The inputs (the padding row repeats row 0), the state (random, the real rows' slots set to
+ * the initial states) and a snapshot of it; o starts as NaN. */
+static int vector_setup(vrun *r, const vgold *g)
+{
+    const rv_case *c = r->c;
+    const int B = r->B, T = r->T, H = c->H, HV = c->HV, K = c->K, V = c->V;
+    const int gk = c->gate == RSSM_GATE_KDA ? K : 1;
+    const int64_t nS = (int64_t)HV * V * K, nO = (int64_t)B * T * HV * V;
+    int rc = rh_inputs_alloc(&r->full, &r->l, r->R, T, 0);
+    r->o = malloc(sizeof(double) * (size_t)nO), r->ostep = malloc(sizeof(double) * (size_t)r->R * T * HV * V);
+    r->S = malloc(sizeof(double) * (size_t)(B * nS));
+    if (!r->o || !r->ostep || !r->S) rc = rh_set(RH_FAIL, "out of host memory");
     if (!rc) {
         const int64_t bq = (int64_t)T * H * K, bv = (int64_t)T * HV * V, ba = (int64_t)T * HV * gk,
                       bb = (int64_t)T * HV;
-        for (int r = 0; r < R; r++) { /* the padding row repeats row 0 */
-            const int src = r < B ? r : 0;
-            memcpy(full.q + r * bq, gq + src * bq, sizeof(double) * bq);
-            memcpy(full.k + r * bq, gkk + src * bq, sizeof(double) * bq);
-            memcpy(full.v + r * bv, gv + src * bv, sizeof(double) * bv);
-            memcpy(full.a + r * ba, ga + src * ba, sizeof(double) * ba);
-            memcpy(full.b + r * bb, gb + src * bb, sizeof(double) * bb);
+        rh_inputs *f = &r->full;
+        for (int row = 0; row < r->R; row++) {
+            const int src = row < B ? row : 0;
+            memcpy(f->q + row * bq, g->q + src * bq, sizeof(double) * bq);
+            memcpy(f->k + row * bq, g->k + src * bq, sizeof(double) * bq);
+            memcpy(f->v + row * bv, g->v + src * bv, sizeof(double) * bv);
+            memcpy(f->a + row * ba, g->a + src * ba, sizeof(double) * ba);
+            memcpy(f->b + row * bb, g->b + src * bb, sizeof(double) * bb);
         }
         for (int h = 0; h < HV; h++)
-            full.A_log[h] = (float)galog[h];
+            f->A_log[h] = (float)g->A_log[h];
         for (int i = 0; i < HV * gk; i++)
-            full.dt_bias[i] = (float)gdt[i];
-        rc = rh_state_create(ctx, &l, slots, &s);
+            f->dt_bias[i] = (float)g->dt_bias[i];
+        rc = rh_state_create(r->ctx, &r->l, B + 2, &r->s);
     }
     if (!rc) {
         rh_rng rng;
         rh_rng_seed(&rng, 7);
-        rc = rh_state_randomize(ctx, &s, &rng, 0);
-        for (int r = 0; r < B && !rc; r++)
-            rc = rh_state_set(ctx, &s, slot[r], gS0 + r * nS);
+        rc = rh_state_randomize(r->ctx, &r->s, &rng, 0);
+        for (int row = 0; row < B && !rc; row++)
+            rc = rh_state_set(r->ctx, &r->s, r->slot[row], g->S0 + row * nS);
     }
-    if (!rc) rc = rh_snap_take(ctx, &s, &before);
-    for (int64_t i = 0; i < nO; i++)
-        o[i] = NAN;
-
-    /* copies the outputs of rows r (token t of the step) to o at token pos[r] + t */
-    rh_rng rng;
-    rh_rng_seed(&rng, 1234 + pattern);
-    if (!rc && (path == VP_PACKED || path == VP_REPLAY)) {
-        for (int t = 0; t < T && !rc; t++) {
-            rh_inputs one;
-            rc = rh_inputs_slice(&full, t, 1, &one);
-            if (!rc)
-                rc = rh_step(ctx, &s, path == VP_PACKED ? RH_OP_DECODE_PACKED : RH_OP_DECODE_REPLAY, &one, slot, NULL,
-                             NULL, t % 3 == 1, ostep);
-            if (!rc && path == VP_REPLAY) rc = rh_advance(ctx, &s, R, slot, NULL);
-            for (int r = 0; r < B && !rc; r++)
-                memcpy(o + ((int64_t)r * T + t) * HV * V, ostep + (int64_t)r * HV * V, sizeof(double) * HV * V);
-            for (int64_t i = 0; i < HV * V && !rc; i++)
-                if (ostep[(int64_t)B * HV * V + i] != 0) rc = rh_set(RH_FAIL, "padding row output is not zero");
-            rh_inputs_free(&one);
-        }
-    } else if (!rc && path == VP_PREFILL) {
-        const int P = T / 2 + (pattern % 3);
-        rh_inputs pre;
-        rc = rh_inputs_slice(&full, 0, P, &pre);
-        if (!rc) rc = rh_step(ctx, &s, RH_OP_PREFILL, &pre, slot, NULL, NULL, 0, ostep);
-        for (int r = 0; r < B && !rc; r++)
-            memcpy(o + (int64_t)r * T * HV * V, ostep + (int64_t)r * P * HV * V, sizeof(double) * P * HV * V);
-        rh_inputs_free(&pre);
-        if (!rc) rc = rh_reset(ctx, &s, R, slot);
-        for (int t = P; t < T && !rc; t++) {
-            rh_inputs one;
-            rc = rh_inputs_slice(&full, t, 1, &one);
-            if (!rc) rc = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ostep);
-            if (!rc) rc = rh_advance(ctx, &s, R, slot, NULL);
-            for (int r = 0; r < B && !rc; r++)
-                memcpy(o + ((int64_t)r * T + t) * HV * V, ostep + (int64_t)r * HV * V, sizeof(double) * HV * V);
-            rh_inputs_free(&one);
-        }
-    } else if (!rc) { /* verify windows */
-        int pos[64] = {0}, done = 0, it = 0;
-        while (!rc && !done && it < 10 * T) {
-            const int Tw = pattern == 0 ? L : 1 + (it * 3 + pattern) % L;
-            int32_t wslot[64], acc[64];
-            uint8_t fold[64];
-            rh_inputs win;
-            rc = rh_inputs_alloc(&win, &l, R, Tw, 0);
-            for (int r = 0; r < R && !rc; r++) {
-                const int p0 = r < B ? pos[r] : 0;
-                wslot[r] = r < B && pos[r] < T ? slot[r] : -1;
-                for (int t = 0; t < Tw; t++) {
-                    int ti = p0 + t < T ? p0 + t : T - 1;
-                    rh_inputs_copy_token(&full, r, ti, &win, r, t);
-                }
-                const int left = r < B ? T - pos[r] : 0;
-                int a;
-                switch (pattern) {
-                case 0:
-                    a = Tw;
-                    break; /* accept everything */
-                case 1:
-                    a = 1;
-                    break; /* every draft rejected */
-                case 2:
-                    a = (it + r) % (Tw + 1);
-                    break; /* cycling, zero included */
-                default:
-                    a = (int)(rh_uniform(&rng) * (Tw + 1));
-                    break; /* random */
-                }
-                acc[r] = a < left ? a : left;
-                fold[r] = pattern == 3 && rh_uniform(&rng) < 0.15;
-            }
-            if (!rc) rc = rh_step(ctx, &s, RH_OP_VERIFY, &win, wslot, NULL, fold, it % 2, ostep);
-            if (!rc) rc = rh_commit(ctx, &s, R, Tw, wslot, fold, acc);
-            done = 1;
-            for (int r = 0; r < B && !rc; r++) {
-                for (int t = 0; t < Tw && pos[r] + t < T && wslot[r] >= 0; t++)
-                    memcpy(o + ((int64_t)r * T + pos[r] + t) * HV * V, ostep + ((int64_t)r * Tw + t) * HV * V,
-                           sizeof(double) * HV * V);
-                if (wslot[r] >= 0) pos[r] += acc[r];
-                if (pos[r] < T) done = 0;
-            }
-            rh_inputs_free(&win);
-            it++;
-        }
-        if (!rc && !done) rc = rh_set(RH_FAIL, "verify pattern made no progress");
-    }
-    if (!rc) {
-        if (path == VP_PACKED)
-            rc = rh_checkpoint(ctx, &s, B, real, S);
-        else
-            rc = rh_materialized(ctx, &s, B, real, S);
-    }
-    if (!rc) rc = rh_snap_take(ctx, &s, &after);
-    if (!rc && (!rh_snap_slot_equal(&s, &before, &after, 0) || !rh_snap_slot_equal(&s, &before, &after, B + 1)))
-        rc = rh_set(RH_FAIL, "a slot no row selected was changed");
-    if (!rc) {
-        *err_o = rh_relerr(o, go, nO);
-        *err_s = rh_relerr(S, gS, B * nS);
-    }
-    rh_snap_free(&before), rh_snap_free(&after);
-    rh_state_free(ctx, &s);
-    rh_inputs_free(&full);
-    free(o), free(ostep), free(S);
+    if (!rc) rc = rh_snap_take(r->ctx, &r->s, &r->before);
+    for (int64_t i = 0; r->o && i < nO; i++)
+        r->o[i] = NAN;
     return rc;
 }
 
-static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, int quick, tally *t)
+/* Copies the first n tokens of the real rows' outputs in ostep (a call of `per_row` tokens a
+ * row) to o at token t0. */
+static void vector_put(vrun *r, int per_row, int t0, int n)
+{
+    const int64_t hv = (int64_t)r->c->HV * r->c->V;
+    for (int row = 0; row < r->B; row++)
+        memcpy(r->o + ((int64_t)row * r->T + t0) * hv, r->ostep + (int64_t)row * per_row * hv, sizeof(double) * hv * n);
+}
+
+/* One token at a time, packed decode or replay decode + advance (a forced fold every third). */
+static int vector_decode(vrun *r, vpath path)
+{
+    const int64_t hv = (int64_t)r->c->HV * r->c->V;
+    int rc = RH_OK;
+    for (int t = 0; t < r->T && !rc; t++) {
+        rh_inputs one;
+        rc = rh_inputs_slice(&r->full, t, 1, &one);
+        if (!rc)
+            rc = rh_step(r->ctx, &r->s, path == VP_PACKED ? RH_OP_DECODE_PACKED : RH_OP_DECODE_REPLAY, &one, r->slot,
+                         NULL, NULL, t % 3 == 1, r->ostep);
+        if (!rc && path == VP_REPLAY) rc = rh_advance(r->ctx, &r->s, r->R, r->slot, NULL);
+        if (!rc) vector_put(r, 1, t, 1);
+        for (int64_t i = 0; i < hv && !rc; i++)
+            if (r->ostep[(int64_t)r->B * hv + i] != 0) rc = rh_set(RH_FAIL, "padding row output is not zero");
+        rh_inputs_free(&one);
+    }
+    return rc;
+}
+
+/* Prefill of the first P tokens, a reset of the rings, then replay decode of the rest. */
+static int vector_prefill(vrun *r)
+{
+    const int P = r->T / 2 + (r->pattern % 3);
+    rh_inputs pre;
+    int rc = rh_inputs_slice(&r->full, 0, P, &pre);
+    if (!rc) rc = rh_step(r->ctx, &r->s, RH_OP_PREFILL, &pre, r->slot, NULL, NULL, 0, r->ostep);
+    if (!rc) vector_put(r, P, 0, P);
+    rh_inputs_free(&pre);
+    if (!rc) rc = rh_reset(r->ctx, &r->s, r->R, r->slot);
+    for (int t = P; t < r->T && !rc; t++) {
+        rh_inputs one;
+        rc = rh_inputs_slice(&r->full, t, 1, &one);
+        if (!rc) rc = rh_step(r->ctx, &r->s, RH_OP_DECODE_REPLAY, &one, r->slot, NULL, NULL, 0, r->ostep);
+        if (!rc) rc = rh_advance(r->ctx, &r->s, r->R, r->slot, NULL);
+        if (!rc) vector_put(r, 1, t, 1);
+        rh_inputs_free(&one);
+    }
+    return rc;
+}
+
+/* Tokens a verify window of Tw accepts for row `row` at iteration `it`, by pattern: 0 all,
+ * 1 one (every draft rejected), 2 cycling through 0..Tw, 3 random. */
+static int verify_accepts(vrun *r, int row, int it, int Tw)
+{
+    switch (r->pattern) {
+    case 0:
+        return Tw;
+    case 1:
+        return 1;
+    case 2:
+        return (it + row) % (Tw + 1);
+    default:
+        return (int)(rh_uniform(&r->rng) * (Tw + 1));
+    }
+}
+
+/* One verify window from each row's position pos[row]; rows done (and the padding row) pad. */
+static int verify_window(vrun *r, int it, int *pos, int *done)
+{
+    const int B = r->B, T = r->T, L = r->L;
+    const int Tw = r->pattern == 0 ? L : 1 + (it * 3 + r->pattern) % L;
+    int32_t wslot[64], acc[64];
+    uint8_t fold[64];
+    rh_inputs win;
+    int rc = rh_inputs_alloc(&win, &r->l, r->R, Tw, 0);
+    for (int row = 0; row < r->R && !rc; row++) {
+        const int p0 = row < B ? pos[row] : 0;
+        wslot[row] = row < B && pos[row] < T ? r->slot[row] : -1;
+        for (int t = 0; t < Tw; t++)
+            rh_inputs_copy_token(&r->full, row, p0 + t < T ? p0 + t : T - 1, &win, row, t);
+        const int left = row < B ? T - pos[row] : 0, a = verify_accepts(r, row, it, Tw);
+        acc[row] = a < left ? a : left;
+        fold[row] = r->pattern == 3 && rh_uniform(&r->rng) < 0.15;
+    }
+    if (!rc) rc = rh_step(r->ctx, &r->s, RH_OP_VERIFY, &win, wslot, NULL, fold, it % 2, r->ostep);
+    if (!rc) rc = rh_commit(r->ctx, &r->s, r->R, Tw, wslot, fold, acc);
+    *done = 1;
+    for (int row = 0; row < B && !rc; row++) {
+        if (wslot[row] >= 0) {
+            const int n = pos[row] + Tw <= T ? Tw : T - pos[row];
+            const int64_t hv = (int64_t)r->c->HV * r->c->V;
+            memcpy(r->o + ((int64_t)row * T + pos[row]) * hv, r->ostep + (int64_t)row * Tw * hv,
+                   sizeof(double) * hv * n);
+            pos[row] += acc[row];
+        }
+        if (pos[row] < T) *done = 0;
+    }
+    rh_inputs_free(&win);
+    return rc;
+}
+
+/* Verify windows until every row has accepted all T tokens. */
+static int vector_verify(vrun *r)
+{
+    int pos[64] = {0}, done = 0, rc = RH_OK;
+    for (int it = 0; !rc && !done && it < 10 * r->T; it++)
+        rc = verify_window(r, it, pos, &done);
+    if (!rc && !done) rc = rh_set(RH_FAIL, "verify pattern made no progress");
+    return rc;
+}
+
+/* Runs case c through one path; writes the errors of o and of the final state. */
+static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_dtype rdt, rssm_dtype iodt, vpath path,
+                      int L, int pattern, double *err_o, double *err_s)
+{
+    vrun r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx, r.c = c, r.B = c->B, r.T = c->T, r.R = c->B + 1, r.L = L, r.pattern = pattern;
+    r.l = rssm_layer_default(c->gate, c->H, c->HV, c->K, c->V, L);
+    r.l.state_dtype = sdt, r.l.ring_dtype = rdt, r.l.io_dtype = iodt;
+    r.l.scale = (float)c->scale, r.l.qk_l2norm = c->l2norm;
+    r.l.has_lower_bound = c->has_lower_bound, r.l.lower_bound = (float)c->lower_bound;
+    for (int row = 0; row < r.B; row++)
+        r.slot[row] = r.B - row, r.real[row] = r.B - row;
+    r.slot[r.B] = -1;
+    rh_rng_seed(&r.rng, 1234 + pattern);
+    vgold g;
+    int rc = vector_gold(c, &g);
+    if (rc) return rc;
+    rc = vector_setup(&r, &g);
+    if (!rc)
+        rc = path == VP_VERIFY ? vector_verify(&r) : path == VP_PREFILL ? vector_prefill(&r) : vector_decode(&r, path);
+    if (!rc)
+        rc = path == VP_PACKED ? rh_checkpoint(ctx, &r.s, r.B, r.real, r.S)
+                               : rh_materialized(ctx, &r.s, r.B, r.real, r.S);
+    if (!rc) rc = rh_snap_take(ctx, &r.s, &r.after);
+    if (!rc &&
+        (!rh_snap_slot_equal(&r.s, &r.before, &r.after, 0) || !rh_snap_slot_equal(&r.s, &r.before, &r.after, r.B + 1)))
+        rc = rh_set(RH_FAIL, "a slot no row selected was changed");
+    if (!rc) {
+        const int64_t nS = (int64_t)c->HV * c->V * c->K;
+        *err_o = rh_relerr(r.o, g.o, (int64_t)r.B * r.T * c->HV * c->V);
+        *err_s = rh_relerr(r.S, g.S, r.B * nS);
+    }
+    rh_snap_free(&r.before), rh_snap_free(&r.after);
+    rh_state_free(ctx, &r.s);
+    rh_inputs_free(&r.full);
+    free(r.o), free(r.ostep), free(r.S);
+    return rc;
+}
+
+static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, int quick, const char *filter, tally *t)
 {
     struct {
         rssm_dtype s, r, io;
@@ -258,6 +324,7 @@ static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, i
                                                                       "/accept-random+fold"}[runs[i].pat]
                          : runs[i].p == VP_PREFILL ? "/prefill-half"
                                                    : "");
+                if (filter && !strstr(name, filter)) continue;
                 double eo = 0, es = 0;
                 int rc = vector_run(ctx, c, dts[d].s, dts[d].r, dts[d].io, runs[i].p, runs[i].L, runs[i].pat, &eo, &es);
                 char full[256];
@@ -502,110 +569,69 @@ static void run_matrix(rssm_context *ctx, rssm_context *ref, int quick, const ch
     }
 }
 
-static void usage(FILE *f)
+check_options check_options_default(void)
 {
-    fprintf(f, "usage: replayssm check [--suite ops|runtime] [--device cpu|cuda|reference] [--vectors FILE] [--quick] "
-               "[--strict]\n"
-               "  Runs the equivalence matrix on the device against the float64 reference (one line per\n"
-               "  case: PASS/FAIL, max norm-relative error), and with --vectors every golden case through\n"
-               "  every decode path (packed, replay at L=1..16, verify windows, prefill then decode).\n"
-               "  --device     device under test (default cpu)\n"
-               "  --suite S    ops (default: the kernels against the reference) or runtime (pool,\n"
-               "               planner, prefix cache, export/import)\n"
-               "  --vectors    golden vector file (../shared/vectors/fla-reference.txt)\n"
-               "  --quick      a smaller matrix (every axis value still appears)\n"
-               "  --strict     count cases the device does not support as failures, not skips\n"
-               "  --filter S   run only cases whose name contains S\n"
-               "Ends with 'N passed, N failed, N skipped'; exit 1 on any failure, else 0.\n");
+    check_options o;
+    memset(&o, 0, sizeof o);
+    o.device = RSSM_DEVICE_CPU;
+    o.params = rssm_context_params_default();
+    return o;
 }
 
-int rssm_cli_check(int argc, char **argv, const rssm_context_params *params)
+/* Nothing to run on an absent device: every case is counted as skipped. */
+static int check_skip_all(const check_options *o)
 {
-    /* --suite ops: this file (--suite runtime: runtime_check.c, chosen by tools/main.c) */
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--suite")) {
-            if (strcmp(argv[i + 1], "ops")) {
-                fprintf(stderr, "replayssm check: unknown suite '%s' (ops, runtime)\n", argv[i + 1]);
-                return 2;
-            }
-            for (int j = i; j + 2 <= argc; j++)
-                argv[j] = j + 2 < argc ? argv[j + 2] : NULL;
-            argc -= 2;
-            break;
-        }
-    rssm_device dev = RSSM_DEVICE_CPU;
-    const char *vectors = NULL, *filter = NULL;
-    int quick = 0, strict = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            const char *d = argv[++i];
-            if (!strcmp(d, "cpu"))
-                dev = RSSM_DEVICE_CPU;
-            else if (!strcmp(d, "cuda"))
-                dev = RSSM_DEVICE_CUDA;
-            else if (!strcmp(d, "reference") || !strcmp(d, "ref"))
-                dev = RSSM_DEVICE_REFERENCE;
-            else {
-                fprintf(stderr, "replayssm check: unknown device '%s'\n", d);
-                usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--vectors") && i + 1 < argc) {
-            vectors = argv[++i];
-        } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
-            filter = argv[++i];
-        } else if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
-        } else if (!strcmp(argv[i], "--strict")) {
-            strict = 1;
-        } else {
-            fprintf(stderr, "replayssm check: unknown option '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    tally t = {0, 0, 0};
+    printf("SKIP all: device %s unavailable: %s\n", rh_device_name(o->device), rh_msg());
+    printf("0 passed, 0 failed, %d skipped\n", count_matrix(o->quick, o->filter) + (o->vectors ? 1 : 0));
+    return RH_EXIT_SKIP;
+}
+
+static int check_fail(const char *what, const char *why)
+{
+    printf("FAIL %s: %s\n", what, why);
+    printf("0 passed, 1 failed, 0 skipped\n");
+    return 1;
+}
+
+int check_run(const check_options *o)
+{
     rv_file vf;
     memset(&vf, 0, sizeof vf);
-    if (vectors) {
-        char err[256];
-        if (rv_load(vectors, &vf, err, sizeof err)) {
-            printf("FAIL vectors: %s\n", err);
-            printf("0 passed, 1 failed, 0 skipped\n");
-            return 1;
-        }
-    }
+    char err[256];
+    if (o->vectors && rv_load(o->vectors, &vf, err, sizeof err)) return check_fail("vectors", err);
     rssm_context *ctx = NULL, *ref = NULL;
-    int rc = rh_context_with(dev, params, &ctx);
-    if (rc == RH_UNSUPPORTED && dev == RSSM_DEVICE_CUDA && !strict) {
-        printf("SKIP all: device %s unavailable: %s\n", rh_device_name(dev), rh_msg());
-        t.skipped = count_matrix(quick, filter) + (vectors ? 1 : 0);
-        printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
+    int rc = rh_context_with(o->device, &o->params, &ctx);
+    if (rc == RH_UNSUPPORTED && o->device == RSSM_DEVICE_CUDA && !o->strict) {
         rv_free(&vf);
-        return 0;
+        return check_skip_all(o);
     }
     if (rc == RH_OK) rc = rh_context(RSSM_DEVICE_REFERENCE, &ref);
     if (rc != RH_OK) {
-        printf("FAIL device %s: %s\n", rh_device_name(dev), rh_msg());
-        printf("0 passed, 1 failed, 0 skipped\n");
+        snprintf(err, sizeof err, "device %s", rh_device_name(o->device));
         rssm_context_free(ctx);
         rv_free(&vf);
-        return 1;
+        return check_fail(err, rh_msg());
     }
-    printf("replayssm check: device %s against the reference%s\n", rh_device_name(dev), quick ? " (quick)" : "");
-    run_matrix(ctx, ref, quick, filter, strict, &t);
-    if (vectors) {
+    printf("replayssm check: device %s against the reference%s\n", rh_device_name(o->device),
+           o->quick ? " (quick)" : "");
+    if (o->vectors)
+        printf("golden vectors: %s (%d cases)\n", o->vectors, vf.ncases);
+    else
+        printf("golden vectors: none%s%s%s\n", o->vectors_note ? " (" : "", o->vectors_note ? o->vectors_note : "",
+               o->vectors_note ? ")" : "");
+    tally t = {0, 0, 0};
+    run_matrix(ctx, ref, o->quick, o->filter, o->strict, &t);
+    if (o->vectors) {
         tally vt = {0, 0, 0};
-        run_vectors(ctx, dev, &vf, quick, &vt);
-        if (strict) vt.failed += vt.skipped, vt.skipped = 0;
+        run_vectors(ctx, o->device, &vf, o->quick, o->filter, &vt);
+        if (o->strict) vt.failed += vt.skipped, vt.skipped = 0;
         t.passed += vt.passed, t.failed += vt.failed, t.skipped += vt.skipped;
     }
     printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
     rssm_context_free(ctx);
     rssm_context_free(ref);
     rv_free(&vf);
-    return t.failed ? 1 : 0;
+    if (o->filter && t.passed + t.failed + t.skipped == 0)
+        return fprintf(stderr, "replayssm check: --filter '%s' matches no case\n", o->filter), 2;
+    return t.failed ? 1 : t.passed == 0 && t.skipped > 0 ? RH_EXIT_SKIP : 0;
 }

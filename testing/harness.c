@@ -735,9 +735,25 @@ int rh_reset(rssm_context *ctx, rh_state *s, int B, const int32_t *slot)
 int rh_context_with(rssm_device dev, const rssm_context_params *params, rssm_context **out)
 {
     *out = NULL;
-    if (dev == RSSM_DEVICE_CUDA && !rssm_cuda_available())
-        return rh_set(RH_UNSUPPORTED, "CUDA is not available (no CUDA back end in this build, or no GPU)");
-    return rh_status(rssm_context_create(dev, params, out), "rssm_context_create");
+    const rssm_status st = rssm_context_create(dev, params, out);
+    if (st == RSSM_ERROR_UNSUPPORTED && dev == RSSM_DEVICE_CUDA)
+        return rh_set(RH_UNSUPPORTED, "%s", rh_context_error(dev, st));
+    return rh_status(st, "rssm_context_create");
+}
+
+const char *rh_context_error(rssm_device dev, rssm_status st)
+{
+    static char msg[640];
+    static const char prefix[] = "no CUDA device: "; /* the CUDA back end's words for "none found" */
+    char why[512];
+    snprintf(why, sizeof why, "%s", rssm_last_error());
+    if (dev == RSSM_DEVICE_CUDA && st == RSSM_ERROR_UNSUPPORTED && !rssm_cuda_available()) {
+        const int skip = strncmp(why, prefix, sizeof prefix - 1) ? 0 : (int)sizeof prefix - 1;
+        snprintf(msg, sizeof msg, "no CUDA device was found (%s)", why + skip);
+    } else {
+        snprintf(msg, sizeof msg, "%s: %s", rssm_status_name(st), why);
+    }
+    return msg;
 }
 
 int rh_context(rssm_device dev, rssm_context **out) { return rh_context_with(dev, NULL, out); }

@@ -20,6 +20,10 @@
 
 enum { RH_OK = 0, RH_UNSUPPORTED = 1, RH_FAIL = 2 };
 
+/* The exit status of a check or test program that ran nothing because its device is absent
+ * (ctest's SKIP_RETURN_CODE; "N passed" then counts only what ran). */
+#define RH_EXIT_SKIP 77
+
 /* The ops of the step family, as rh_step runs them. */
 typedef enum rh_op { RH_OP_DECODE_PACKED = 0, RH_OP_DECODE_REPLAY, RH_OP_VERIFY, RH_OP_PREFILL } rh_op;
 #define RH_GUARD 64
@@ -49,7 +53,7 @@ double rh_round(double x, rssm_dtype dt);
  * gives +inf. */
 double rh_relerr(const double *x, const double *y, int64_t n);
 /* check's tolerance for a rel. error against the float64 reference at these dtypes: all f32
- * 1e-5, bf16 io only 1e-2, bf16 state or ring 2e-2 (tools/check.c says why). */
+ * 1e-5, bf16 io only 1e-2, bf16 state or ring 2e-2 (testing/check.c says why). */
 double rh_tolerance(rssm_dtype state, rssm_dtype ring, rssm_dtype io);
 /* 1 when every element is finite. */
 int rh_finite(const double *x, int64_t n);
@@ -152,11 +156,16 @@ int rh_reset(rssm_context *ctx, rh_state *s, int B, const int32_t *slot);
 int rh_prefill_ragged_check(rssm_context *ctx, const rssm_layer *l, int B, const int32_t *slot, const int32_t *len,
                             int slots, uint64_t seed, int precomputed, int *same);
 
-/* Context on a device (CPU: threads = 0 = all). RH_UNSUPPORTED when absent. */
+/* Context on a device (CPU: threads = 0 = all). RH_UNSUPPORTED when absent (rh_msg() says
+ * why, as rh_context_error does). */
 int rh_context(rssm_device dev, rssm_context **out);
 /* The same with creation parameters (NULL = the defaults). */
 int rh_context_with(rssm_device dev, const rssm_context_params *params, rssm_context **out);
 const char *rh_device_name(rssm_device dev);
+/* Why rssm_context_create(dev) failed with st, for a tool's message: "no CUDA device was found
+ * (the library's reason)" where CUDA is unavailable (no back end in this build, or no GPU),
+ * else "STATUS: the library's message". Call it right after the failing call. */
+const char *rh_context_error(rssm_device dev, rssm_status st);
 const char *rh_dtype_name(rssm_dtype dt);
 
 #endif /* RSSM_HARNESS_H */

@@ -1,11 +1,12 @@
 /*
- * runtime_check.c — checks of the runtime on one device (`replayssm check --suite runtime`),
- * also compiled into the test programs of tests/runtime/.
+ * runtime_check.c — checks of the runtime on one device (`replayssm check --suite runtime`,
+ * and the test programs of tests/runtime/).
  *
  * A tiny synthetic model drives the kernels through the pool and the planner: two layers of
  * the same shape whose per-token inputs (q, k, v, log-gate g, beta) are a hash of (token id,
  * layer), like an embedding, so two requests with the same tokens see the same inputs.
- * Device buffers come from device.h, so the same code runs on reference, CPU and CUDA.
+ * Device buffers come from the context's memory calls (rssm_mem_*), so the same code runs on
+ * reference, CPU and CUDA.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "replayssm_runtime.h"
 #include "runtime_check.h"
 
@@ -345,145 +347,154 @@ static double rel_diff(const float *x, const float *y, size_t n)
     return s > 0 ? d / s : d;
 }
 
-/* rssm_plan_set_small_batch: a step of at most max_rows live rows folds every live row. Slot a
- * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
- * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
- * there a's cursor stays at 0 and a reproduces packed decode (bit for bit on the CPU and CUDA
- * back ends; the reference rounds each op once from float64, so within 1e-6 there). k128: heads
- * of K = V = 128 (CUDA's fast kernels, which launch such steps as packed decode) instead of
- * the suite's small ones. */
-static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_counts *c)
-{
-    const char *gn = gate == RSSM_GATE_KDA ? (k128 ? "kda-k128" : "kda") : (k128 ? "gdn-k128" : "gdn");
-    const int exact = rssm_context_device(ctx) != RSSM_DEVICE_REFERENCE;
-    rssm_layer ly[NL];
-    rt_layers(gate, ly);
-    for (int l = 0; l < NL && k128; l++)
-        ly[l].head_k_dim = ly[l].head_v_dim = 128;
-    rssm_pool *p = NULL;
-    rssm_status st = rssm_pool_create(ctx, ly, NL, 7, &p);
+/* plan_small_batch's pool, model, planners (one with the small-batch folds at 1 row, one
+ * plain), slots and output buffers. */
+typedef struct sb_fixture {
+    rssm_context *ctx;
+    const char *gn; /* the case's name: gate, and -k128 */
+    rssm_pool *p;
     rt_model m;
-    rssm_plan *small = NULL, *plain = NULL;
-    memset(&m, 0, sizeof m);
-    if (!p || !model_init(&m, ctx, p, 2, 1) || rssm_plan_create(p, 2, 0, &small) != RSSM_OK ||
-        rssm_plan_create(p, 2, 0, &plain) != RSSM_OK || rssm_plan_set_small_batch(small, 1) != RSSM_OK) {
-        rt_case(c, 0, "plan/%s small-batch setup", gn);
-        goto out;
+    rssm_plan *small, *plain;
+    int32_t a, b, cs;
+    float *oa, *ob; /* [NL][B = 2][HV*V] */
+    size_t row;     /* HV*V */
+} sb_fixture;
+
+/* max over the layers of the relative difference of row 0 of oa and ob; *same &= bitwise equal */
+static double sb_compare(const sb_fixture *f, int *same)
+{
+    double worst = 0;
+    for (int l = 0; l < NL; l++) {
+        *same &= !memcmp(f->oa + l * 2 * f->row, f->ob + l * 2 * f->row, f->row * sizeof(float));
+        worst = fmax(worst, rel_diff(f->oa + l * 2 * f->row, f->ob + l * 2 * f->row, f->row));
     }
-    int32_t a = -1, b = -1, cs = -1;
-    rssm_pool_acquire(p, &a), rssm_pool_acquire(p, &b), rssm_pool_acquire(p, &cs);
-    const size_t no = (size_t)NL * 2 * m.HV * m.V, row = (size_t)m.HV * m.V; /* out [NL][B=2][HV*V] */
-    float *oa = calloc(no, sizeof(float)), *ob = calloc(no, sizeof(float));
-    if (!oa || !ob) {
-        rt_case(c, 0, "plan/%s small-batch: host memory", gn);
-        free(oa), free(ob);
-        goto out;
-    }
-    /* a and b: two plain replay steps as rows of one batch (ring 2 of L = 4) */
-    const int32_t ab[2] = {a, b}, a_only[2] = {a, -1}, b_only[2] = {b, -1}, c_only[2] = {cs, -1}, ac[2] = {a, cs};
-    st = rssm_plan_set(plain, 2, ab, NULL);
+    return worst;
+}
+
+/* a and b: two plain replay steps as rows of one batch (ring 2 of L = 4); then one step with a
+ * small (1 live row <= 1) and b plain: the same outputs, a folded. */
+static rssm_status sb_fold_step(sb_fixture *f, rt_counts *c)
+{
+    const int32_t ab[2] = {f->a, f->b}, a_only[2] = {f->a, -1}, b_only[2] = {f->b, -1};
+    rssm_status st = rssm_plan_set(f->plain, 2, ab, NULL);
     for (int i = 0; i < 2 && st == RSSM_OK; i++) {
         const int32_t tok[2] = {300 + i, 300 + i};
-        st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
+        st = model_step(&f->m, f->plain, RSSM_PLAN_DECODE, 1, tok, NULL, NULL);
     }
-    /* one step: a small (1 live row <= 1), b plain; the same outputs, a folded */
     const int32_t t0[2] = {400, 0};
     uint8_t fold_d[2] = {9, 9}, fold_h[2] = {9, 9};
-    if (st == RSSM_OK) st = rssm_plan_set(small, 2, a_only, NULL);
-    if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t0, NULL, oa);
-    if (st == RSSM_OK) st = rssm_mem_copy(ctx, fold_d, rssm_plan_fold_buffer(small), 2, RSSM_COPY_DEVICE_TO_HOST);
-    if (st == RSSM_OK) st = rssm_plan_fold_rows(small, RSSM_PLAN_DECODE, fold_h);
-    if (st == RSSM_OK) st = rssm_plan_set(plain, 2, b_only, NULL);
-    if (st == RSSM_OK) st = model_step(&m, plain, RSSM_PLAN_DECODE, 1, t0, NULL, ob);
+    if (st == RSSM_OK) st = rssm_plan_set(f->small, 2, a_only, NULL);
+    if (st == RSSM_OK) st = model_step(&f->m, f->small, RSSM_PLAN_DECODE, 1, t0, NULL, f->oa);
+    if (st == RSSM_OK) st = rssm_mem_copy(f->ctx, fold_d, rssm_plan_fold_buffer(f->small), 2, RSSM_COPY_DEVICE_TO_HOST);
+    if (st == RSSM_OK) st = rssm_plan_fold_rows(f->small, RSSM_PLAN_DECODE, fold_h);
+    if (st == RSSM_OK) st = rssm_plan_set(f->plain, 2, b_only, NULL);
+    if (st == RSSM_OK) st = model_step(&f->m, f->plain, RSSM_PLAN_DECODE, 1, t0, NULL, f->ob);
     int32_t ca = -1, cb = -1;
-    rssm_pool_cursor(p, a, &ca), rssm_pool_cursor(p, b, &cb);
+    rssm_pool_cursor(f->p, f->a, &ca), rssm_pool_cursor(f->p, f->b, &cb);
     int same = 1;
-    double first = 0;
-    for (int l = 0; l < NL; l++) {
-        same &= !memcmp(oa + l * 2 * row, ob + l * 2 * row, row * sizeof(float));
-        first = fmax(first, rel_diff(oa + l * 2 * row, ob + l * 2 * row, row));
-    }
+    const double first = sb_compare(f, &same);
     /* a folding step may compute its output from the folded state (the CPU back end does): the
      * same value, rounded in another order */
     rt_case(c, st == RSSM_OK && first <= 1e-6 && ca == 0 && cb == 3 && fold_d[0] == 1 && fold_d[1] == 0 && !fold_h[0],
             "plan/%s small batch: a row with 2 ring entries folds on the step (cursor %d, plain %d), the same outputs "
             "(%s, max rel diff %.3g); fold flags [%d %d], no snapshot point in the host mirror%s%s",
-            gn, ca, cb, same ? "bit for bit" : "rounded apart", first, fold_d[0], fold_d[1], st ? " — " : "",
+            f->gn, ca, cb, same ? "bit for bit" : "rounded apart", first, fold_d[0], fold_d[1], st ? " — " : "",
             st ? err(st) : "");
-    /* from the folded a: c = its checkpoint; a small, c packed, 6 steps */
-    if (st == RSSM_OK) st = rssm_pool_copy_checkpoint(p, a, p, cs);
-    if (st == RSSM_OK) st = rssm_plan_set(plain, 2, c_only, NULL);
+    return st;
+}
+
+/* From the folded a: c = its checkpoint; a small, c packed, 6 steps: the same outputs and
+ * states (bit for bit where exact), a's cursor stays 0. */
+static rssm_status sb_packed_steps(sb_fixture *f, rssm_status st, int exact, rt_counts *c)
+{
+    const int32_t c_only[2] = {f->cs, -1};
+    if (st == RSSM_OK) st = rssm_pool_copy_checkpoint(f->p, f->a, f->p, f->cs);
+    if (st == RSSM_OK) st = rssm_plan_set(f->plain, 2, c_only, NULL);
     double worst = 0;
-    int cursor_ok = 1;
-    same = 1;
+    int cursor_ok = 1, same = 1;
     for (int i = 0; i < 6 && st == RSSM_OK; i++) {
         const int32_t tok[2] = {500 + i, 0};
-        st = model_step(&m, small, RSSM_PLAN_DECODE, 1, tok, NULL, oa);
-        if (st == RSSM_OK) st = model_run(&m, plain, RSSM_PLAN_DECODE, 1, tok, NULL, ob, 1);
-        for (int l = 0; l < NL; l++) {
-            same &= !memcmp(oa + l * 2 * row, ob + l * 2 * row, row * sizeof(float));
-            worst = fmax(worst, rel_diff(oa + l * 2 * row, ob + l * 2 * row, row));
-        }
-        rssm_pool_cursor(p, a, &ca);
+        st = model_step(&f->m, f->small, RSSM_PLAN_DECODE, 1, tok, NULL, f->oa);
+        if (st == RSSM_OK) st = model_run(&f->m, f->plain, RSSM_PLAN_DECODE, 1, tok, NULL, f->ob, 1);
+        worst = fmax(worst, sb_compare(f, &same));
+        int32_t ca = -1;
+        rssm_pool_cursor(f->p, f->a, &ca);
         cursor_ok &= ca == 0;
     }
-    const int states = st == RSSM_OK && same_state(p, a, p, cs, RSSM_EXPORT_MATERIALIZED);
+    const int states = st == RSSM_OK && same_state(f->p, f->a, f->p, f->cs, RSSM_EXPORT_MATERIALIZED);
     rt_case(c, st == RSSM_OK && cursor_ok && (exact ? same && states : worst <= 1e-6),
             "plan/%s small batch: 6 steps == packed decode (%s, max rel diff %.3g; checkpoints %s), cursor stays 0%s%s",
-            gn, same ? "bit for bit" : "differ", worst, states ? "equal" : "differ", st ? " — " : "",
+            f->gn, same ? "bit for bit" : "differ", worst, states ? "equal" : "differ", st ? " — " : "",
             st ? err(st) : "");
-    /* 2 live rows > 1: a plain step, no fold, cursors move */
-    if (st == RSSM_OK) st = rssm_plan_set(small, 2, ac, NULL);
-    const int32_t t1[2] = {600, 601};
-    if (st == RSSM_OK) st = model_step(&m, small, RSSM_PLAN_DECODE, 1, t1, NULL, NULL);
-    if (st == RSSM_OK) st = rssm_mem_copy(ctx, fold_d, rssm_plan_fold_buffer(small), 2, RSSM_COPY_DEVICE_TO_HOST);
-    rssm_pool_cursor(p, a, &ca), rssm_pool_cursor(p, cs, &cb);
+    return st;
+}
+
+/* 2 live rows > 1: a plain step, no fold, cursors move. */
+static void sb_over_limit(sb_fixture *f, rssm_status st, rt_counts *c)
+{
+    const int32_t ac[2] = {f->a, f->cs}, t1[2] = {600, 601};
+    uint8_t fold_d[2] = {9, 9};
+    if (st == RSSM_OK) st = rssm_plan_set(f->small, 2, ac, NULL);
+    if (st == RSSM_OK) st = model_step(&f->m, f->small, RSSM_PLAN_DECODE, 1, t1, NULL, NULL);
+    if (st == RSSM_OK) st = rssm_mem_copy(f->ctx, fold_d, rssm_plan_fold_buffer(f->small), 2, RSSM_COPY_DEVICE_TO_HOST);
+    int32_t ca = -1, cb = -1;
+    rssm_pool_cursor(f->p, f->a, &ca), rssm_pool_cursor(f->p, f->cs, &cb);
     rt_case(c, st == RSSM_OK && ca == 1 && cb == 1 && !fold_d[0] && !fold_d[1],
-            "plan/%s small batch: 2 live rows over the limit of 1 replay as usual (cursors %d %d)%s%s", gn, ca, cb,
+            "plan/%s small batch: 2 live rows over the limit of 1 replay as usual (cursors %d %d)%s%s", f->gn, ca, cb,
             st ? " — " : "", st ? err(st) : "");
-    /* the hint never changes results: one launch under io.fold_every with a row that does not
-     * fold (a, one ring entry: a graph captured on a small step replayed on a larger one) and a
-     * folding row with an empty ring (e: packed's code on CUDA), against twins stepped without
-     * the hint: the same outputs and states, bit for bit */
-    {
-        uint8_t *df = NULL;
-        size_t na = 0, nt = 0, ne = 0, nte = 0;
-        const uint8_t flags[16] = {0, 1};
-        const int32_t tk[2] = {700, 701};
-        int32_t e = -1, te = -1, ta = -1;
-        unsigned char *blob = export_blob(p, a, RSSM_EXPORT_RING, &na);
-        rssm_status hs = blob ? rssm_pool_import(p, blob, na, &ta) : RSSM_ERROR_OUT_OF_MEMORY;
-        free(blob);
-        if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &e);
-        if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &te);
-        const int32_t ae[2] = {a, e}, twins[2] = {ta, te};
-        if (hs == RSSM_OK) hs = rssm_mem_alloc(ctx, 16, (void **)&df);
-        if (hs == RSSM_OK) hs = rssm_mem_copy(ctx, df, flags, 16, RSSM_COPY_HOST_TO_DEVICE);
-        if (hs == RSSM_OK) hs = rssm_plan_set(plain, 2, ae, NULL);
-        if (hs == RSSM_OK) hs = layer0_call(&m, plain, df, 1, tk, oa);
-        if (hs == RSSM_OK) hs = rssm_plan_set(plain, 2, twins, NULL);
-        if (hs == RSSM_OK) hs = layer0_call(&m, plain, df, 0, tk, ob);
-        unsigned char *xa = export_blob(p, a, RSSM_EXPORT_RING, &na), *xt = export_blob(p, ta, RSSM_EXPORT_RING, &nt);
-        unsigned char *xe = export_blob(p, e, RSSM_EXPORT_RING, &ne), *xte = export_blob(p, te, RSSM_EXPORT_RING, &nte);
-        const int outs = !memcmp(oa, ob, 2 * row * sizeof(float));
-        const int states =
-            xa && xt && xe && xte && na == nt && ne == nte && !memcmp(xa, xt, na) && !memcmp(xe, xte, ne);
-        rt_case(c, hs == RSSM_OK && outs && states,
-                "plan/%s small batch: io.fold_every with a row not folding and an empty folding row == the same launch "
-                "without it (outputs %s, states %s)%s%s",
-                gn, outs ? "equal" : "DIFFER", states ? "equal" : "DIFFER", hs ? " — " : "", hs ? err(hs) : "");
-        free(xa), free(xt), free(xe), free(xte);
-        rssm_mem_free(ctx, df);
-    }
-    /* the limit: AUTO resolves by device (host devices: never), bad values are refused */
+}
+
+/* The hint never changes results: one launch under io.fold_every with a row that does not
+ * fold (a, one ring entry: a graph captured on a small step replayed on a larger one) and a
+ * folding row with an empty ring (e: packed's code on CUDA), against twins stepped without
+ * the hint: the same outputs and states, bit for bit. */
+static void sb_hint(sb_fixture *f, rt_counts *c)
+{
+    rssm_context *ctx = f->ctx;
+    rssm_pool *p = f->p;
+    uint8_t *df = NULL;
+    size_t na = 0, nt = 0, ne = 0, nte = 0;
+    const uint8_t flags[16] = {0, 1};
+    const int32_t tk[2] = {700, 701};
+    int32_t e = -1, te = -1, ta = -1;
+    unsigned char *blob = export_blob(p, f->a, RSSM_EXPORT_RING, &na);
+    rssm_status hs = blob ? rssm_pool_import(p, blob, na, &ta) : RSSM_ERROR_OUT_OF_MEMORY;
+    free(blob);
+    if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &e);
+    if (hs == RSSM_OK) hs = rssm_pool_acquire(p, &te);
+    const int32_t ae[2] = {f->a, e}, twins[2] = {ta, te};
+    if (hs == RSSM_OK) hs = rssm_mem_alloc(ctx, 16, (void **)&df);
+    if (hs == RSSM_OK) hs = rssm_mem_copy(ctx, df, flags, 16, RSSM_COPY_HOST_TO_DEVICE);
+    if (hs == RSSM_OK) hs = rssm_plan_set(f->plain, 2, ae, NULL);
+    if (hs == RSSM_OK) hs = layer0_call(&f->m, f->plain, df, 1, tk, f->oa);
+    if (hs == RSSM_OK) hs = rssm_plan_set(f->plain, 2, twins, NULL);
+    if (hs == RSSM_OK) hs = layer0_call(&f->m, f->plain, df, 0, tk, f->ob);
+    unsigned char *xa = export_blob(p, f->a, RSSM_EXPORT_RING, &na), *xt = export_blob(p, ta, RSSM_EXPORT_RING, &nt);
+    unsigned char *xe = export_blob(p, e, RSSM_EXPORT_RING, &ne), *xte = export_blob(p, te, RSSM_EXPORT_RING, &nte);
+    const int outs = !memcmp(f->oa, f->ob, 2 * f->row * sizeof(float));
+    const int states = xa && xt && xe && xte && na == nt && ne == nte && !memcmp(xa, xt, na) && !memcmp(xe, xte, ne);
+    rt_case(c, hs == RSSM_OK && outs && states,
+            "plan/%s small batch: io.fold_every with a row not folding and an empty folding row == the same launch "
+            "without it (outputs %s, states %s)%s%s",
+            f->gn, outs ? "equal" : "DIFFER", states ? "equal" : "DIFFER", hs ? " — " : "", hs ? err(hs) : "");
+    free(xa), free(xt), free(xe), free(xte);
+    rssm_mem_free(ctx, df);
+}
+
+/* The limit: AUTO resolves by device (host devices: never), bad values are refused; inside a
+ * step refused; the launch hint of rssm_plan_io follows the step (2 live rows, then 1). */
+static void sb_limit(sb_fixture *f, rssm_gate gate, int k128, rt_counts *c)
+{
+    rssm_context *ctx = f->ctx;
+    rssm_plan *small = f->small;
+    const int32_t a_only[2] = {f->a, -1}, ac[2] = {f->a, f->cs};
     int lim_ok = rssm_plan_set_small_batch(small, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
     const int32_t autolim = rssm_plan_small_batch(small);
     const int auto_on = gate == RSSM_GATE_KDA && k128 && rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
-    lim_ok &= autolim == (auto_on ? 3 * sm_count(ctx) / m.HV : 0);
+    lim_ok &= autolim == (auto_on ? 3 * sm_count(ctx) / f->m.HV : 0);
     lim_ok &= rssm_plan_set_small_batch(small, -2) == RSSM_ERROR_BAD_ARGUMENT && *rssm_last_error();
     lim_ok &= rssm_plan_set_small_batch(NULL, 1) == RSSM_ERROR_NULL_POINTER && rssm_plan_small_batch(NULL) == 0;
     lim_ok &= rssm_plan_small_batch(small) == autolim; /* a refused call changed nothing */
-    /* inside a step: refused; the launch hint of rssm_plan_io follows the step (2 live rows, then 1) */
     rssm_step_io io;
     lim_ok &= rssm_plan_set_small_batch(small, 1) == RSSM_OK && rssm_plan_set(small, 2, ac, NULL) == RSSM_OK;
     lim_ok &= rssm_plan_begin(small, RSSM_PLAN_DECODE, 1, rssm_context_stream(ctx)) == RSSM_OK &&
@@ -497,12 +508,49 @@ static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_cou
     rt_case(c, lim_ok,
             "plan/%s small batch: AUTO = %d rows here; -2, NULL and a call inside a step refused; io.fold_every "
             "follows the step",
-            gn, autolim);
-    free(oa), free(ob);
-out:
-    model_free(&m);
-    rssm_plan_free(small), rssm_plan_free(plain);
-    rssm_pool_free(p);
+            f->gn, autolim);
+}
+
+/* rssm_plan_set_small_batch: a step of at most max_rows live rows folds every live row. Slot a
+ * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
+ * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
+ * there a's cursor stays at 0 and a reproduces packed decode (bit for bit on the CPU and CUDA
+ * back ends; the reference rounds each op once from float64, so within 1e-6 there). k128: heads
+ * of K = V = 128 (CUDA's fast kernels, which launch such steps as packed decode) instead of
+ * the suite's small ones. */
+static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_counts *c)
+{
+    sb_fixture f;
+    memset(&f, 0, sizeof f);
+    f.ctx = ctx, f.a = f.b = f.cs = -1;
+    f.gn = gate == RSSM_GATE_KDA ? (k128 ? "kda-k128" : "kda") : (k128 ? "gdn-k128" : "gdn");
+    rssm_layer ly[NL];
+    rt_layers(gate, ly);
+    for (int l = 0; l < NL && k128; l++)
+        ly[l].head_k_dim = ly[l].head_v_dim = 128;
+    rssm_pool_create(ctx, ly, NL, 7, &f.p);
+    if (!f.p || !model_init(&f.m, ctx, f.p, 2, 1) || rssm_plan_create(f.p, 2, 0, &f.small) != RSSM_OK ||
+        rssm_plan_create(f.p, 2, 0, &f.plain) != RSSM_OK || rssm_plan_set_small_batch(f.small, 1) != RSSM_OK) {
+        rt_case(c, 0, "plan/%s small-batch setup", f.gn);
+    } else {
+        rssm_pool_acquire(f.p, &f.a), rssm_pool_acquire(f.p, &f.b), rssm_pool_acquire(f.p, &f.cs);
+        const size_t no = (size_t)NL * 2 * f.m.HV * f.m.V;
+        f.row = (size_t)f.m.HV * f.m.V;
+        f.oa = calloc(no, sizeof(float)), f.ob = calloc(no, sizeof(float));
+        if (!f.oa || !f.ob) {
+            rt_case(c, 0, "plan/%s small-batch: host memory", f.gn);
+        } else {
+            rssm_status st = sb_fold_step(&f, c);
+            st = sb_packed_steps(&f, st, rssm_context_device(ctx) != RSSM_DEVICE_REFERENCE, c);
+            sb_over_limit(&f, st, c);
+            sb_hint(&f, c);
+            sb_limit(&f, gate, k128, c);
+        }
+        free(f.oa), free(f.ob);
+    }
+    model_free(&f.m);
+    rssm_plan_free(f.small), rssm_plan_free(f.plain);
+    rssm_pool_free(f.p);
 }
 
 void rt_suite_plan(rssm_context *ctx, rt_counts *c)
@@ -1023,40 +1071,18 @@ void rt_suite_bad_input(rssm_context *ctx, rt_counts *c)
     rssm_pool_free(p);
 }
 
-/* ---- CLI ------------------------------------------------------------------------------------------ */
+/* ---- every suite on one device ------------------------------------------------------------------ */
 
-int rssm_cli_check_runtime(int argc, char **argv, const rssm_context_params *params)
+int rt_check_run(rssm_device dev, const rssm_context_params *params)
 {
-    rssm_device dev = RSSM_DEVICE_REFERENCE;
-    const char *dn = "reference";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            dn = argv[++i];
-            if (!strcmp(dn, "cpu"))
-                dev = RSSM_DEVICE_CPU;
-            else if (!strcmp(dn, "cuda"))
-                dev = RSSM_DEVICE_CUDA;
-            else if (!strcmp(dn, "reference"))
-                dev = RSSM_DEVICE_REFERENCE;
-            else {
-                fprintf(stderr, "check --suite runtime: unknown device '%s' (cpu, cuda, reference)\n", dn);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--suite") && i + 1 < argc) {
-            i++;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: replayssm check --suite runtime [--device cpu|cuda|reference]\n"
-                   "  state pool, step planner, prefix cache (hit == cold, GDN/KDA, decode/verify),\n"
-                   "  export/import and bad input, on the chosen device (default reference)\n");
-            return 0;
-        }
-    }
+    const char *dn = dev == RSSM_DEVICE_CPU ? "cpu" : dev == RSSM_DEVICE_CUDA ? "cuda" : "reference";
     rssm_context *ctx = NULL;
     rssm_status st = rssm_context_create(dev, params, &ctx);
     if (st != RSSM_OK) {
-        printf("runtime suite on %s: skipped (%s: %s)\n0 passed, 0 failed\n", dn, rssm_status_name(st),
-               rssm_last_error());
-        return 0;
+        const int absent = st == RSSM_ERROR_UNSUPPORTED && dev == RSSM_DEVICE_CUDA;
+        printf("runtime suite on %s: %s: %s\n0 passed, %d failed\n", dn, absent ? "skipped" : "FAIL",
+               rh_context_error(dev, st), absent ? 0 : 1);
+        return absent ? RH_EXIT_SKIP : 1;
     }
     rt_counts c = {0, 0};
     printf("runtime suite on %s\n", dn);

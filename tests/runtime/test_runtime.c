@@ -1,5 +1,5 @@
 /*
- * test_runtime.c — the runtime suites (tools/runtime_check.c) on the reference device, and on
+ * test_runtime.c — the runtime suites (testing/runtime_check.c) on the reference device, and on
  * the CPU device when its back end runs the kernels (skipped with a note while it does not).
  * Usage: test_runtime [reference|cpu|cuda]   (no argument: reference, then cpu if supported)
  */
