@@ -298,7 +298,7 @@ int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len)
 {
     world *w = calloc(1, sizeof *w);
     if (!w) return 0;
-    w->p = data, w->end = data + size, w->why = why, w->why_len = why_len;
+    w->p = data, w->end = size ? data + size : data, w->why = why, w->why_len = why_len; /* data may be NULL */
     why[0] = 0;
     for (int l = 0; l < 2; l++)
         w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
