@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_kernels.cuh"
+#include "step_kernel.cuh"
 
 extern "C" {
 #include "core/backend.h"

@@ -1,12 +1,12 @@
 /*
- * cuda_fast_util.cuh — small device helpers shared by the K = V = 128 kernels (cuda_fast2.cu,
- * cuda_replay_pipe.cu): the reduce-scatter butterfly of the row dot products, 4- and
+ * k128_common.cuh — small device helpers shared by the K = V = 128 kernels (decode_k128.cu,
+ * replay_pipeline.cu): the reduce-scatter butterfly of the row dot products, 4- and
  * 8-element loads and stores of f32 or bf16 data (bf16 widened exactly by a shift).
  */
-#ifndef RSSM_CUDA_FAST_UTIL_CUH
-#define RSSM_CUDA_FAST_UTIL_CUH
+#ifndef RSSM_K128_COMMON_CUH
+#define RSSM_K128_COMMON_CUH
 
-#include "cuda_kernels.cuh"
+#include "step_kernel.cuh"
 
 #define F2FULL 0xffffffffu
 

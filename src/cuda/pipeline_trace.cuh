@@ -1,5 +1,5 @@
 /*
- * cuda_pipe_trace.cuh — optional per-item timeline of the replay pipeline (cuda_replay_pipe.cu),
+ * pipeline_trace.cuh — optional per-item timeline of the replay pipeline (replay_pipeline.cu),
  * for finding where a step's time goes (start, per-item waits, folds, the last CTA).
  *
  * Off by default: the PIPE_TRACE_* macros compile to nothing and the kernels' SASS is unchanged.
@@ -15,8 +15,8 @@
  * bench/pipe_trace.py summarises them. The stores cost about 3% at B = 512 (GDN: 300 us in a
  * trace build, 291-292 us without, in separate calls on the H200).
  */
-#ifndef RSSM_CUDA_PIPE_TRACE_CUH
-#define RSSM_CUDA_PIPE_TRACE_CUH
+#ifndef RSSM_PIPELINE_TRACE_CUH
+#define RSSM_PIPELINE_TRACE_CUH
 
 #ifdef RSSM_PIPE_TRACE
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * cuda_fast2.cu — the specialised step kernels for K = V = 128 (packed decode T = 1, replay
+ * decode_k128.cu — the specialised step kernels for K = V = 128 (packed decode T = 1, replay
  * decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA,
  * used by cuda_backend.cu wherever they apply (RSSM_CUDA_FAST=0 turns them off). Replay at
  * L = 1 equals this file's own packed decode bit for bit (packed runs through the same
@@ -50,7 +50,7 @@
  * CTA holds a whole head unless split; split parts form a cluster, pass the same barrier on a
  * start fold, and part 0 writes ring_base only after a cluster barrier (every part has read it).
  */
-#include "cuda_fast_util.cuh"
+#include "k128_common.cuh"
 
 namespace rssm_fast2
 {
@@ -573,7 +573,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     const bool sfold = uniform || early;
     int new_base = base;
 
-    /* fold of the h committed entries (shared memory) into S (cuda_fast_util.cuh) */
+    /* fold of the h committed entries (shared memory) into S (k128_common.cuh) */
     auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, rbf, c4, row0); };
 
     if (MODE != MODE_PACKED && sfold) {

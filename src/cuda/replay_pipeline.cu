@@ -1,9 +1,9 @@
 /*
- * cuda_replay_pipe.cu — replay decode (T = 1, K = V = 128) for grids of many heads, as a
+ * replay_pipeline.cu — replay decode (T = 1, K = V = 128) for grids of many heads, as a
  * persistent, warp-specialised pipeline: one CTA per SM walks its share of the heads, and the
  * memory traffic of the next heads is in flight while the current one is computed.
  *
- * Why: cuda_fast2.cu runs one CTA per head, two per SM. Each CTA waits for a chain of
+ * Why: decode_k128.cu runs one CTA per head, two per SM. Each CTA waits for a chain of
  * dependent reads (slot, then cursor, then ring) before its barrier, and while it computes,
  * only the other CTA of the SM has reads in flight: at B = 512 the H200 reached 72% of its DRAM
  * throughput (bench/results/ncu-replay512.txt). Here the chain and the state copy of later
@@ -12,7 +12,7 @@
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
  * + group - 1, in order. Units are dealt to the CTAs round robin (position p to CTA
  * p % gridDim.x) in this order: first the units of the rows that fold this step, then the
- * others, each in row order (see `Balance`; the mapping from p to a unit is pipe_order.h's,
+ * others, each in row order (see `Balance`; the mapping from p to a unit is pipeline_order.h's,
  * tested on the host by tests/test_pipe_order.c); item j of a CTA is value head j % group of
  * its unit j / group, in stage j % NS.
  *
@@ -42,10 +42,10 @@
  *     gates and writes the item's header; the stage's `full` barrier completes with its 32
  *     arrivals (the producer warp's lanes, after the header) and the last copied byte.
  *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
- *     cuda_fast2.cu); per item they wait for `full`, take the rows into registers and release
+ *     decode_k128.cu); per item they wait for `full`, take the rows into registers and release
  *     the state buffer (empty_s), fold, compute the ring weights (one named barrier), then the
  *     rows, and release the stage (empty_r).
- * The arithmetic is cuda_fast2.cu's replay (T = 1), operation for operation, so both kernels
+ * The arithmetic is decode_k128.cu's replay (T = 1), operation for operation, so both kernels
  * give the same bits.
  *
  * Races: GDN ring_k of a key head is shared by the group's value heads, all in one unit of one
@@ -59,9 +59,9 @@
  * arriving thread only; bench/results/earlier/e02a894/gpu-racecheck-pipe.txt), and per-thread arrivals also
  * measured faster (GDN B=512 301 -> 292 us; bench/results/gpu-ab-arrive.txt).
  */
-#include "cuda_fast_util.cuh"
-#include "cuda_pipe_trace.cuh"
-#include "pipe_order.h"
+#include "k128_common.cuh"
+#include "pipeline_trace.cuh"
+#include "pipeline_order.h"
 
 namespace rssm_pipe
 {
@@ -129,7 +129,7 @@ struct stage_head {
 static_assert(sizeof(stage_head) % 128 == 0, "stage parts stay 128-byte aligned");
 static_assert(RSSM_MAX_RING_LEN <= PK, "GDN G_0 .. G_{h-1} fit stage_head.G");
 /* the CTA's fixed part: barriers, the consumers' ring weights (two items' worth) and (BAL) the
- * bitmap of this step's folding rows with its prefix counts (pipe_order.h) */
+ * bitmap of this step's folding rows with its prefix counts (pipeline_order.h) */
 struct cta_head {
     uint64_t full[PNS_MAX], empty_s[PNS_MAX], empty_r[PNS_MAX];
     float wk[2][RSSM_MAX_RING_LEN], wq[2][RSSM_MAX_RING_LEN];
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * H : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
             const int64_t p = blockIdx.x + (int64_t)(j / group) * gridDim.x;
-            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, H, p, &b, &kh); /* pipe_order.h */
+            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, H, p, &b, &kh); /* pipeline_order.h */
             hv = kh * group + j % group;
         };
         /* metadata window: lane i holds slot, cursor and ring base of this producer's item
@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
             }
 
-            /* token preparation: the operations of cuda_fast2.cu */
+            /* token preparation: the operations of decode_k128.cu */
             float kn[4], qn[4], g[4];
             {
                 float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
@@ -381,7 +381,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const float *sG = sh.G;
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
 
-        /* fold of the h committed entries into S (cuda_fast_util.cuh) */
+        /* fold of the h committed entries into S (k128_common.cuh) */
         auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
 
         /* start fold (the cursor at L, after a verify) */
@@ -448,7 +448,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         consumer_sync();
 
         if (end) {
-            /* end fold: u of the 8 rows, then S_n and o = S_n q (cuda_fast2.cu's order) */
+            /* end fold: u of the 8 rows, then S_n and o = S_n q (decode_k128.cu's order) */
             float v[8];
             end_fold_dots(
                 v, S, [&](int e) { return xk4[e]; }, sU, RBF, h, wk, lane, row0);

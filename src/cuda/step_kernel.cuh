@@ -1,5 +1,5 @@
 /*
- * cuda_kernels.cuh — the step kernel of the CUDA back end (packed decode, replay decode,
+ * step_kernel.cuh — the step kernel of the CUDA back end (packed decode, replay decode,
  * verify, prefill, materialise) and its small helpers.
  *
  * Work decomposition: one CTA of 256 threads = one (row b, value head hv, slice of VS rows of
@@ -26,8 +26,8 @@
  * same order and matches packed decode bit for bit. FMAs are explicit (__fmaf_rn); the
  * build uses --fmad=false.
  */
-#ifndef RSSM_CUDA_KERNELS_CUH
-#define RSSM_CUDA_KERNELS_CUH
+#ifndef RSSM_STEP_KERNEL_CUH
+#define RSSM_STEP_KERNEL_CUH
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -55,12 +55,12 @@ typedef struct kargs {
     rssm_step_io io;                    /* strides resolved; tokens = 0 for materialise */
     const int32_t *src_slot, *dst_slot; /* materialise */
     int *err;                           /* device error counter */
-    int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
-    int split;                          /* cuda_fast2.cu only: CTAs per head (rows split 128 / split) */
-    int pf_ahead;                       /* cuda_fast2.cu only: L2 prefetch for the CTA this many ahead (0: off) */
-    int pf_db, pf_dx;                   /* cuda_fast2.cu only: pf_ahead as rows and CTAs of a row */
-    int pf_inputs;                      /* cuda_fast2.cu only: the prefetch includes that CTA's token inputs */
-    int smem_per_sm;                    /* cuda_fast2.cu only: the device's shared memory per SM (bytes) */
+    int spec;                           /* decode_k128.cu only: read the whole ring before the cursor is known */
+    int split;                          /* decode_k128.cu only: CTAs per head (rows split 128 / split) */
+    int pf_ahead;                       /* decode_k128.cu only: L2 prefetch for the CTA this many ahead (0: off) */
+    int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
+    int pf_inputs;                      /* decode_k128.cu only: the prefetch includes that CTA's token inputs */
+    int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
 } kargs;
 
 /* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
@@ -929,10 +929,10 @@ template <class CF> static void *step_kernel_of(int kda, int tc)
 {
     return kda ? step_kernel_tc<CF, true>(tc) : step_kernel_tc<CF, false>(tc);
 }
-void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
-void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
-void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
-void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
-void *rssm_cuda_kernel_k128s(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* step_k128.cu */
+void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* step_k64.cu */
+void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* step_generic.cu */
+void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* prefill_k128_wide.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128s(int bf16, int kda);        /* prefill_k128_wide.cu (TC = RSSM_PF_TC) */
 
-#endif /* RSSM_CUDA_KERNELS_CUH */
+#endif /* RSSM_STEP_KERNEL_CUH */
