@@ -131,9 +131,9 @@ static void *kernel_for(int config, bool kda, int tc)
 /* ---- launching --------------------------------------------------------------------------- */
 
 /* cuda_fast2.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
-int rssm_cuda_fast2_ok(const kargs *A);
-cudaError_t rssm_cuda_fast2_init(int device);
-cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
+int rssm_cuda_decode_k128_ok(const kargs *A);
+cudaError_t rssm_cuda_decode_k128_init(int device);
+cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream);
 /* cuda_replay_pipe.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
 int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
@@ -239,7 +239,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
-    if (im->fast && rssm_cuda_fast2_ok(&A)) {
+    if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
         /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor. GDN windows of 3-4
          * tokens always do (rings up to F2SPEC_LMAX = 32): on the FP64 tensor cores they are
@@ -273,7 +273,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         A.pf_ahead = im->prefetch * im->sm_count;
         A.pf_inputs = im->pf_inputs;
         A.smem_per_sm = im->smem_per_sm;
-        CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
+        CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     return launch_step(A, config, p->io.batch, tc, (cudaStream_t)stream, fn);
@@ -447,7 +447,7 @@ extern "C" rssm_status rssm_cuda_init(rssm_context *ctx, int device)
         (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
-        (im->fast && (e = rssm_cuda_fast2_init(device)) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_decode_k128_init(device)) != cudaSuccess) ||
         (im->fast && (e = rssm_cuda_pipe_init(device)) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);

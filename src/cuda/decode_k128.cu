@@ -3,21 +3,20 @@
  * decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA,
  * used by cuda_backend.cu wherever they apply (RSSM_CUDA_FAST=0 turns them off). Replay at
  * L = 1 equals this file's own packed decode bit for bit (packed runs through the same
- * end-fold routine with h = 0). This is the second version; "v1" below is the first, removed
- * after the H200 comparison (bench/results/earlier/gpu-bench.txt), kept in comments for the why.
+ * end-fold routine with h = 0).
  *
- * Same decomposition as v1: one CTA of 512 threads (16 warps) per (row b, value head hv);
- * warp w owns state rows 8w .. 8w+7, lane l channels 4l .. 4l+3 of each (windows of 3-4
- * tokens: another lane layout, see MMA in the kernel). Grids under one wave
- * split a head's rows over A.split = 2 or 4 CTAs of 512 / split threads (part p owns rows
- * p * R .. p * R + R - 1, R = 128 / split), in one cluster with the other CTAs that read the
- * same ring, so a small batch streams its state through more SMs. Every CTA but the last wave's
- * also L2-prefetches (one thread, TMA bulk prefetch) the rows and committed ring entries of the
- * CTA A.pf_ahead places later in launch order, which starts about when this one ends.
- * After the row dot products' butterfly (MMA: their product's D fragment), each (row, token)
- * value sits on one lane; that lane finishes u and o of its row and token, the tokens of a row
- * in order with one broadcast of u per token. What v2 changes against v1 is the order of the
- * memory traffic and where the ring lives:
+ * One CTA of 512 threads (16 warps) per (row b, value head hv); warp w owns state rows
+ * 8w .. 8w+7, lane l channels 4l .. 4l+3 of each (windows of 3-4 tokens: another lane layout,
+ * see MMA in decode_k128_cta). Grids under one wave split a head's rows over A.split = 2 or 4
+ * CTAs of 512 / split threads (part p owns rows p * R .. p * R + R - 1, R = 128 / split), in one
+ * cluster with the other CTAs that read the same ring, so a small batch streams its state
+ * through more SMs. Every CTA but the last wave's also L2-prefetches (one thread, TMA bulk
+ * prefetch) the rows and committed ring entries of the CTA A.pf_ahead places later in launch
+ * order, which starts about when this one ends. After the row dot products' butterfly (MMA:
+ * their product's D fragment), each (row, token) value sits on one lane; that lane finishes u
+ * and o of its row and token, the tokens of a row in order with one broadcast of u per token.
+ * The memory traffic is ordered so that no global load waits on another after the cursor, and
+ * the ring lives in shared memory:
  *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, v of the
  *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
  *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
@@ -28,16 +27,17 @@
  * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
  * B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
  * entries (u, k, G; KDA G of every entry) are copied in round 1 next to S0, without waiting
- * for the cursor; entries >= h are never used (they may
- * be written concurrently by this step's CTAs: a harmless read of unused bytes). Costs
- * (L - h) entries of extra reads, so it is off for other bandwidth-bound grids.
+ * for the cursor; entries >= h are never used (they may be written concurrently by this step's
+ * CTAs: a harmless read of unused bytes). Costs (L - h) entries of extra reads, so it is off
+ * for other bandwidth-bound grids.
  * After that no global load depends on another: the start fold, the ring weights, the end
- * fold and the rows read the ring from shared memory (v1 read ring_k after two barriers, the
- * end/start fold re-read u and k from global in a loop over i, and kept ring u in 8
- * registers per thread, which together with S spilled 116-612 bytes per thread).
+ * fold and the rows read the ring from shared memory. (Reading ring_k from global after two
+ * barriers, the folds' u and k from global in a loop over i, and ring u held in 8 registers
+ * per thread spilled 116-612 bytes per thread together with S, and measured slower:
+ * bench/results/earlier/gpu-bench.txt.)
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
- * Small-batch replay steps (io.fold_every: every row folds) run fast2_fold_every_kernel: packed's
- * code for a folding head whose ring is empty (CHK), the replay step for any other.
+ * Small-batch replay steps (io.fold_every: every row folds) run decode_k128_fold_every_kernel:
+ * packed's code for a folding head whose ring is empty (CHK), the replay step for any other.
  * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
  * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
  * instructions per warp); its lanes hold the state in that product's fragment layout (one row
@@ -46,23 +46,23 @@
  * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
  * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
  * steps with a start fold (overwriting positions 0..T-1) every CTA passes the cluster barrier
- * after its cp.async reads and before the weight phase writes the new keys (as v1). KDA: one
- * CTA holds a whole head unless split; split parts form a cluster, pass the same barrier on a
+ * after its cp.async reads and before the weight phase writes the new keys. KDA: one CTA
+ * holds a whole head unless split; split parts form a cluster, pass the same barrier on a
  * start fold, and part 0 writes ring_base only after a cluster barrier (every part has read it).
  */
 #include "k128_common.cuh"
 
-namespace rssm_fast2
+namespace rssm_decode_k128
 {
 
-#define F2NT 512
-#define F2NW 16
-#define F2K 128
-#define F2LMAX (RSSM_MAX_RING_LEN + 8)
+#define K128_NT 512
+#define K128_NW 16
+#define K128_DIM 128
+#define K128_LMAX (RSSM_MAX_RING_LEN + 8)
 /* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so that the two
  * columns of a quarter-warp's 16-byte loads fall in different banks */
-#define F2XDS 130
-static_assert(F2K == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
+#define K128_XDS 130
+static_assert(K128_DIM == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 __device__ __forceinline__ void cp16(void *dst, const void *src)
 {
@@ -110,12 +110,13 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
                                               int R, int group)
 {
     const int ssz = SBF ? 2 : 4, rsz = l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4;
-    prefetch_l2((const unsigned char *)st.checkpoint + (rssm_ckpt_off(&l, slot, hv) + (int64_t)part * R * F2K) * ssz,
-                (unsigned)(R * F2K * ssz));
+    prefetch_l2((const unsigned char *)st.checkpoint +
+                    (rssm_ckpt_off(&l, slot, hv) + (int64_t)part * R * K128_DIM) * ssz,
+                (unsigned)(R * K128_DIM * ssz));
     if (MODE != MODE_PACKED) {
         int h = st.cursor[slot] - (KDA ? st.ring_base[(int64_t)slot * l.num_v_heads + hv] : 0);
         if (h <= 0 || h > l.ring_len) return;
-        const unsigned entries = (unsigned)(h * F2K * rsz);
+        const unsigned entries = (unsigned)(h * K128_DIM * rsz);
         prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, 0) * rsz, entries);
         const int64_t k0 =
             ((KDA ? (int64_t)slot * l.num_v_heads + hv : (int64_t)slot * l.num_k_heads + key_head(hv, group)) *
@@ -123,7 +124,8 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
             << 7;
         prefetch_l2((const unsigned char *)st.ring_k + k0 * rsz, entries);
         if (KDA)
-            prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, F2K), (unsigned)(F2K * 4));
+            prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, K128_DIM),
+                        (unsigned)(K128_DIM * 4));
         else { /* G_0 .. G_{h-1}: 4 h bytes, widened to 16-byte alignment */
             const uintptr_t g0 = (uintptr_t)((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, 0, 1));
             const uintptr_t lo = g0 & ~(uintptr_t)15, hi = (g0 + 4 * (uintptr_t)h + 15) & ~(uintptr_t)15;
@@ -148,14 +150,14 @@ template <bool KDA>
 __device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, int hv, int part, int R, int group)
 {
     const rssm_layer &l = A.l;
-    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? F2K : 1, kh = key_head(hv, group);
+    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? K128_DIM : 1, kh = key_head(hv, group);
 #pragma unroll 1
     for (int t = 0; t < T; t++) {
         const int64_t bt = (int64_t)b * T + t;
-        prefetch_span(A.io.v, (bt * A.io.v_stride + (int64_t)hv * F2K + part * R) * esz, (int64_t)R * esz);
+        prefetch_span(A.io.v, (bt * A.io.v_stride + (int64_t)hv * K128_DIM + part * R) * esz, (int64_t)R * esz);
         if (part == 0 && hv == kh * group) {
-            prefetch_span(A.io.k, (bt * A.io.k_stride + (int64_t)kh * F2K) * esz, F2K * esz);
-            prefetch_span(A.io.q, (bt * A.io.q_stride + (int64_t)kh * F2K) * esz, F2K * esz);
+            prefetch_span(A.io.k, (bt * A.io.k_stride + (int64_t)kh * K128_DIM) * esz, K128_DIM * esz);
+            prefetch_span(A.io.q, (bt * A.io.q_stride + (int64_t)kh * K128_DIM) * esz, K128_DIM * esz);
         }
         if (part == 0) {
             if (A.io.g) {
@@ -173,21 +175,22 @@ __device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, in
  * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype), and what smem_of
  * adds (KDA speculative G of every entry, the windows' f64 token vectors) */
 struct fixed_smem {
-    float kn[8][F2K], qn[8][F2K], xk[8][F2K], xq[8][F2K], ks[8][F2K], G[8][F2K], gt[8][F2K];
-    float wk[8][F2LMAX], wq[8][F2LMAX];
+    float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
+        gt[8][K128_DIM];
+    float wk[8][K128_LMAX], wq[8][K128_LMAX];
     float beta[8], kq[8], pad_[8];
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
 /* speculative KDA launches also hold every entry's G [L][K] f32 after ring u; windows of 3 or 4
- * tokens then the tokens' x_k, x_q in f64 [8][F2XDS] (the row phase's B operand; before it, the
+ * tokens then the tokens' x_k, x_q in f64 [8][K128_XDS] (the row phase's B operand; before it, the
  * start fold's scaled keys) */
 static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
 {
-    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * F2K * (ring_bf16 ? 2 : 4) +
-           (kda_spec ? (size_t)L * F2K * sizeof(float) : 0) + (window_mma ? 8 * F2XDS * sizeof(double) : 0);
+    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
+           (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) + (window_mma ? 8 * K128_XDS * sizeof(double) : 0);
 }
-#define F2SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
+#define K128_SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
 /* one element (f32 or bf16) from shared memory */
 __device__ __forceinline__ float ld1s(const unsigned char *p, int bf, int off)
@@ -202,9 +205,9 @@ __device__ __forceinline__ float ld1s(const unsigned char *p, int bf, int off)
  * (the other layout 4), so the CTA first stages up to 16 scaled keys at a time as f32 in kf
  * (16 x 128 f32); every thread of the CTA calls this (it has barriers). */
 template <bool KDA>
-__device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
-                                              const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
-                                              float *kf)
+__device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
+                                                   const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
+                                                   float *kf)
 {
     if (!KDA) {
         const float eg = expf(gs[0]);
@@ -218,18 +221,18 @@ __device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs,
     for (int i0 = 0; i0 < h; i0 += 16) {
         const int n = min(16, h - i0);
 #pragma unroll 1
-        for (int x = threadIdx.x; x < n * F2K; x += blockDim.x) {
+        for (int x = threadIdx.x; x < n * K128_DIM; x += blockDim.x) {
             const int i = i0 + (x >> 7);
-            const float k = ld1s(sK, rbf, i0 * F2K + x);
+            const float k = ld1s(sK, rbf, i0 * K128_DIM + x);
             kf[x] = KDA ? k : k * expf(gs[0] - sG[i]);
         }
         __syncthreads();
 #pragma unroll 1
         for (int i = 0; i < n; i++) {
-            const float u = ld1s(sU, rbf, (i0 + i) * F2K + srow);
+            const float u = ld1s(sU, rbf, (i0 + i) * K128_DIM + srow);
 #pragma unroll
             for (int j = 0; j < 8; j++) {
-                const float4 k4 = *(const float4 *)(kf + i * F2K + 16 * j + sch);
+                const float4 k4 = *(const float4 *)(kf + i * K128_DIM + 16 * j + sch);
                 S[j][0] = __fmaf_rn(u, k4.x, S[j][0]), S[j][1] = __fmaf_rn(u, k4.y, S[j][1]);
                 S[j][2] = __fmaf_rn(u, k4.z, S[j][2]), S[j][3] = __fmaf_rn(u, k4.w, S[j][3]);
             }
@@ -249,7 +252,8 @@ __device__ __forceinline__ void fold_ring_row(float (&S)[8][4], const float *gs,
  * decode where the row folds this step and its ring is empty (cursor and ring base 0: packed's
  * instructions, so its time), else it returns false before it has written anything and the
  * caller runs the replay step. Returns true when the CTA is done. */
-template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinline__ bool fast2_body(const kargs &A)
+template <bool KDA, bool SBF, int MODE, int TC, bool CHK>
+__device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
     fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
@@ -260,8 +264,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     const int rsz = rbf ? 2 : 4;
     float *sG = (float *)(dsm + sizeof(fixed_smem));
     unsigned char *sK = dsm + sizeof(fixed_smem) + 128 * sizeof(float);
-    unsigned char *sU = sK + (size_t)L * F2K * rsz;
-    float *sGall = (float *)(sU + (size_t)L * F2K * rsz); /* KDA speculative: G of every entry */
+    unsigned char *sU = sK + (size_t)L * K128_DIM * rsz;
+    float *sGall = (float *)(sU + (size_t)L * K128_DIM * rsz); /* KDA speculative: G of every entry */
     /* spec: copy all L entries (u, k, G) as soon as the slot is known, in parallel with the
      * cursor, instead of h entries one round trip later (small grids: latency-bound) */
     const bool spec = MODE != MODE_PACKED && A.spec;
@@ -284,8 +288,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
      * S[i][0] to S[i + 1][0]. */
     constexpr bool MMA = MODE == MODE_VERIFY && TC == 4;
     const int srow = MMA ? row0 + (lane >> 2) : row0, sch = MMA ? 4 * (lane & 3) : c4;
-    constexpr int SSTEP = MMA ? 16 : F2K;
-    double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * F2K * sizeof(float) : 0));
+    constexpr int SSTEP = MMA ? 16 : K128_DIM;
+    double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * K128_DIM * sizeof(float) : 0));
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
     int s = A.io.slot[b];
@@ -306,8 +310,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         ga[e] = 0.0f;
     {
         const int64_t bt = (int64_t)b * T + tp;
-        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * F2K + c4,
-                      qo = bt * A.io.q_stride + (int64_t)kh * F2K + c4;
+        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * K128_DIM + c4,
+                      qo = bt * A.io.q_stride + (int64_t)kh * K128_DIM + c4;
         if (kw) {
             if (iobf)
                 cp8((uint16_t *)&sm.xk[tp][0] + c4, (const uint16_t *)A.io.k + ko);
@@ -325,7 +329,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         const int64_t bt = (int64_t)b * T + tp;
         if (A.io.g) {
             if (KDA) {
-                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * F2K + c4));
+                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
                 ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
             } else {
                 ga[0] = __ldg(A.io.g + bt * HV + hv);
@@ -338,8 +342,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             if (KDA) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * F2K + c4 + e);
-                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * F2K + c4);
+                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
+                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * K128_DIM + c4);
             } else {
                 ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
                 cp4(&sm.gt[tp][c4 + 1], A.io.dt_bias + hv);
@@ -355,13 +359,13 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
 #pragma unroll
         for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
             const int t = (lane >> 3) + 4 * jj;
-            const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * F2K + row0 + (lane & 7);
+            const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * K128_DIM + row0 + (lane & 7);
             if (t < T)
                 vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
         }
     };
-    /* (MMA: after the start fold, whose registers are short: held from here, v was spilled, and
-     * the spill's store waited for the load) */
+    /* (MMA: after the start fold, whose registers are short: held from here, v would be
+     * spilled, and the spill's store would wait for the load) */
     if (!MMA) load_v();
     auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
 
@@ -378,7 +382,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     auto zero_exit = [&]() {
         cp_wait_all(); /* no copy may land after the CTA left */
         for (int i = tid; i < T * R; i += nt)
-            st_dt(A.io.o, l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * F2K + part * R + i % R, 0.0f);
+            st_dt(A.io.o, l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
     };
     if (s < 0) {
         if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
@@ -401,7 +405,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
-    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * F2K + sch); };
+    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * K128_DIM + sch); };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
     if (!SBF) {
@@ -437,7 +441,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_hv, pf_part, R, group);
     }
 
-    const int gk = KDA ? F2K : 1;
+    const int gk = KDA ? K128_DIM : 1;
     float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
     const int64_t rk0 = MODE == MODE_PACKED ? 0 : ((KDA ? hd : (int64_t)s * l.num_k_heads + kh) * L) << 7;
     /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
@@ -446,19 +450,19 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
         const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
         /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
-        const int nch = n * F2K * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
+        const int nch = n * K128_DIM * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
         for (int i = tid; i < nch; i += nt)
             cp16(sK + 16 * i, gk_ + 16 * i);
         for (int i = tid; i < n * uch; i += nt) {
-            const int off = (i >> uch_log2) * F2K * rsz + part * R * rsz + 16 * (i & (uch - 1));
+            const int off = (i >> uch_log2) * K128_DIM * rsz + part * R * rsz + 16 * (i & (uch - 1));
             cp16(sU + off, gu_ + off);
         }
         if (KDA) {
             if (spec) {
-                for (int i = tid; i < n * (F2K / 4); i += nt)
+                for (int i = tid; i < n * (K128_DIM / 4); i += nt)
                     cp16(sGall + 4 * i, ringg + 4 * i);
             } else if (tid < 32) {
-                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * F2K + 4 * tid);
+                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * K128_DIM + 4 * tid);
             }
         } else if (tid < n) {
             cp4(sG + tid, ringg + tid);
@@ -476,7 +480,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
     cp_commit(); /* group 1: the ring (possibly empty) */
     /* KDA: G_{h-1} per channel (valid when h > 0) */
-    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * F2K : sG) : sG;
+    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG;
 
     /* token preparation (the roles of round 0): gates, normalised k and q, independent of the
      * state, while S0 and the ring are in flight */
@@ -579,7 +583,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
             if constexpr (MMA) {
-                fold_ring_row<KDA>(S, KDA ? Gl : sG + h - 1, h, sK, sU, sG, rbf, sch, srow, (float *)sXd);
+                fold_ring_rows_mma<KDA>(S, KDA ? Gl : sG + h - 1, h, sK, sU, sG, rbf, sch, srow, (float *)sXd);
             } else {
                 float Gs[4];
 #pragma unroll
@@ -647,8 +651,8 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
             sm.G[t][c4 + e] = G[e];
             if (MMA) { /* columns 2t, 2t + 1 of the row phase's B operand */
-                sXd[2 * t * F2XDS + c4 + e] = (double)sm.xk[t][c4 + e];
-                sXd[(2 * t + 1) * F2XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+                sXd[2 * t * K128_XDS + c4 + e] = (double)sm.xk[t][c4 + e];
+                sXd[(2 * t + 1) * K128_XDS + c4 + e] = (double)sm.xq[t][c4 + e];
             }
         }
     } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
@@ -658,7 +662,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         if (MMA)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                sXd[2 * w * F2XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * F2XDS + c4 + e] = 0.0;
+                sXd[2 * w * K128_XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * K128_XDS + c4 + e] = 0.0;
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
@@ -689,7 +693,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
                 G4[e] = gate_of(e);
                 ks4[e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
             }
-            if (KDA || hv == kh * group) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * F2K + c4, ks4);
+            if (KDA || hv == kh * group) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * K128_DIM + c4, ks4);
             float *rg = ringg + h * gk;
             if (KDA)
                 *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
@@ -705,7 +709,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
                 p -= h + t, t++;
             float k4[4];
             if (p < h)
-                ld4(sK, rbf, p * F2K + c4, k4);
+                ld4(sK, rbf, p * K128_DIM + c4, k4);
             else
 #pragma unroll
                 for (int e = 0; e < 4; e++)
@@ -727,7 +731,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;
             const bool wk_ = KDA || hv == kh * group;
-            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * F2K + c4, &sm.ks[t][c4]);
+            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * K128_DIM + c4, &sm.ks[t][c4]);
             float *rg = ringg + (h + t) * gk;
             if (KDA)
                 *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
@@ -748,14 +752,14 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     /* ---- rows ---- */
     if (end) {
         /* decode end fold (T = 1): u for the 8 rows, then S_n and o = S_n q */
-        /* v1 reduces (k, q) dot pairs with RS<16>; the q half is unused here, and the
-         * butterfly adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N,
-         * so RS<8> on the k dots gives the same bits. Lane l ends with row l / 4. */
+        /* only the k dots: RS<8> on them gives the bits RS<16> on (k, q) pairs would (the
+         * butterfly adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N).
+         * Lane l ends with row l / 4. */
         float v[8];
         end_fold_dots(
             v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
         RS<8, 1, 16>::run(v, lane);
-        const float myu = sm.beta[0] * (__shfl_sync(F2FULL, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
+        const float myu = sm.beta[0] * (__shfl_sync(FULL_MASK, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
         float G4[4];
 #pragma unroll
         for (int e = 0; e < 4; e++)
@@ -770,12 +774,12 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
         if (!SBF) {
 #pragma unroll
             for (int r = 0; r < 8; r++)
-                __stcs((float4 *)((float *)A.st.checkpoint + cw + r * F2K),
+                __stcs((float4 *)((float *)A.st.checkpoint + cw + r * K128_DIM),
                        make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
         } else {
 #pragma unroll
             for (int r = 0; r < 8; r++)
-                st4(A.st.checkpoint, 1, cw + r * F2K, S[r]);
+                st4(A.st.checkpoint, 1, cw + r * K128_DIM, S[r]);
         }
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
@@ -785,7 +789,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
          * 4 entries (entry i0 + l % 4). Lane 4 r + t ends with row r's two values of token t, and
          * finishes that row and token as the lanes of the kernels below do. */
         const int cq = lane & 3, n = lane >> 2;
-        const double *xd = sXd + n * F2XDS + sch;
+        const double *xd = sXd + n * K128_XDS + sch;
         double d0 = 0.0, d1 = 0.0, e0 = 0.0, e1 = 0.0;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
@@ -802,14 +806,14 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
             const int i = i0 + cq;
             double a = 0.0, bw = 0.0;
             if (i < h) {
-                a = (double)ld1s(sU, rbf, i * F2K + srow);
+                a = (double)ld1s(sU, rbf, i * K128_DIM + srow);
                 if (wlive) bw = (double)wcol[i];
             }
             dmma_8x8x4(d0, d1, a, bw);
         }
         const int t = cq;
         const bool live = t < T;
-        const float vr = __shfl_sync(F2FULL, vreg(0), 8 * t + n); /* v of token t, row srow */
+        const float vr = __shfl_sync(FULL_MASK, vreg(0), 8 * t + n); /* v of token t, row srow */
         float dd = (float)(d0 + e0), o = (float)(d1 + e1), uw = 0.0f;
 #pragma unroll
         for (int s2 = 0; s2 < TC; s2++) {
@@ -819,7 +823,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
                 uw = round_dt(l.ring_dtype, u);
             }
             if (s2 + 1 < TC) {
-                const float us = __shfl_sync(F2FULL, uw, (lane & ~3) + s2);
+                const float us = __shfl_sync(FULL_MASK, uw, (lane & ~3) + s2);
                 if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
             }
         }
@@ -849,7 +853,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
 #pragma unroll 1
             for (int i = lane; i < h; i += 32) {
                 float uu[8];
-                ld8s(sU, rbf, i * F2K + row0, uu);
+                ld8s(sU, rbf, i * K128_DIM + row0, uu);
 #pragma unroll
                 for (int t = 0; t < TC; t++) {
                     if (t >= T) continue;
@@ -869,9 +873,9 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
              * loop over the tokens. */
             const int rr = (lane >> 2) / TC, t = (lane >> 2) % TC, src = (t & 3) * 8 + g0 + rr;
             const bool live = (lane & 3) == 0 && t < T;
-            const float dq = __shfl_down_sync(F2FULL, v[0], 2);
-            const float v0 = __shfl_sync(F2FULL, vreg(0), src);
-            const float v1 = TC > 4 ? __shfl_sync(F2FULL, vreg(1), src) : 0.0f; /* every lane shuffles */
+            const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
+            const float v0 = __shfl_sync(FULL_MASK, vreg(0), src);
+            const float v1 = TC > 4 ? __shfl_sync(FULL_MASK, vreg(1), src) : 0.0f; /* every lane shuffles */
             const float vr = t < 4 ? v0 : v1;
             float dd = v[0], o = dq, uw = 0.0f;
 #pragma unroll
@@ -882,7 +886,7 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
                     uw = round_dt(l.ring_dtype, u);
                 }
                 if (s2 + 1 < TC) {
-                    const float us = __shfl_sync(F2FULL, uw, 4 * (rr * TC + s2));
+                    const float us = __shfl_sync(FULL_MASK, uw, 4 * (rr * TC + s2));
                     if (live && t > s2)
                         dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
                 }
@@ -901,9 +905,10 @@ template <bool KDA, bool SBF, int MODE, int TC, bool CHK> __device__ __forceinli
     return true;
 }
 
-template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds__(F2NT, 2) fast2_kernel(const kargs A)
+template <bool KDA, bool SBF, int MODE, int TC>
+__global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 {
-    fast2_body<KDA, SBF, MODE, TC, false>(A);
+    decode_k128_cta<KDA, SBF, MODE, TC, false>(A);
 }
 
 /* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
@@ -912,26 +917,26 @@ template <bool KDA, bool SBF, int MODE, int TC> __global__ void __launch_bounds_
  * a larger one). The decision depends on the row's slot, fold flag and cursor and the head's
  * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
  * heads, which share the ring base 0; KDA: one head's parts). */
-template <bool KDA, bool SBF> __global__ void __launch_bounds__(F2NT, 2) fast2_fold_every_kernel(const kargs A)
+template <bool KDA, bool SBF> __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
-    if (fast2_body<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
+    if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
     __syncthreads(); /* the replay step stages into the same shared memory */
-    fast2_body<KDA, SBF, MODE_REPLAY, 1, false>(A);
+    decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false>(A);
 }
 
 template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
 {
-    if (mode == MODE_PACKED) return (void *)fast2_kernel<KDA, SBF, MODE_PACKED, 1>;
-    if (mode == MODE_REPLAY) return (void *)fast2_kernel<KDA, SBF, MODE_REPLAY, 1>;
+    if (mode == MODE_PACKED) return (void *)decode_k128_kernel<KDA, SBF, MODE_PACKED, 1>;
+    if (mode == MODE_REPLAY) return (void *)decode_k128_kernel<KDA, SBF, MODE_REPLAY, 1>;
     switch (tc) {
     case 1:
-        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 1>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 1>;
     case 2:
-        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 2>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 2>;
     case 4:
-        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 4>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 4>;
     default:
-        return (void *)fast2_kernel<KDA, SBF, MODE_VERIFY, 8>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 8>;
     }
 }
 
@@ -943,20 +948,22 @@ static void *kernel_for(bool kda, bool sbf, int mode, int tc)
 
 static void *fold_every_kernel_for(bool kda, bool sbf)
 {
-    return kda ? (sbf ? (void *)fast2_fold_every_kernel<true, true> : (void *)fast2_fold_every_kernel<true, false>)
-               : (sbf ? (void *)fast2_fold_every_kernel<false, true> : (void *)fast2_fold_every_kernel<false, false>);
+    return kda ? (sbf ? (void *)decode_k128_fold_every_kernel<true, true>
+                      : (void *)decode_k128_fold_every_kernel<true, false>)
+               : (sbf ? (void *)decode_k128_fold_every_kernel<false, true>
+                      : (void *)decode_k128_fold_every_kernel<false, false>);
 }
 
-} // namespace rssm_fast2
+} // namespace rssm_decode_k128
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-/* 1 when a step can run on the v2 fast kernels (same answer for packed and replay decode, so
+/* 1 when a step can run on these kernels (same answer for packed and replay decode, so
  * that L = 1 replay stays bit-identical to packed). */
-int rssm_cuda_fast2_ok(const kargs *A)
+int rssm_cuda_decode_k128_ok(const kargs *A)
 {
     const rssm_layer *l = &A->l;
-    if (l->head_k_dim != F2K || l->head_v_dim != F2K || A->group > 8) return 0;
+    if (l->head_k_dim != K128_DIM || l->head_v_dim != K128_DIM || A->group > 8) return 0;
     if (A->mode != MODE_PACKED && A->mode != MODE_REPLAY && A->mode != MODE_VERIFY) return 0;
     const int T = A->io.tokens;
     if (A->mode == MODE_VERIFY ? (T < 1 || T > 8) : T != 1) return 0;
@@ -966,9 +973,9 @@ int rssm_cuda_fast2_ok(const kargs *A)
 
 /* Once per context: the ring lives in dynamic shared memory (up to ~105 KiB at L = 64 with an
  * f32 ring, windows of 3-4 tokens), above the 48 KiB default: allow what a block may opt in to. */
-cudaError_t rssm_cuda_fast2_init(int device)
+cudaError_t rssm_cuda_decode_k128_init(int device)
 {
-    using namespace rssm_fast2;
+    using namespace rssm_decode_k128;
     int most = 0;
     const cudaError_t pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
@@ -990,24 +997,24 @@ cudaError_t rssm_cuda_fast2_init(int device)
     return cudaSuccess;
 }
 
-cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
+cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream)
 {
-    using namespace rssm_fast2;
+    using namespace rssm_decode_k128;
     const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
     const int T = A.io.tokens;
     const int tc = A.mode != MODE_VERIFY ? 1 : T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : 8;
     /* split: every CTA prepares the tokens (warp t token t), so T <= 16 / split; a cluster
      * (group x split for GDN) holds at most 8 CTAs */
     if (A.split < 1) A.split = 1;
-    while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > F2NW / A.split || (kda ? 1 : A.group) * A.split > 8))
+    while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > K128_NW / A.split || (kda ? 1 : A.group) * A.split > 8))
         A.split /= 2;
     /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part);
      * small-batch launches keep them, as any of their rows may take the replay step */
     A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
-    /* A.spec comes from the caller (small grids); only for rings up to F2SPEC_LMAX */
-    if (A.mode == MODE_PACKED || A.l.ring_len > F2SPEC_LMAX) A.spec = 0;
+    /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
+    if (A.mode == MODE_PACKED || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
     const size_t smem =
         smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
@@ -1022,5 +1029,5 @@ cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream)
     A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
     const void *kernel =
         A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf) : kernel_for(kda, sbf, A.mode, tc);
-    return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, F2NT / A.split, smem, stream);
+    return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, K128_NT / A.split, smem, stream);
 }

@@ -27,9 +27,9 @@
  * PBAL_ITEMS heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B = 64: 52.7 ->
  * 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). Larger grids are bound by bandwidth in
  * aggregate; there the balancing code measured slower even where it kept the plain order (GDN
- * B = 128: 85.7 -> 89.0 us), so they run the BAL = false instantiation, the plain round robin.
- * RSSM_CUDA_PIPE_BALANCE=0|1 forces either (BAL within PBAL_ROWS rows). (KDA's early folds,
- * by the gate threshold, are not known in advance.)
+ * B = 128: 85.7 -> 89.0 us, bench/results/gpu-ab-balance-small-tma.txt), so they run the BAL = false instantiation, the
+ * plain round robin. RSSM_CUDA_PIPE_BALANCE=0|1 forces either (BAL within PBAL_ROWS rows). (KDA's early folds, by the
+ * gate threshold, are not known in advance.)
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
  *   producer: reads slot, cursor and (KDA) ring base of its next 32 items at once, one lane
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                     folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
                 }
             }
-            const unsigned bits = __ballot_sync(F2FULL, folds);
+            const unsigned bits = __ballot_sync(FULL_MASK, folds);
             if (lane == 0) ch.fold_bits[wi] = bits;
         }
         __syncthreads();
@@ -196,7 +196,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             int incl = sum;
 #pragma unroll
             for (int d = 1; d < 32; d <<= 1) {
-                const int t = __shfl_up_sync(F2FULL, incl, d);
+                const int t = __shfl_up_sync(FULL_MASK, incl, d);
                 if (lane >= d) incl += t;
             }
             int run = incl - sum;
@@ -274,8 +274,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
             }
             const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
-            const int s = __shfl_sync(F2FULL, win_s, k & 31), c = __shfl_sync(F2FULL, win_c, k & 31),
-                      base = __shfl_sync(F2FULL, win_base, k & 31);
+            const int s = __shfl_sync(FULL_MASK, win_s, k & 31), c = __shfl_sync(FULL_MASK, win_c, k & 31),
+                      base = __shfl_sync(FULL_MASK, win_base, k & 31);
             const bool bad_slot = s < -1 || s >= A.st.num_slots;
             const bool live = !bad_slot && s >= 0;
             const int64_t hd = live ? (int64_t)s * HV + hv : 0;
@@ -495,7 +495,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             }
             RS<16, 1, 16>::run(v, lane);
             /* (row lane / 4, k) on lane 4 (lane / 4), its q on lane 4 (lane / 4) + 2 */
-            const float dq = __shfl_down_sync(F2FULL, v[0], 2);
+            const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
             if ((lane & 3) == 0) {
                 const int jr = row0 + (lane >> 2);
                 const float uk = sh.beta * (sh.v[jr] - v[0]);
