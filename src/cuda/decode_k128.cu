@@ -248,16 +248,612 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
     }
 }
 
+/* ---- the step of one CTA, phase by phase ----------------------------------------------------- */
+/* The phases take the CTA's coordinates as plain values: packed in a struct (one copy per CTA,
+ * passed by reference), they made the compiler emit different code for the same operations
+ * (longer schedules, spills in the KDA kernels). */
+
+/* The CTA's fixed shared memory, through the aligned symbol itself: its accesses keep the
+ * known 16-byte alignment (four floats of a lane load as one vector) */
+__device__ __forceinline__ fixed_smem &k128_smem()
+{
+    extern __shared__ __align__(16) unsigned char dsm[];
+    return *reinterpret_cast<fixed_smem *>(dsm);
+}
+
+/* Round 0: raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own
+ * 4 elements; 8-byte aligned for bf16 as the strides are multiples of 4) by the warps with kw,
+ * qw (tp: the token this warp stages); the gate inputs (gw) a / g into ga, b / beta into braw,
+ * and for raw gates A_log staged in sm.gt[t][c4], dt_bias in sm.G[t][c4..] (KDA) or
+ * sm.gt[t][c4 + 1] (GDN), each lane its own copy. */
+template <bool KDA>
+__device__ __forceinline__ void stage_token_inputs(const kargs &A, int b, int T, int tp, int kh, int hv, int HV,
+                                                   int lane, int iobf, bool kw, bool qw, bool gw, float (&ga)[4],
+                                                   float &braw)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const rssm_layer &l = A.l;
+    {
+        const int64_t bt = (int64_t)b * T + tp;
+        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * K128_DIM + c4,
+                      qo = bt * A.io.q_stride + (int64_t)kh * K128_DIM + c4;
+        if (kw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xk[tp][0] + c4, (const uint16_t *)A.io.k + ko);
+            else
+                cp16(&sm.xk[tp][c4], (const float *)A.io.k + ko);
+        }
+        if (qw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xq[tp][0] + c4, (const uint16_t *)A.io.q + qo);
+            else
+                cp16(&sm.xq[tp][c4], (const float *)A.io.q + qo);
+        }
+    }
+    if (gw) {
+        const int64_t bt = (int64_t)b * T + tp;
+        if (A.io.g) {
+            if (KDA) {
+                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
+                ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
+            } else {
+                ga[0] = __ldg(A.io.g + bt * HV + hv);
+            }
+            braw = __ldg(A.io.beta + bt * HV + hv);
+        } else {
+            cp4(&sm.gt[tp][c4], A.io.A_log + hv);
+            if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
+                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * K128_DIM + c4);
+            } else {
+                ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
+                cp4(&sm.gt[tp][c4 + 1], A.io.dt_bias + hv);
+            }
+            braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
+        }
+    }
+}
+
+/* v of (token (lane >> 3) + 4j, row row0 + lane % 8), for the row phase: raw bits (f32, or bf16
+ * in the low half) so that nothing waits for them before the state loads are issued */
+template <int TC>
+__device__ __forceinline__ void load_v(const kargs &A, int b, int T, int hv, int row0, int lane, int iobf,
+                                       uint32_t (&vraw)[2])
+{
+#pragma unroll
+    for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
+        const int t = (lane >> 3) + 4 * jj;
+        const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * K128_DIM + row0 + (lane & 7);
+        if (t < T)
+            vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
+    }
+}
+
+/* padding (or a bad row): a zero output for the CTA's R rows of head hv, T tokens; no state,
+ * ring or cursor touched */
+__device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R, int nt, int tid, int HV, int hv,
+                                            int part)
+{
+    cp_wait_all(); /* no copy may land after the CTA left */
+    for (int i = tid; i < T * R; i += nt)
+        st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
+}
+
+/* the warp's rows of S0 at element offset ck0, streamed (read once); SSTEP: elements from row
+ * S[i] to S[i + 1] */
+template <bool SBF, int SSTEP>
+__device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
+{
+    if (!SBF) {
+        float4 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+    } else {
+        uint2 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
+    }
+}
+
+/* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
+ * A.pf_ahead places later in launch order, about one wave: it starts when this one ends, and
+ * finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits that
+ * distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
+template <bool KDA, bool SBF, int MODE, bool ONE>
+__device__ __forceinline__ void prefetch_ahead(const kargs &A, int b, int T, int R, int group, int split,
+                                               int split_log2)
+{
+    int pf_b = b + A.pf_db, pf_x = blockIdx.x + A.pf_dx;
+    if (pf_x >= (int)gridDim.x) pf_x -= gridDim.x, pf_b++;
+    const bool in_grid = pf_b < (int)gridDim.y;
+    const int pf_hv = pf_x >> split_log2, pf_part = pf_x & (split - 1);
+    if (ONE && in_grid && A.pf_inputs) /* (verify windows: compute-bound, and registers are short) */
+        prefetch_inputs<KDA>(A, T, pf_b, pf_hv, pf_part, R, group);
+    const int pf_slot = in_grid ? A.io.slot[pf_b] : -1;
+    if (pf_slot >= 0 && pf_slot < A.st.num_slots)
+        prefetch_head<KDA, SBF, MODE>(A.st, A.l, pf_slot, pf_hv, pf_part, R, group);
+}
+
+/* 4 raw elements (channels c4 ..) of a staged k or q (io dtype) */
+__device__ __forceinline__ void staged4(const float *row, int c4, int iobf, float *x)
+{
+    if (iobf) {
+        const uint2 v = *((const uint2 *)((const uint16_t *)row + c4));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    } else {
+        const float4 v = *((const float4 *)(row + c4));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    }
+}
+/* 1 / ||x|| over the warp's 128 channels (1 without the l2 norm) */
+__device__ __forceinline__ float inv_norm(const rssm_layer &l, const float *x)
+{
+    if (!l.qk_l2norm) return 1.0f;
+    float n = x[0] * x[0];
+#pragma unroll
+    for (int e = 1; e < 4; e++)
+        n = __fmaf_rn(x[e], x[e], n);
+    n = warp_sum(n);
+    return 1.0f / sqrtf(n + (float)RSSM_L2NORM_EPS);
+}
+
+/* Token preparation (the roles of round 0, token t), independent of the state, while S0 and
+ * the ring are in flight: normalised k into sm.kn[t] (kw), normalised and scaled q into
+ * sm.qn[t] (qw), the gates g into sm.gt[t] and beta (gw); verify also k q. */
+template <bool KDA, bool ONE>
+__device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, int iobf, bool kw, bool qw, bool gw,
+                                              const float (&ga)[4], float braw)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const rssm_layer &l = A.l;
+    cp_wait_but1(); /* this lane's own staging has landed */
+    float kv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, qv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (kw) {
+        float kr[4];
+        staged4(&sm.xk[t][0], c4, iobf, kr);
+        const float sk = inv_norm(l, kr);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            kv[e] = kr[e] * sk, sm.kn[t][c4 + e] = kv[e];
+    }
+    if (qw) {
+        float qr[4];
+        staged4(&sm.xq[t][0], c4, iobf, qr);
+        const float sq = inv_norm(l, qr);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            qv[e] = qr[e] * sq * l.scale, sm.qn[t][c4 + e] = qv[e];
+    }
+    if (gw) {
+        float g[4];
+        if (A.io.g) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                g[e] = KDA ? ga[e] : ga[0];
+        } else if (KDA) {
+            const float alog = sm.gt[t][c4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
+        } else {
+            const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
+            g[0] = g[1] = g[2] = g[3] = x;
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            sm.gt[t][c4 + e] = g[e];
+        if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
+    }
+    if (!ONE) { /* k q of the token (ONE: warp 0 forms it after the barrier) */
+        float kq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            kq = __fmaf_rn(kv[e], qv[e], kq);
+        kq = warp_sum(kq);
+        if (lane == 0) sm.kq[t] = kq;
+    }
+}
+
+/* KDA verify: 1 when the window would take some channel's G below -G_MAX (an early start
+ * fold): min over channels of G_{h-1} (Gl) + the window's T gates */
+__device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float W[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        W[e] = Gl[c4 + e];
+    for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            W[e] = W[e] + sm.gt[t][c4 + e];
+    const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
+    return m < -A.l.kda_fold_threshold;
+}
+
+/* One token (ONE): every warp, in registers, for its lanes' 4 channels: G (G1: channel c4's) and
+ * (KDA replay) the smallest G for the end-fold test (gmin1), and the vectors its ring weights
+ * take (wa4, wb4: KDA x_k = e^G k and x_q = e^G q, GDN k and q); warp 0 also stores x_k, x_q and
+ * k q for the rows (read after the next barrier). G4_of(e): G of channel c4 + e. */
+template <bool KDA, int MODE>
+__device__ __forceinline__ void gates_one_token(int w, int lane, int h, const float *Gl, const float *sG,
+                                                float (&wa4)[4], float (&wb4)[4], float &G1, float &gmin1)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float G4[4], xk4[4], xq4[4], kn4[4], qn4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        kn4[e] = sm.kn[0][c4 + e], qn4[e] = sm.qn[0][c4 + e],
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+    G1 = G4[0];
+    if (KDA && MODE == MODE_REPLAY) gmin1 = warp_min(fminf(fminf(G4[0], G4[1]), fminf(G4[2], G4[3])));
+    const float eg0 = KDA ? 0.0f : expf(G4[0]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float eg = KDA ? expf(G4[e]) : eg0;
+        xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
+        wa4[e] = KDA ? xk4[e] : kn4[e], wb4[e] = KDA ? xq4[e] : qn4[e];
+    }
+    if (w == 0) {
+        float kq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            sm.xk[0][c4 + e] = xk4[e], sm.xq[0][c4 + e] = xq4[e];
+            kq = __fmaf_rn(kn4[e], qn4[e], kq);
+        }
+        kq = warp_sum(kq);
+        if (lane == 0) sm.kq[0] = kq;
+    }
+}
+
+/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN), x_k, x_q, the entry's
+ * key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64 (columns 2t, 2t + 1 of the row
+ * phase's B operand) */
+template <bool KDA, bool MMA>
+__device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, int t, int lane, int h, const float *Gl,
+                                                   const float *sG)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float G[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
+    for (int tt = 0; tt <= t; tt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            G[e] = G[e] + sm.gt[tt][c4 + e];
+    const float eg0 = KDA ? 0.0f : expf(G[0]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float kv = sm.kn[t][c4 + e], qv = sm.qn[t][c4 + e];
+        const float eg = KDA ? expf(G[e]) : eg0;
+        sm.xk[t][c4 + e] = eg * kv;
+        sm.xq[t][c4 + e] = eg * qv;
+        sm.ks[t][c4 + e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
+        sm.G[t][c4 + e] = G[e];
+        if (MMA) {
+            sXd[2 * t * K128_XDS + c4 + e] = (double)sm.xk[t][c4 + e];
+            sXd[(2 * t + 1) * K128_XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+        }
+    }
+}
+
+/* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
+ * sm.wk[t], sm.wq[t], one warp per (t, p), NW warps */
+template <bool KDA>
+__device__ __forceinline__ void window_ring_weights(const unsigned char *sK, const float *sG, int rbf, int T, int h,
+                                                    int w, int NW, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const int P = T * h + T * (T - 1) / 2;
+    for (int pi = w; pi < P; pi += NW) {
+        int t = 0, p = pi;
+        while (p >= h + t)
+            p -= h + t, t++;
+        float k4[4];
+        if (p < h)
+            ld4(sK, rbf, p * K128_DIM + c4, k4);
+        else
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = sm.ks[p - h][c4 + e];
+        const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
+        float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
+        dk = warp_sum(dk), dq = warp_sum(dq);
+        if (lane == 0) {
+            float f = 1.0f;
+            if (!KDA) f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
+            sm.wk[t][p] = dk * f;
+            sm.wq[t][p] = dq * f;
+        }
+    }
+}
+
+/* End fold of a one-token step (packed decode, or replay when the ring is full or the fold is
+ * forced or early): u of the warp's 8 rows, then S_n (the h ring entries and the new entry
+ * folded into S at the token's G: G_{h-1} (Gl, KDA; sG[h - 1], GDN) + g) and o = S_n q, o_t of
+ * row b; S_n is stored as the checkpoint of slot dst (its offset recomputed from an opaque copy
+ * of the slot). vr: v of the lane's row (before the shuffle). */
+template <bool KDA, bool SBF>
+__device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], const unsigned char *sK,
+                                              const unsigned char *sU, const float *sG, const float *Gl, int rbf, int h,
+                                              int lane, int row0, int b, int HV, int hv, int srow, int sch, float vr,
+                                              int dst)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    /* only the k dots: RS<8> on them gives the bits RS<16> on (k, q) pairs would (the butterfly
+     * adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N). Lane l ends with
+     * row l / 4. */
+    float v[8];
+    end_fold_dots(
+        v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
+    RS<8, 1, 16>::run(v, lane);
+    const float myu = sm.beta[0] * (__shfl_sync(FULL_MASK, vr, lane >> 2) - v[0]); /* u of row lane / 4 */
+    float G4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+    fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
+    float o[8];
+    end_fold_update(
+        S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
+    RS<8, 1, 16>::run(o, lane);
+    if ((lane & 3) == 0) st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
+    const int64_t cw = ((((int64_t)opaque(dst) * HV + hv) << 14) + srow * K128_DIM + sch);
+    if (!SBF) {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            __stcs((float4 *)((float *)A.st.checkpoint + cw + r * K128_DIM),
+                   make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+    } else {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            st4(A.st.checkpoint, 1, cw + r * K128_DIM, S[r]);
+    }
+}
+
+/* A window's lane finishes its (row, token t) in token order: u_t from the row's k dot dd, o_t
+ * from its q dot o, with the earlier tokens' u (one broadcast per token, from lane src_of(s2));
+ * lanes with live = 0 only take part in the shuffles. Same operations, in the same order, as a
+ * sequential loop over the tokens. Returns u_t rounded to the ring dtype. */
+template <int TC, class SRC>
+__device__ __forceinline__ float window_token_chain(int rdt, int h, int t, bool live, float vr, float &dd, float &o,
+                                                    SRC src_of)
+{
+    fixed_smem &sm = k128_smem();
+    float uw = 0.0f;
+#pragma unroll
+    for (int s2 = 0; s2 < TC; s2++) {
+        if (live && t == s2) {
+            const float u = sm.beta[t] * (vr - dd);
+            o = __fmaf_rn(u, sm.kq[t], o);
+            uw = round_dt(rdt, u);
+        }
+        if (s2 + 1 < TC) {
+            const float us = __shfl_sync(FULL_MASK, uw, src_of(s2));
+            if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
+        }
+    }
+    return uw;
+}
+
+/* Windows of 3-4 tokens (MMA): D[row][2 t + type] = S0 row . (x_k,t | x_q,t) + sum_{i < h}
+ * u_i[row] (wk | wq)[t][i] on the FP64 tensor cores: 32 tiles over the channels (lane l:
+ * channels 16 j + 4 (l % 4) + e of its row srow, A from S, B from column l / 4 of sXd), two
+ * accumulators, then the ring in tiles of 4 entries (entry i0 + l % 4). Lane 4 r + t ends with
+ * row r's two values of token t and finishes that row and token (window_token_chain): o_t of
+ * row b, u_t into the ring of slot s. */
+template <int TC>
+__device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)[8][4], const double *sXd,
+                                                const unsigned char *sU, int rbf, int h, int T, int lane, int srow,
+                                                int sch, int b, int s, int HV, int hv, int L, const uint32_t (&vraw)[2],
+                                                int iobf)
+{
+    fixed_smem &sm = k128_smem();
+    const rssm_layer &l = A.l;
+    const int cq = lane & 3, n = lane >> 2;
+    const double *xd = sXd + n * K128_XDS + sch;
+    double d0 = 0.0, d1 = 0.0, e0 = 0.0, e1 = 0.0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const double2 x01 = *(const double2 *)(xd + 16 * j), x23 = *(const double2 *)(xd + 16 * j + 2);
+        dmma_8x8x4(d0, d1, (double)S[j][0], x01.x);
+        dmma_8x8x4(e0, e1, (double)S[j][1], x01.y);
+        dmma_8x8x4(d0, d1, (double)S[j][2], x23.x);
+        dmma_8x8x4(e0, e1, (double)S[j][3], x23.y);
+    }
+    const float *wcol = (n & 1) ? sm.wq[n >> 1] : sm.wk[n >> 1];
+    const bool wlive = (n >> 1) < T;
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += 4) {
+        const int i = i0 + cq;
+        double a = 0.0, bw = 0.0;
+        if (i < h) {
+            a = (double)ld1s(sU, rbf, i * K128_DIM + srow);
+            if (wlive) bw = (double)wcol[i];
+        }
+        dmma_8x8x4(d0, d1, a, bw);
+    }
+    const int t = cq;
+    const bool live = t < T;
+    const float vr =
+        __shfl_sync(FULL_MASK, __uint_as_float(iobf ? vraw[0] << 16 : vraw[0]), 8 * t + n); /* v of token t, row srow */
+    float dd = (float)(d0 + e0), o = (float)(d1 + e1);
+    const float uw =
+        window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
+    if (live) {
+        st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
+        st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + srow, uw);
+    }
+}
+
+/* Windows of 1-2 and 5-8 tokens, and replay without a fold: per group of RJ = 8 / TC rows, the
+ * row dot products with x_k and x_q plus the ring's weighted u, summed by the butterfly; value
+ * (row g0 + rr, token t, type) then sits on lane 4 (rr TC + t) + 2 type, and lane 4 (rr TC + t)
+ * finishes (row, token t) (window_token_chain): o_t of row b, u_t into the ring of slot s.
+ * vreg(jj): v of the lane's (token (lane >> 3) + 4 jj, row row0 + lane % 8). */
+template <int TC>
+__device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][4], const unsigned char *sU, int rbf,
+                                            int h, int T, int lane, int row0, int b, int s, int HV, int hv, int L,
+                                            const uint32_t (&vraw)[2], int iobf)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
+    const rssm_layer &l = A.l;
+    constexpr int RJ = 8 / TC; /* rows per group */
+#pragma unroll
+    for (int g0 = 0; g0 < 8; g0 += RJ) {
+        float v[16]; /* (rr * TC + t) * 2 + type */
+#pragma unroll
+        for (int rr = 0; rr < RJ; rr++)
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                /* windows of 1-2 tokens have no slot past T; of 5..8, registers are short and
+                 * the branch stays */
+                float a = 0.0f, q = 0.0f;
+                if (TC <= 4 || t < T) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
+                        q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
+                }
+                v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
+            }
+#pragma unroll 1
+        for (int i = lane; i < h; i += 32) {
+            float uu[8];
+            ld8s(sU, rbf, i * K128_DIM + row0, uu);
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                if (t >= T) continue;
+                const float a = sm.wk[t][i], q = sm.wq[t][i];
+#pragma unroll
+                for (int rr = 0; rr < RJ; rr++) {
+                    v[(rr * TC + t) * 2] = __fmaf_rn(uu[g0 + rr], a, v[(rr * TC + t) * 2]);
+                    v[(rr * TC + t) * 2 + 1] = __fmaf_rn(uu[g0 + rr], q, v[(rr * TC + t) * 2 + 1]);
+                }
+            }
+        }
+        RS<16, 1, 16>::run(v, lane);
+        const int rr = (lane >> 2) / TC, t = (lane >> 2) % TC, src = (t & 3) * 8 + g0 + rr;
+        const bool live = (lane & 3) == 0 && t < T;
+        const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
+        const float v0 = __shfl_sync(FULL_MASK, vreg(0), src);
+        const float v1 = TC > 4 ? __shfl_sync(FULL_MASK, vreg(1), src) : 0.0f; /* every lane shuffles */
+        const float vr = t < 4 ? v0 : v1;
+        float dd = v[0], o = dq;
+        const float uw =
+            window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return 4 * (rr * TC + s2); });
+        if (live) {
+            const int jr = row0 + g0 + rr;
+            st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
+            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + jr, uw);
+        }
+    }
+}
+
+/* Copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry n - 1
+ * into sG, or all n into sGall when speculative), cp.async by the CTA's nt threads: ring k at
+ * element rk0 (ring dtype, rsz bytes), u of this part's R rows of head hd, G from ringg */
+template <bool KDA>
+__device__ __forceinline__ void copy_ring_entries(const kargs &A, unsigned char *sK, unsigned char *sU, float *sG,
+                                                  float *sGall, const float *ringg, int64_t rk0, int64_t hd, int L,
+                                                  int rsz, int R, int part, int tid, int nt, bool spec, int n)
+{
+    const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
+    const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
+    /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
+    const int nch = n * K128_DIM * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
+    for (int i = tid; i < nch; i += nt)
+        cp16(sK + 16 * i, gk_ + 16 * i);
+    for (int i = tid; i < n * uch; i += nt) {
+        const int off = (i >> uch_log2) * K128_DIM * rsz + part * R * rsz + 16 * (i & (uch - 1));
+        cp16(sU + off, gu_ + off);
+    }
+    if (KDA) {
+        if (spec) {
+            for (int i = tid; i < n * (K128_DIM / 4); i += nt)
+                cp16(sGall + 4 * i, ringg + 4 * i);
+        } else if (tid < 32) {
+            cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * K128_DIM + 4 * tid);
+        }
+    } else if (tid < n) {
+        cp4(sG + tid, ringg + tid);
+    }
+}
+
+/* One token: the new entry's key as stored and G (from the token's gates), by one warp: k into
+ * ring k at element rk0 + h K (GDN: by the group's first value head, first = 1), G at ringg */
+template <bool KDA>
+__device__ __forceinline__ void write_new_entry(const kargs &A, int h, const float *Gl, const float *sG, int rbf,
+                                                int lane, float *ringg, int64_t rk0, bool first)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const int gk = KDA ? K128_DIM : 1;
+    float ks4[4], G4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float kv = sm.kn[0][c4 + e];
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+        ks4[e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
+    }
+    if (KDA || first) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * K128_DIM + c4, ks4);
+    float *rg = ringg + h * gk;
+    if (KDA)
+        *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
+    else if (lane == 0)
+        rg[0] = G4[0];
+}
+
+/* A token slot w past the window (T = 3 on the MMA rows): zero vectors, so that the rows need
+ * no branch */
+template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd, int w, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (MMA)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            sXd[2 * w * K128_XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * K128_XDS + c4 + e] = 0.0;
+}
+
 /* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
  * decode where the row folds this step and its ring is empty (cursor and ring base 0: packed's
  * instructions, so its time), else it returns false before it has written anything and the
- * caller runs the replay step. Returns true when the CTA is done. */
+ * caller runs the replay step. Returns true when the CTA is done.
+ * Longer than the phases it calls: the coordinates, the slot checks, the ring copies, the start
+ * fold and the window's new entries stay here, because moved into functions of their own they
+ * changed the machine code of the KDA verify kernels (more spills; the SASS comparison of the
+ * split, scratch/sass_compare.py, is in the commit message). */
 template <bool KDA, bool SBF, int MODE, int TC, bool CHK>
 __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
     fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
-    constexpr int RJ = 8 / TC; /* rows per group */
     const rssm_layer &l = A.l;
     const int L = l.ring_len, HV = l.num_v_heads, group = A.group;
     const int rbf = l.ring_dtype == RSSM_DTYPE_BF16, iobf = l.io_dtype == RSSM_DTYPE_BF16;
@@ -302,71 +898,16 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     const bool tw = !ONE && w < T;
     const bool kw = ONE ? w == 0 : tw, qw = ONE ? w == 1 : tw, gw = ONE ? w == 2 : tw;
     const int tp = ONE ? 0 : w; /* the token this warp stages */
-    /* raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own 4
-     * elements; 8-byte aligned for bf16 as the strides are multiples of 4) */
-    float ga[4], braw = 0.0f;
+    float ga[4], braw = 0.0f;   /* gate inputs: a or g, b or beta */
 #pragma unroll
     for (int e = 0; e < 4; e++)
         ga[e] = 0.0f;
-    {
-        const int64_t bt = (int64_t)b * T + tp;
-        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * K128_DIM + c4,
-                      qo = bt * A.io.q_stride + (int64_t)kh * K128_DIM + c4;
-        if (kw) {
-            if (iobf)
-                cp8((uint16_t *)&sm.xk[tp][0] + c4, (const uint16_t *)A.io.k + ko);
-            else
-                cp16(&sm.xk[tp][c4], (const float *)A.io.k + ko);
-        }
-        if (qw) {
-            if (iobf)
-                cp8((uint16_t *)&sm.xq[tp][0] + c4, (const uint16_t *)A.io.q + qo);
-            else
-                cp16(&sm.xq[tp][c4], (const float *)A.io.q + qo);
-        }
-    }
-    if (gw) {
-        const int64_t bt = (int64_t)b * T + tp;
-        if (A.io.g) {
-            if (KDA) {
-                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
-                ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
-            } else {
-                ga[0] = __ldg(A.io.g + bt * HV + hv);
-            }
-            braw = __ldg(A.io.beta + bt * HV + hv);
-        } else {
-            /* raw gates: a and b now; A_log staged in sm.gt[t][c4], dt_bias in sm.G[t][c4..]
-             * (KDA) or sm.gt[t][c4 + 1] (GDN), each lane its own copy */
-            cp4(&sm.gt[tp][c4], A.io.A_log + hv);
-            if (KDA) {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
-                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * K128_DIM + c4);
-            } else {
-                ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
-                cp4(&sm.gt[tp][c4 + 1], A.io.dt_bias + hv);
-            }
-            braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
-        }
-    }
-    cp_commit(); /* group 0: token inputs */
-    /* v of (token (lane >> 3) + 4j, row 8w + lane % 8), for the row phase: raw bits (f32, or
-     * bf16 in the low half) so that nothing waits for them before the state loads are issued */
-    uint32_t vraw[2] = {0u, 0u};
-    auto load_v = [&]() {
-#pragma unroll
-        for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
-            const int t = (lane >> 3) + 4 * jj;
-            const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * K128_DIM + row0 + (lane & 7);
-            if (t < T)
-                vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
-        }
-    };
+    stage_token_inputs<KDA>(A, b, T, tp, kh, hv, HV, lane, iobf, kw, qw, gw, ga, braw);
+    cp_commit();                 /* group 0: token inputs */
+    uint32_t vraw[2] = {0u, 0u}; /* v of the row phase (load_v) */
     /* (MMA: after the start fold, whose registers are short: held from here, v would be
      * spilled, and the spill's store would wait for the load) */
-    if (!MMA) load_v();
+    if (!MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
     auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
 
     /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
@@ -379,11 +920,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         if (d < 0) s = -1;
     }
     /* padding (or a bad row): a zero output, no state, ring or cursor touched */
-    auto zero_exit = [&]() {
-        cp_wait_all(); /* no copy may land after the CTA left */
-        for (int i = tid; i < T * R; i += nt)
-            st_dt(A.io.o, l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
-    };
+    auto zero_exit = [&]() { zero_output(A, b, T, R, nt, tid, HV, hv, part); };
     if (s < 0) {
         if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
@@ -408,65 +945,14 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * K128_DIM + sch); };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
-    if (!SBF) {
-        float4 raw[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * SSTEP));
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
-    } else {
-        uint2 raw[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * SSTEP));
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
-    }
-    /* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
-     * A.pf_ahead places later in launch order, about one wave: it starts when this one ends,
-     * and finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits
-     * that distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
-    if (A.pf_ahead && tid == nt - 32) {
-        int pf_b = b + A.pf_db, pf_x = blockIdx.x + A.pf_dx;
-        if (pf_x >= (int)gridDim.x) pf_x -= gridDim.x, pf_b++;
-        const bool in_grid = pf_b < (int)gridDim.y;
-        const int pf_hv = pf_x >> split_log2, pf_part = pf_x & (split - 1);
-        if (ONE && in_grid && A.pf_inputs) /* (verify windows: compute-bound, and registers are short) */
-            prefetch_inputs<KDA>(A, T, pf_b, pf_hv, pf_part, R, group);
-        const int pf_slot = in_grid ? A.io.slot[pf_b] : -1;
-        if (pf_slot >= 0 && pf_slot < A.st.num_slots)
-            prefetch_head<KDA, SBF, MODE>(A.st, l, pf_slot, pf_hv, pf_part, R, group);
-    }
+    load_state_rows<SBF, SSTEP>(A, ck0, S);
+    if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE, ONE>(A, b, T, R, group, split, split_log2);
 
     const int gk = KDA ? K128_DIM : 1;
     float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
     const int64_t rk0 = MODE == MODE_PACKED ? 0 : ((KDA ? hd : (int64_t)s * l.num_k_heads + kh) * L) << 7;
-    /* copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry
-     * n - 1 into sG, or all n into sGall when speculative) */
     auto copy_ring = [&](int n) {
-        const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
-        const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
-        /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
-        const int nch = n * K128_DIM * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
-        for (int i = tid; i < nch; i += nt)
-            cp16(sK + 16 * i, gk_ + 16 * i);
-        for (int i = tid; i < n * uch; i += nt) {
-            const int off = (i >> uch_log2) * K128_DIM * rsz + part * R * rsz + 16 * (i & (uch - 1));
-            cp16(sU + off, gu_ + off);
-        }
-        if (KDA) {
-            if (spec) {
-                for (int i = tid; i < n * (K128_DIM / 4); i += nt)
-                    cp16(sGall + 4 * i, ringg + 4 * i);
-            } else if (tid < 32) {
-                cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * K128_DIM + 4 * tid);
-            }
-        } else if (tid < n) {
-            cp4(sG + tid, ringg + tid);
-        }
+        copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, n);
     };
     if (spec) copy_ring(L);     /* needs only the slot */
     int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
@@ -482,77 +968,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* KDA: G_{h-1} per channel (valid when h > 0) */
     const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG;
 
-    /* token preparation (the roles of round 0): gates, normalised k and q, independent of the
-     * state, while S0 and the ring are in flight */
-    if (kw || qw || gw) {
-        const int t = tp;
-        cp_wait_but1(); /* this lane's own staging has landed */
-        /* 4 raw elements of a staged k or q (io dtype) */
-        auto staged = [&](const float *row, float *x) {
-            if (iobf) {
-                const uint2 v = *((const uint2 *)((const uint16_t *)row + c4));
-                unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
-            } else {
-                const float4 v = *((const float4 *)(row + c4));
-                x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-            }
-        };
-        /* 1 / ||x|| over the warp's 128 channels (1 without the l2 norm) */
-        auto inv_norm = [&](const float *x) {
-            if (!l.qk_l2norm) return 1.0f;
-            float n = x[0] * x[0];
-#pragma unroll
-            for (int e = 1; e < 4; e++)
-                n = __fmaf_rn(x[e], x[e], n);
-            n = warp_sum(n);
-            return 1.0f / sqrtf(n + (float)RSSM_L2NORM_EPS);
-        };
-        float kv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, qv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (kw) {
-            float kr[4];
-            staged(&sm.xk[t][0], kr);
-            const float sk = inv_norm(kr);
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                kv[e] = kr[e] * sk, sm.kn[t][c4 + e] = kv[e];
-        }
-        if (qw) {
-            float qr[4];
-            staged(&sm.xq[t][0], qr);
-            const float sq = inv_norm(qr);
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                qv[e] = qr[e] * sq * l.scale, sm.qn[t][c4 + e] = qv[e];
-        }
-        if (gw) {
-            float g[4];
-            if (A.io.g) {
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    g[e] = KDA ? ga[e] : ga[0];
-            } else if (KDA) {
-                const float alog = sm.gt[t][c4];
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
-            } else {
-                const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
-                g[0] = g[1] = g[2] = g[3] = x;
-            }
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                sm.gt[t][c4 + e] = g[e];
-            if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
-        }
-        if (!ONE) { /* k q of the token (ONE: warp 0 forms it after the barrier) */
-            float kq = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                kq = __fmaf_rn(kv[e], qv[e], kq);
-            kq = warp_sum(kq);
-            if (lane == 0) sm.kq[t] = kq;
-        }
-    }
+    /* token preparation, while S0 and the ring are in flight */
+    if (kw || qw || gw) prepare_token<KDA, ONE>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
     cp_wait_all();
     __syncthreads(); /* ring in shared memory, token inputs prepared */
 
@@ -561,18 +978,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (MODE != MODE_PACKED) {
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
-        if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) {
-            float W[4];
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                W[e] = Gl[c4 + e];
-            for (int t = 0; t < T; t++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    W[e] = W[e] + sm.gt[t][c4 + e];
-            const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
-            early = m < -l.kda_fold_threshold;
-        }
+        if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) early = window_folds_early(A, Gl, T, lane);
     }
     const bool sfold = uniform || early;
     int new_base = base;
@@ -598,71 +1004,17 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         new_base = c0;
     }
 
-    if (MMA) load_v();
+    if (MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
 
     /* ---- cumulative gates and everything derived from them ---- */
-    /* ONE: every warp, in registers, for its lanes' 4 channels: G and (KDA replay) the smallest
-     * G for the end-fold test, and the vectors its ring weights take (KDA x_k = e^G k and x_q =
-     * e^G q, GDN k and q); warp 0 also stores x_k, x_q and k q for the rows (read after the
-     * next barrier). Later phases re-read G from shared memory (gate_of) to spare registers. */
-    auto gate_of = [&](int e) { return (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e]; };
     float wa4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wb4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, G1 = 0.0f, gmin1 = 0.0f;
     if (ONE) {
-        float G4[4], xk4[4], xq4[4], kn4[4], qn4[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            kn4[e] = sm.kn[0][c4 + e], qn4[e] = sm.qn[0][c4 + e], G4[e] = gate_of(e);
-        G1 = G4[0];
-        if (KDA && MODE == MODE_REPLAY) gmin1 = warp_min(fminf(fminf(G4[0], G4[1]), fminf(G4[2], G4[3])));
-        const float eg0 = KDA ? 0.0f : expf(G4[0]);
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float eg = KDA ? expf(G4[e]) : eg0;
-            xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
-            wa4[e] = KDA ? xk4[e] : kn4[e], wb4[e] = KDA ? xq4[e] : qn4[e];
-        }
-        if (w == 0) {
-            float kq = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                sm.xk[0][c4 + e] = xk4[e], sm.xq[0][c4 + e] = xq4[e];
-                kq = __fmaf_rn(kn4[e], qn4[e], kq);
-            }
-            kq = warp_sum(kq);
-            if (lane == 0) sm.kq[0] = kq;
-        }
+        gates_one_token<KDA, MODE>(w, lane, h, Gl, sG, wa4, wb4, G1, gmin1);
     } else if (tw) { /* verify: warp t, token t */
-        const int t = w;
-        float G[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
-        for (int tt = 0; tt <= t; tt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                G[e] = G[e] + sm.gt[tt][c4 + e];
-        const float eg0 = KDA ? 0.0f : expf(G[0]);
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float kv = sm.kn[t][c4 + e], qv = sm.qn[t][c4 + e];
-            const float eg = KDA ? expf(G[e]) : eg0;
-            sm.xk[t][c4 + e] = eg * kv;
-            sm.xq[t][c4 + e] = eg * qv;
-            sm.ks[t][c4 + e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
-            sm.G[t][c4 + e] = G[e];
-            if (MMA) { /* columns 2t, 2t + 1 of the row phase's B operand */
-                sXd[2 * t * K128_XDS + c4 + e] = (double)sm.xk[t][c4 + e];
-                sXd[(2 * t + 1) * K128_XDS + c4 + e] = (double)sm.xq[t][c4 + e];
-            }
-        }
+        gates_window_token<KDA, MMA>(A, sXd, w, lane, h, Gl, sG);
     } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
                                              * rows): zero vectors, so that the rows need no branch */
-        *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (MMA)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                sXd[2 * w * K128_XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * K128_XDS + c4 + e] = 0.0;
+        zero_window_slot<MMA>(sXd, w, lane);
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
@@ -686,47 +1038,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             sm.wk[0], sm.wq[0], sK, rbf, sG, G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
             [&](int e) { return wb4[e]; });
         if (MODE != MODE_PACKED && !end && part == 0 && w == NW - 1) { /* the new entry's k and G */
-            float ks4[4], G4[4];
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const float kv = sm.kn[0][c4 + e];
-                G4[e] = gate_of(e);
-                ks4[e] = round_dt(l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
-            }
-            if (KDA || hv == kh * group) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * K128_DIM + c4, ks4);
-            float *rg = ringg + h * gk;
-            if (KDA)
-                *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
-            else if (lane == 0)
-                rg[0] = G4[0];
+            write_new_entry<KDA>(A, h, Gl, sG, rbf, lane, ringg, rk0, hv == kh * group);
         }
         __syncthreads();
     } else {
-        const int P = T * h + T * (T - 1) / 2;
-        for (int pi = w; pi < P; pi += NW) {
-            int t = 0, p = pi;
-            while (p >= h + t)
-                p -= h + t, t++;
-            float k4[4];
-            if (p < h)
-                ld4(sK, rbf, p * K128_DIM + c4, k4);
-            else
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    k4[e] = sm.ks[p - h][c4 + e];
-            const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
-            float dk = 0.0f, dq = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
-            dk = warp_sum(dk), dq = warp_sum(dq);
-            if (lane == 0) {
-                float f = 1.0f;
-                if (!KDA) f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
-                sm.wk[t][p] = dk * f;
-                sm.wq[t][p] = dq * f;
-            }
-        }
+        window_ring_weights<KDA>(sK, sG, rbf, T, h, w, NW, lane);
         if (MODE != MODE_PACKED && !end && part == 0 &&
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;
@@ -751,152 +1067,13 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 
     /* ---- rows ---- */
     if (end) {
-        /* decode end fold (T = 1): u for the 8 rows, then S_n and o = S_n q */
-        /* only the k dots: RS<8> on them gives the bits RS<16> on (k, q) pairs would (the
-         * butterfly adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N).
-         * Lane l ends with row l / 4. */
-        float v[8];
-        end_fold_dots(
-            v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
-        RS<8, 1, 16>::run(v, lane);
-        const float myu = sm.beta[0] * (__shfl_sync(FULL_MASK, vreg(0), lane >> 2) - v[0]); /* u of row lane / 4 */
-        float G4[4];
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            G4[e] = gate_of(e);
-        fold_ring(G4);
-        float o[8];
-        end_fold_update(
-            S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
-        RS<8, 1, 16>::run(o, lane);
-        if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
-        const int64_t cw = rows_off(opaque(MODE == MODE_PACKED ? d : s));
-        if (!SBF) {
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                __stcs((float4 *)((float *)A.st.checkpoint + cw + r * K128_DIM),
-                       make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
-        } else {
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                st4(A.st.checkpoint, 1, cw + r * K128_DIM, S[r]);
-        }
+        rows_end_fold<KDA, SBF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
+                                MODE == MODE_PACKED ? d : s);
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
-        /* D[row][2 t + type] = S0 row . (x_k,t | x_q,t) + sum_{i < h} u_i[row] (wk | wq)[t][i] on the
-         * FP64 tensor cores: 32 tiles over the channels (lane l: channels 16 j + 4 (l % 4) + e of its
-         * row, A from S, B from column l / 4 of sXd), two accumulators, then the ring in tiles of
-         * 4 entries (entry i0 + l % 4). Lane 4 r + t ends with row r's two values of token t, and
-         * finishes that row and token as the lanes of the kernels below do. */
-        const int cq = lane & 3, n = lane >> 2;
-        const double *xd = sXd + n * K128_XDS + sch;
-        double d0 = 0.0, d1 = 0.0, e0 = 0.0, e1 = 0.0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            const double2 x01 = *(const double2 *)(xd + 16 * j), x23 = *(const double2 *)(xd + 16 * j + 2);
-            dmma_8x8x4(d0, d1, (double)S[j][0], x01.x);
-            dmma_8x8x4(e0, e1, (double)S[j][1], x01.y);
-            dmma_8x8x4(d0, d1, (double)S[j][2], x23.x);
-            dmma_8x8x4(e0, e1, (double)S[j][3], x23.y);
-        }
-        const float *wcol = (n & 1) ? sm.wq[n >> 1] : sm.wk[n >> 1];
-        const bool wlive = (n >> 1) < T;
-#pragma unroll 1
-        for (int i0 = 0; i0 < h; i0 += 4) {
-            const int i = i0 + cq;
-            double a = 0.0, bw = 0.0;
-            if (i < h) {
-                a = (double)ld1s(sU, rbf, i * K128_DIM + srow);
-                if (wlive) bw = (double)wcol[i];
-            }
-            dmma_8x8x4(d0, d1, a, bw);
-        }
-        const int t = cq;
-        const bool live = t < T;
-        const float vr = __shfl_sync(FULL_MASK, vreg(0), 8 * t + n); /* v of token t, row srow */
-        float dd = (float)(d0 + e0), o = (float)(d1 + e1), uw = 0.0f;
-#pragma unroll
-        for (int s2 = 0; s2 < TC; s2++) {
-            if (live && t == s2) {
-                const float u = sm.beta[t] * (vr - dd);
-                o = __fmaf_rn(u, sm.kq[t], o);
-                uw = round_dt(l.ring_dtype, u);
-            }
-            if (s2 + 1 < TC) {
-                const float us = __shfl_sync(FULL_MASK, uw, (lane & ~3) + s2);
-                if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
-            }
-        }
-        if (live) {
-            st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
-            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + srow, uw);
-        }
+        rows_window_mma<TC>(A, S, sXd, sU, rbf, h, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
     } else if (MODE != MODE_PACKED) {
-#pragma unroll
-        for (int g0 = 0; g0 < 8; g0 += RJ) {
-            float v[16]; /* (rr * TC + t) * 2 + type */
-#pragma unroll
-            for (int rr = 0; rr < RJ; rr++)
-#pragma unroll
-                for (int t = 0; t < TC; t++) {
-                    /* windows of 1-2 tokens have no slot past T; of 5..8, registers are short and
-                     * the branch stays */
-                    float a = 0.0f, q = 0.0f;
-                    if (TC <= 4 || t < T) {
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
-                            q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
-                    }
-                    v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
-                }
-#pragma unroll 1
-            for (int i = lane; i < h; i += 32) {
-                float uu[8];
-                ld8s(sU, rbf, i * K128_DIM + row0, uu);
-#pragma unroll
-                for (int t = 0; t < TC; t++) {
-                    if (t >= T) continue;
-                    const float a = sm.wk[t][i], q = sm.wq[t][i];
-#pragma unroll
-                    for (int rr = 0; rr < RJ; rr++) {
-                        v[(rr * TC + t) * 2] = __fmaf_rn(uu[g0 + rr], a, v[(rr * TC + t) * 2]);
-                        v[(rr * TC + t) * 2 + 1] = __fmaf_rn(uu[g0 + rr], q, v[(rr * TC + t) * 2 + 1]);
-                    }
-                }
-            }
-            RS<16, 1, 16>::run(v, lane);
-            /* value (row g0 + rr, token t, type) now sits on lane 4 (rr TC + t) + 2 type: lane
-             * 4 (rr TC + t) finishes (row, token t), the tokens of a row in order: token s2's u
-             * is final at step s2 and goes (one broadcast) to the later tokens' lanes, which add
-             * it with the window weights. Same operations, in the same order, as a sequential
-             * loop over the tokens. */
-            const int rr = (lane >> 2) / TC, t = (lane >> 2) % TC, src = (t & 3) * 8 + g0 + rr;
-            const bool live = (lane & 3) == 0 && t < T;
-            const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
-            const float v0 = __shfl_sync(FULL_MASK, vreg(0), src);
-            const float v1 = TC > 4 ? __shfl_sync(FULL_MASK, vreg(1), src) : 0.0f; /* every lane shuffles */
-            const float vr = t < 4 ? v0 : v1;
-            float dd = v[0], o = dq, uw = 0.0f;
-#pragma unroll
-            for (int s2 = 0; s2 < TC; s2++) {
-                if (live && t == s2) {
-                    const float u = sm.beta[t] * (vr - dd);
-                    o = __fmaf_rn(u, sm.kq[t], o);
-                    uw = round_dt(l.ring_dtype, u);
-                }
-                if (s2 + 1 < TC) {
-                    const float us = __shfl_sync(FULL_MASK, uw, 4 * (rr * TC + s2));
-                    if (live && t > s2)
-                        dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
-                }
-            }
-            if (live) {
-                const int jr = row0 + g0 + rr;
-                st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
-                st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + jr, uw);
-            }
-        }
+        rows_window<TC>(A, S, sU, rbf, h, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
     }
     if (KDA && MODE != MODE_PACKED && new_base != base) {
         if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
