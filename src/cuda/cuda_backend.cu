@@ -271,7 +271,6 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         else
             A.split = ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
-        A.pf_inputs = im->pf_inputs;
         A.smem_per_sm = im->smem_per_sm;
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;

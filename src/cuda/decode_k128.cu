@@ -134,43 +134,6 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
     }
 }
 
-/* L2 prefetch of `bytes` at byte offset `off` of p, widened to 16-byte alignment */
-__device__ __forceinline__ void prefetch_span(const void *p, int64_t off, int64_t bytes)
-{
-    const uintptr_t a = (uintptr_t)p + (uintptr_t)off;
-    const uintptr_t lo = a & ~(uintptr_t)15, hi = (a + (uintptr_t)bytes + 15) & ~(uintptr_t)15;
-    prefetch_l2((const void *)lo, (unsigned)(hi - lo));
-}
-
-/* L2 prefetch of the token inputs the CTA of (row b, value head hv, part) will read: v of its
- * rows, k and q of its key head (once per group, by part 0 of its first value head) and the
- * gate inputs, for each of its T tokens. They depend on nothing loaded, and the projections
- * that wrote them are usually out of L2 by the time a late wave runs. */
-template <bool KDA>
-__device__ __forceinline__ void prefetch_inputs(const kargs &A, int T, int b, int hv, int part, int R, int group)
-{
-    const rssm_layer &l = A.l;
-    const int esz = l.io_dtype == RSSM_DTYPE_BF16 ? 2 : 4, gk = KDA ? K128_DIM : 1, kh = key_head(hv, group);
-#pragma unroll 1
-    for (int t = 0; t < T; t++) {
-        const int64_t bt = (int64_t)b * T + t;
-        prefetch_span(A.io.v, (bt * A.io.v_stride + (int64_t)hv * K128_DIM + part * R) * esz, (int64_t)R * esz);
-        if (part == 0 && hv == kh * group) {
-            prefetch_span(A.io.k, (bt * A.io.k_stride + (int64_t)kh * K128_DIM) * esz, K128_DIM * esz);
-            prefetch_span(A.io.q, (bt * A.io.q_stride + (int64_t)kh * K128_DIM) * esz, K128_DIM * esz);
-        }
-        if (part == 0) {
-            if (A.io.g) {
-                prefetch_span(A.io.g, (bt * l.num_v_heads + hv) * gk * 4, gk * 4);
-                prefetch_span(A.io.beta, (bt * l.num_v_heads + hv) * 4, 4);
-            } else {
-                prefetch_span(A.io.a, (bt * A.io.a_stride + (int64_t)hv * gk) * esz, (int64_t)gk * esz);
-                prefetch_span(A.io.b, (bt * A.io.b_stride + hv) * esz, esz);
-            }
-        }
-    }
-}
-
 /* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
  * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype), and what smem_of
  * adds (KDA speculative G of every entry, the windows' f64 token vectors) */
@@ -370,16 +333,13 @@ __device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, flo
  * A.pf_ahead places later in launch order, about one wave: it starts when this one ends, and
  * finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits that
  * distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
-template <bool KDA, bool SBF, int MODE, bool ONE>
-__device__ __forceinline__ void prefetch_ahead(const kargs &A, int b, int T, int R, int group, int split,
-                                               int split_log2)
+template <bool KDA, bool SBF, int MODE>
+__device__ __forceinline__ void prefetch_ahead(const kargs &A, int b, int R, int group, int split, int split_log2)
 {
     int pf_b = b + A.pf_db, pf_x = blockIdx.x + A.pf_dx;
     if (pf_x >= (int)gridDim.x) pf_x -= gridDim.x, pf_b++;
     const bool in_grid = pf_b < (int)gridDim.y;
     const int pf_hv = pf_x >> split_log2, pf_part = pf_x & (split - 1);
-    if (ONE && in_grid && A.pf_inputs) /* (verify windows: compute-bound, and registers are short) */
-        prefetch_inputs<KDA>(A, T, pf_b, pf_hv, pf_part, R, group);
     const int pf_slot = in_grid ? A.io.slot[pf_b] : -1;
     if (pf_slot >= 0 && pf_slot < A.st.num_slots)
         prefetch_head<KDA, SBF, MODE>(A.st, A.l, pf_slot, pf_hv, pf_part, R, group);
@@ -946,7 +906,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     const int64_t ck0 = rows_off(s);
     float S[8][4];
     load_state_rows<SBF, SSTEP>(A, ck0, S);
-    if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE, ONE>(A, b, T, R, group, split, split_log2);
+    if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
 
     const int gk = KDA ? K128_DIM : 1;
     float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;

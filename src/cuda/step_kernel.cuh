@@ -59,7 +59,6 @@ typedef struct kargs {
     int split;                          /* decode_k128.cu only: CTAs per head (rows split 128 / split) */
     int pf_ahead;                       /* decode_k128.cu only: L2 prefetch for the CTA this many ahead (0: off) */
     int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
-    int pf_inputs;                      /* decode_k128.cu only: the prefetch includes that CTA's token inputs */
     int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
 } kargs;
 
