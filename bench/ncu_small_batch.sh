@@ -8,6 +8,6 @@ args="bench-step --device cuda --model qwen3-next --layers 36 --batch 1 --reps 4
 sec="--section SpeedOfLight --section WarpStateStats --section LaunchStats --section SchedulerStats --section InstructionStats --section SourceCounters --section MemoryWorkloadAnalysis"
 for skip in 1476 2808 180; do
   echo "=== ncu launch-skip $skip"
-  timeout 200 ncu --clock-control none $sec -k regex:fast2_ --launch-skip $skip --launch-count 1 $b $args > $out/ncu-$skip.txt 2>&1
-  grep -E "fast2_kernel<|Duration|Executed Ipc A|Warp Cycles Per Issued|Executed Instructions  |No Eligible|Active Warps Per|Registers Per|Grid Size|Block Size|Cluster Size|DRAM Throughput" $out/ncu-$skip.txt
+  timeout 200 ncu --clock-control none $sec -k regex:decode_k128_ --launch-skip $skip --launch-count 1 $b $args > $out/ncu-$skip.txt 2>&1
+  grep -E "decode_k128_kernel<|Duration|Executed Ipc A|Warp Cycles Per Issued|Executed Instructions  |No Eligible|Active Warps Per|Registers Per|Grid Size|Block Size|Cluster Size|DRAM Throughput" $out/ncu-$skip.txt
 done

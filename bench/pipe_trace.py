@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarise the replay pipeline's per-item timeline (src/cuda/cuda_pipe_trace.cuh).
+"""Summarise the replay pipeline's per-item timeline (src/cuda/pipeline_trace.cuh).
 
 Usage: python3 bench/pipe_trace.py TRACE.csv [...]
 

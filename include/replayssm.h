@@ -125,7 +125,8 @@ typedef struct rssm_context_params {
                                         (default); 0 = one token at a time; 1 = chunks on narrow lanes; 2 / 3 = chunks
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */
     const char *pipeline_trace_file; /* diagnostic builds (RSSM_PIPE_TRACE) only: CSV of the replay
-                                        pipeline's last launch, written when the context is freed */
+                                        pipeline's last launch, written when the context is freed
+                                        (the string must live as long as the context) */
 } rssm_context_params;
 
 /* The defaults above. */

@@ -1,5 +1,5 @@
 /*
- * test_pipe_order.c — the replay pipeline's order of work (src/cuda/pipe_order.h), on the host:
+ * test_pipe_order.c — the replay pipeline's order of work (src/cuda/pipeline_order.h), on the host:
  * for batches up to the kernel's bitmap size (4096 rows) and folding patterns from none to all,
  * every position maps to a distinct unit (row, key head), all units are covered, the folding
  * rows' units come first and each part keeps row order; without a bitmap the order is plain.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "cuda/pipe_order.h"
+#include "cuda/pipeline_order.h"
 
 #define MAX_ROWS RSSM_PO_MAX_ROWS
 

@@ -246,6 +246,8 @@ int cli_parse(const cli_command *cmd, int argc, char **argv, const cli_opt *opts
 {
     cli_opt sw[N_SWITCHES];
     switch_table(params, sw);
+    /* a diagnostic build's pipeline timeline (cmake -DRSSM_PIPE_TRACE=ON) goes where this names */
+    params->pipeline_trace_file = getenv("RSSM_PIPE_TRACE_FILE");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

@@ -11,7 +11,7 @@
  *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8
  * `every` is 1 when the step is a small batch that folds every live row (rssm_plan_set_small_batch).
  * The host keeps a staging copy of slot, seq_len and every with the same layout, so that the
- * three go up in one upload. On CUDA the fold and seq_len updates are kernels (runtime_kernels.cu);
+ * three go up in one upload. On CUDA the fold and seq_len updates are kernels (src/cuda/plan_kernels.cu);
  * on host devices the same rules run as loops here.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * cuda_kernels.cuh — the step kernel of the CUDA back end (packed decode, replay decode,
+ * step_kernel.cuh — the step kernel of the CUDA back end (packed decode, replay decode,
  * verify, prefill, materialise) and its small helpers.
  *
  * Work decomposition: one CTA of 256 threads = one (row b, value head hv, slice of VS rows of
@@ -17,7 +17,7 @@
  * slice of a head shares ring_g and, for KDA, ring_base) form one thread-block cluster and
  * pass a cluster barrier after reading the committed entries and before anyone writes new
  * ones (a start fold overwrites positions 0..T-1). (GDN prefill writes no ring data another
- * CTA reads, so its sliced lanes run without a cluster: cuda_backend.cu, launch_step.) When a
+ * CTA reads, so its sliced lanes run without a cluster: backend.cu, launch_step.) When a
  * GDN group does not fit one cluster (group * slices > 8), the step kernel writes no ring_k
  * and a second small kernel (gdn_write_k_kernel) writes the new keys after it.
  *
@@ -26,8 +26,8 @@
  * same order and matches packed decode bit for bit. FMAs are explicit (__fmaf_rn); the
  * build uses --fmad=false.
  */
-#ifndef RSSM_CUDA_KERNELS_CUH
-#define RSSM_CUDA_KERNELS_CUH
+#ifndef RSSM_STEP_KERNEL_CUH
+#define RSSM_STEP_KERNEL_CUH
 
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -55,12 +55,11 @@ typedef struct kargs {
     rssm_step_io io;                    /* strides resolved; tokens = 0 for materialise */
     const int32_t *src_slot, *dst_slot; /* materialise */
     int *err;                           /* device error counter */
-    int spec;                           /* cuda_fast2.cu only: read the whole ring before the cursor is known */
-    int split;                          /* cuda_fast2.cu only: CTAs per head (rows split 128 / split) */
-    int pf_ahead;                       /* cuda_fast2.cu only: L2 prefetch for the CTA this many ahead (0: off) */
-    int pf_db, pf_dx;                   /* cuda_fast2.cu only: pf_ahead as rows and CTAs of a row */
-    int pf_inputs;                      /* cuda_fast2.cu only: the prefetch includes that CTA's token inputs */
-    int smem_per_sm;                    /* cuda_fast2.cu only: the device's shared memory per SM (bytes) */
+    int spec;                           /* decode_k128.cu only: read the whole ring before the cursor is known */
+    int split;                          /* decode_k128.cu only: CTAs per head (rows split 128 / split) */
+    int pf_ahead;                       /* decode_k128.cu only: L2 prefetch for the CTA this many ahead (0: off) */
+    int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
+    int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
 } kargs;
 
 /* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
@@ -457,29 +456,34 @@ __device__ __forceinline__ void prefill_chunks(const kargs &A, float (&sreg)[CF:
     }
 }
 
-/* ---- the step kernel ------------------------------------------------------------------------ */
+/* ---- the step kernel, phase by phase ------------------------------------------------------------ */
 
-template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
+/* Where a CTA of the step kernel works: formed once at its entry, read by every phase. */
+struct step_cta {
+    int K, V, L, HV, gk;      /* head dims, ring length, value heads, gate width (KDA: K, GDN: 1) */
+    int rdt, iodt;            /* ring and io dtypes */
+    int tid, w, lane, rg, li; /* rg: the row group within the warp, li: lane within the row group */
+    int b, hv, slice, kh, j0; /* row, value head, slice of VS rows starting at row j0, key head */
+    int mode;
+};
+
+/* The CTA's shared memory (make_smem_layout; floats) */
+struct step_smem {
+    float *ek, *eG, *ringu;    /* committed and new entries: keys [L][K], GDN G [L], u [L][VS] */
+    float *xk, *xq, *kn, *qn;  /* per token: e^G k, e^G q, normalised k, normalised scaled q */
+    float *Gt, *wk, *wq, *dec; /* G_t; ring weights and GDN decays per (token, position) */
+    float *rk, *rq, *vv;       /* ring parts of the rows per token, v of the slice's rows */
+    float *Gcur, *sbeta, *skq, *nrm, *red;
+};
+
+/* The row's slots (s read, d written; materialise: src_slot, dst_slot), its tokens T (ragged
+ * prefill: cu_seqlens) and the head's cursor c, ring base and h = c - base committed entries.
+ * Out-of-range values make the row padding (s = -1) and set *bad. */
+template <bool KDA>
+__device__ __forceinline__ void resolve_row(const kargs &A, const step_cta &C, int &s, int &d, int &T, int &c,
+                                            int &base, int &h, bool &bad)
 {
-    extern __shared__ float sm[];
-    constexpr int C = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
-    const rssm_layer &l = A.l;
-    const int K = l.head_k_dim, V = l.head_v_dim, L = l.ring_len, HV = l.num_v_heads, gk = KDA ? K : 1;
-    const int rdt = l.ring_dtype, iodt = l.io_dtype;
-    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
-    const int b = blockIdx.y, hv = blockIdx.x / A.NS, slice = blockIdx.x % A.NS, kh = hv / A.group;
-    const int j0 = slice * VS;
-    const int mode = A.mode;
-    int T = mode == MODE_MAT ? 0 : A.io.tokens; /* this row's tokens */
-    const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
-    float *ek = sm + S.ek, *eG = sm + S.eG, *ringu = sm + S.ringu, *xk = sm + S.xk, *xq = sm + S.xq;
-    float *kn = sm + S.kn, *qn = sm + S.misc, *Gt = sm + S.Gt, *wk = sm + S.wk, *wq = sm + S.wq;
-    float *dec = sm + S.dec, *rk = sm + S.rk, *rq = sm + S.rq, *vv = sm + S.vv, *Gcur = sm + S.Gcur;
-    float *sbeta = sm + S.beta, *skq = sm + S.kq, *nrm = sm + S.nrm, *red = sm + S.red;
-
-    /* slots: out-of-range rows are padding, counted once per row */
-    int s, d;
-    bool bad = false;
+    const int b = C.b, mode = C.mode;
     if (mode == MODE_MAT) {
         s = A.src_slot[b], d = A.dst_slot[b];
         if (s < -1 || s >= A.st.num_slots) bad = true, s = -1;
@@ -507,13 +511,372 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             bad = true, s = -1, T = 0;
     }
     /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
-    int c = 0, base = 0, h = 0;
     if (s >= 0 && mode != MODE_PACKED) {
         c = A.st.cursor[s];
-        base = KDA ? A.st.ring_base[(int64_t)s * HV + hv] : 0;
+        base = KDA ? A.st.ring_base[(int64_t)s * C.HV + C.hv] : 0;
         h = c - base;
-        if (c < 0 || c > L || base < 0 || h < 0) bad = true, s = -1;
+        if (c < 0 || c > C.L || base < 0 || h < 0) bad = true, s = -1;
     }
+}
+
+/* Phase 1: the h committed entries into shared memory (keys, this slice's u, GDN G; Gcur =
+ * G_{h-1}, or 0 on an empty ring) */
+template <class CF, bool KDA>
+__device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &C, const step_smem &M, int s, int h)
+{
+    constexpr int VS = CF::VS;
+    const rssm_layer &l = A.l;
+    const int tid = C.tid, K = C.K, V = C.V, gk = C.gk, hv = C.hv, rdt = C.rdt;
+    if (C.mode != MODE_PACKED && h > 0) {
+        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, 0);
+        for (int i = tid; i < h * K; i += RSSM_NT)
+            M.ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
+        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+        for (int i = tid; i < h * VS; i += RSSM_NT) {
+            const int p = i / VS, j = C.j0 + i % VS;
+            M.ringu[i] = j < V ? ld_dt_rw(A.st.ring_u, rdt, ru0 + (int64_t)p * V + j) : 0.0f;
+        }
+        const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
+        if (!KDA)
+            for (int p = tid; p < h; p += RSSM_NT)
+                M.eG[p] = rg0[p];
+        for (int i = tid; i < gk; i += RSSM_NT)
+            M.Gcur[i] = rg0[(h - 1) * gk + i];
+    } else {
+        for (int i = tid; i < gk; i += RSSM_NT)
+            M.Gcur[i] = 0.0f;
+    }
+}
+
+/* KDA verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (an early start fold) */
+template <int TC>
+__device__ __forceinline__ int kda_window_early(const kargs &A, const step_cta &C, const step_smem &M, int s, int h,
+                                                int T)
+{
+    const rssm_layer &l = A.l;
+    const int tid = C.tid, K = C.K, gk = C.gk, hv = C.hv;
+    float m = 3.0e38f;
+    if (tid < K) {
+        float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, h - 1, gk) + tid);
+        for (int t = 0; t < T; t++)
+            W += gate_of(A, (int64_t)C.b * T + t, hv, gk, tid);
+        m = W;
+    }
+    float mv[1] = {m};
+    block_reduce<1>(mv, 1u, M.red, M.nrm + 2 * TC + 1);
+    return M.nrm[2 * TC + 1] < -l.kda_fold_threshold;
+}
+
+/* Phase 2: the h committed entries folded into the thread's rows (start fold, materialise,
+ * prefill): GDN S e^{G} + sum_p u_p (k_p e^{G - G_p}); KDA (S + sum_p u_p k~_p) e^{G} per channel */
+template <class CF, bool KDA>
+__device__ __forceinline__ void fold_committed(const step_cta &C, const step_smem &M, float (&sreg)[CF::RPT][CF::C],
+                                               int h)
+{
+    constexpr int C_ = CF::C, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
+    const int tid = C.tid, K = C.K, w = C.w, rg = C.rg, li = C.li;
+    if (!KDA)
+        for (int p = tid; p < h; p += RSSM_NT)
+            M.dec[p] = expf(M.Gcur[0] - M.eG[p]);
+    __syncthreads();
+    const float eg0 = KDA ? 0.0f : expf(M.Gcur[0]);
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        const int jl = (w * RG + rg) * RPT + r;
+#pragma unroll
+        for (int e = 0; e < C_; e++) {
+            const int cc = chan<CF>(li, e);
+            const int c1 = cc < K ? cc : 0;
+            float acc = KDA ? sreg[r][e] : sreg[r][e] * eg0;
+            for (int p = 0; p < h; p++)
+                acc = __fmaf_rn(M.ringu[p * VS + jl], KDA ? M.ek[p * K + c1] : M.ek[p * K + c1] * M.dec[p], acc);
+            if (KDA) acc = acc * expf(M.Gcur[c1]);
+            sreg[r][e] = acc;
+        }
+    }
+    __syncthreads();
+}
+
+/* The thread's rows into the checkpoint at element offset co of `ckpt` (each row K elements) */
+template <class CF>
+__device__ __forceinline__ void store_rows(void *ckpt, int64_t co, const step_cta &C,
+                                           const float (&sreg)[CF::RPT][CF::C])
+{
+    const size_t esz = CF::BF16 ? 2 : 4;
+#pragma unroll
+    for (int r = 0; r < CF::RPT; r++) {
+        const int j = C.j0 + (C.w * CF::RG + C.rg) * CF::RPT + r;
+        if (j < C.V) store_row<CF>((char *)ckpt + (co + (int64_t)j * C.K) * esz, C.li, C.K, sreg[r]);
+    }
+}
+
+/* P1: the chunk's raw q, k (this thread's channel tid of each token), gates, beta and v into
+ * registers and shared memory; the norms' squares summed over the CTA into nrm (l2 norm) */
+template <class CF, bool KDA, int TC>
+__device__ __forceinline__ void chunk_inputs(const kargs &A, const step_cta &C, const step_smem &M, int64_t bt0, int nt,
+                                             float (&qraw)[TC], float (&kraw)[TC])
+{
+    constexpr int VS = CF::VS;
+    const rssm_layer &l = A.l;
+    const int tid = C.tid, K = C.K, V = C.V, gk = C.gk, hv = C.hv, kh = C.kh, iodt = C.iodt;
+    float part[2 * TC];
+#pragma unroll
+    for (int t = 0; t < TC; t++) {
+        qraw[t] = kraw[t] = 0.0f;
+        if (t < nt && tid < K) {
+            qraw[t] = ld_dt(A.io.q, iodt, (bt0 + t) * A.io.q_stride + (int64_t)kh * K + tid);
+            kraw[t] = ld_dt(A.io.k, iodt, (bt0 + t) * A.io.k_stride + (int64_t)kh * K + tid);
+        }
+        part[2 * t] = kraw[t] * kraw[t];
+        part[2 * t + 1] = qraw[t] * qraw[t];
+    }
+    for (int i = tid; i < nt * gk; i += RSSM_NT) {
+        const int t = i / gk, cc = i % gk;
+        M.Gt[t * gk + cc] = gate_of(A, bt0 + t, hv, gk, cc); /* g_t for now; G_t below */
+    }
+    if (tid < nt) M.sbeta[tid] = beta_of(A, bt0 + tid, hv);
+    for (int i = tid; i < nt * VS; i += RSSM_NT) {
+        const int t = i / VS, j = C.j0 + i % VS;
+        M.vv[i] = j < V ? ld_dt(A.io.v, iodt, (bt0 + t) * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
+    }
+    if (l.qk_l2norm)
+        block_reduce<2 * TC>(part, 0u, M.red, M.nrm);
+    else
+        __syncthreads();
+}
+
+/* P2: normalised k, q; cumulative gates G_t (in Gt) and the gated vectors; the entries' keys as
+ * stored at positions hp + t; k.q per token into skq[t] and (KDA) min G into skq[TC] */
+template <bool KDA, int TC>
+__device__ __forceinline__ void chunk_normalise(const kargs &A, const step_cta &C, const step_smem &M, int nt, int hp,
+                                                float scale, const float (&qraw)[TC], const float (&kraw)[TC])
+{
+    const rssm_layer &l = A.l;
+    const int tid = C.tid, K = C.K, gk = C.gk;
+    if (tid == 0 && !KDA) { /* GDN: scalar G_t, one thread */
+        float G = M.Gcur[0];
+        for (int t = 0; t < nt; t++)
+            G = G + M.Gt[t], M.Gt[t] = G;
+    }
+    float part2[TC + 1];
+    float Gc = KDA && tid < K ? M.Gcur[tid] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < TC; t++) {
+        part2[t] = 0.0f;
+        if (t < nt && tid < K) {
+            const float sk = l.qk_l2norm ? 1.0f / sqrtf(M.nrm[2 * t] + (float)RSSM_L2NORM_EPS) : 1.0f;
+            const float sq = l.qk_l2norm ? 1.0f / sqrtf(M.nrm[2 * t + 1] + (float)RSSM_L2NORM_EPS) : 1.0f;
+            const float kv = kraw[t] * sk, qv = qraw[t] * sq * scale;
+            float G;
+            if (KDA)
+                Gc = Gc + M.Gt[t * gk + tid], G = Gc;
+            else
+                G = M.Gt[t];
+            const float eg = expf(G);
+            M.kn[t * K + tid] = kv;
+            M.qn[t * K + tid] = qv;
+            M.xk[t * K + tid] = eg * kv;
+            M.xq[t * K + tid] = eg * qv;
+            M.ek[(hp + t) * K + tid] = round_dt(C.rdt, KDA ? kv * expf(-G) : kv);
+            part2[t] = kv * qv;
+        }
+    }
+    part2[TC] = KDA && tid < K ? Gc : 3.0e38f;
+    __syncthreads(); /* all reads of Gt (GDN) and Gcur done */
+    if (KDA && tid < K) {
+        /* G_t per channel: recompute the running sum in the same order */
+        float G = M.Gcur[tid];
+        for (int t = 0; t < nt; t++)
+            G = G + M.Gt[t * gk + tid], M.Gt[t * gk + tid] = G;
+    }
+    if (!KDA && tid < nt) M.eG[hp + tid] = M.Gt[tid];
+    block_reduce<TC + 1>(part2, 1u << TC, M.red, M.skq); /* skq[0..TC) = k.q, skq[TC] = min G (KDA) */
+    /* note: skq has TC entries and nrm follows it; min G lands in nrm[0] (norms are consumed) */
+}
+
+/* P3: ring weights of every token for every earlier position (one warp per (token, position));
+ * unless the chunk ends in a fold, slice 0 writes the new entries' keys and G to memory */
+template <bool KDA, int TC>
+__device__ __forceinline__ void chunk_ring_weights(const kargs &A, const step_cta &C, const step_smem &M, int s, int nt,
+                                                   int hp, int end)
+{
+    const rssm_layer &l = A.l;
+    const int tid = C.tid, w = C.w, lane = C.lane, K = C.K, L = C.L, gk = C.gk, hv = C.hv;
+    const int span = hp + TC;
+    for (int pi = w; pi < nt * span; pi += RSSM_NW) {
+        const int t = pi / span, p = pi % span;
+        if (p >= hp + t) continue;
+        float dk = 0.0f, dq = 0.0f;
+        const float *xa = KDA ? M.xk + t * K : M.kn + t * K, *xb = KDA ? M.xq + t * K : M.qn + t * K;
+        for (int cc = lane; cc < K; cc += 32) {
+            dk = __fmaf_rn(M.ek[p * K + cc], xa[cc], dk);
+            dq = __fmaf_rn(M.ek[p * K + cc], xb[cc], dq);
+        }
+        dk = warp_sum(dk), dq = warp_sum(dq);
+        if (lane == 0) {
+            float f = 1.0f;
+            if (!KDA) f = expf(M.Gt[t] - M.eG[p]), M.dec[t * L + p] = f;
+            M.wk[t * L + p] = dk * f;
+            M.wq[t * L + p] = dq * f;
+        }
+    }
+    if (!end && C.slice == 0) {
+        const bool wk_ = KDA || (hv % A.group == 0 && !A.defer_k);
+        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, hp);
+        const int64_t rg0 = rssm_ring_g_off(&l, s, hv, hp, gk);
+        for (int i = tid; i < nt * K; i += RSSM_NT) {
+            if (wk_) st_dt(A.st.ring_k, C.rdt, rk0 + i, M.ek[hp * K + i]);
+            if (KDA) ((float *)A.st.ring_g)[rg0 + i] = M.Gt[i];
+        }
+        if (!KDA && tid < nt) ((float *)A.st.ring_g)[rg0 + tid] = M.Gt[tid];
+    }
+}
+
+/* P4: the ring part of every row of the slice for the entries before the chunk:
+ * rk[t][row] = sum_p u_p[row] wk[t][p], rq likewise */
+template <class CF, int TC>
+__device__ __forceinline__ void chunk_ring_part(const step_cta &C, const step_smem &M, int nt, int hp)
+{
+    constexpr int VS = CF::VS;
+    const int tid = C.tid, L = C.L;
+    if (tid < VS) {
+        float ak[TC], aq[TC];
+#pragma unroll
+        for (int t = 0; t < TC; t++)
+            ak[t] = aq[t] = 0.0f;
+        for (int p = 0; p < hp; p++) {
+            const float u = M.ringu[p * VS + tid];
+#pragma unroll
+            for (int t = 0; t < TC; t++)
+                if (t < nt) ak[t] = __fmaf_rn(u, M.wk[t * L + p], ak[t]), aq[t] = __fmaf_rn(u, M.wq[t * L + p], aq[t]);
+        }
+#pragma unroll
+        for (int t = 0; t < TC; t++)
+            if (t < nt) M.rk[t * VS + tid] = ak[t], M.rq[t * VS + tid] = aq[t];
+    }
+}
+
+/* End fold of one row (local row jl) at token t: S_n = the ring folded with the new entry
+ * (u on this row, key kn_t); the row's registers become S_n; returns this lane's share of
+ * o = S_n q_t */
+template <class CF, bool KDA>
+__device__ __forceinline__ float end_fold_row(const step_cta &C, const step_smem &M, float (&row)[CF::C], int jl, int t,
+                                              int hp, float u)
+{
+    constexpr int VS = CF::VS;
+    const int K = C.K, L = C.L, gk = C.gk, li = C.li;
+    const float eg0 = KDA ? 0.0f : expf(M.Gt[t]);
+    float oo = 0.0f;
+#pragma unroll
+    for (int e = 0; e < CF::C; e++) {
+        const int cc = chan<CF>(li, e);
+        const int c1 = cc < K ? cc : 0;
+        float acc;
+        if (KDA) {
+            acc = row[e];
+            for (int p = 0; p < hp; p++)
+                acc = __fmaf_rn(M.ringu[p * VS + jl], M.ek[p * K + c1], acc);
+            acc = acc * expf(M.Gt[t * gk + c1]);
+        } else {
+            acc = row[e] * eg0;
+            for (int p = 0; p < hp; p++)
+                acc = __fmaf_rn(M.ringu[p * VS + jl], M.ek[p * K + c1] * M.dec[t * L + p], acc);
+        }
+        acc = __fmaf_rn(u, cc < K ? M.kn[t * K + cc] : 0.0f, acc);
+        row[e] = acc;
+        oo = __fmaf_rn(acc, cc < K ? M.qn[t * K + cc] : 0.0f, oo);
+    }
+    return oo;
+}
+
+/* P5: the thread's rows: S0 products, u_t and o_t of every token of the chunk, in order; the
+ * new entries' u (no fold) or the end fold (the row's registers become S_n; replay stores it
+ * as the new checkpoint at element offset ck0) */
+template <class CF, bool KDA, int TC>
+__device__ __forceinline__ void chunk_rows(const kargs &A, const step_cta &C, const step_smem &M,
+                                           float (&sreg)[CF::RPT][CF::C], int s, int64_t bt0, int nt, int hp, int end,
+                                           bool seq, int64_t ck0)
+{
+    constexpr int C_ = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
+    const rssm_layer &l = A.l;
+    const int K = C.K, V = C.V, L = C.L, li = C.li, hv = C.hv, rdt = C.rdt;
+    const size_t esz = CF::BF16 ? 2 : 4;
+    const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        const int jl = (C.w * RG + C.rg) * RPT + r, j = C.j0 + jl;
+        const bool valid = j < V;
+        float dk[TC], dq[TC];
+#pragma unroll
+        for (int t = 0; t < TC; t++) {
+            dk[t] = dq[t] = 0.0f;
+            if (t < nt) {
+#pragma unroll
+                for (int e = 0; e < C_; e++) {
+                    const int cc = chan<CF>(li, e);
+                    const float a = cc < K ? M.xk[t * K + cc] : 0.0f, q = cc < K ? M.xq[t * K + cc] : 0.0f;
+                    dk[t] = __fmaf_rn(sreg[r][e], a, dk[t]);
+                    dq[t] = __fmaf_rn(sreg[r][e], q, dq[t]);
+                }
+                dk[t] = group_sum<LANES>(dk[t]);
+                if (!end) dq[t] = group_sum<LANES>(dq[t]);
+            }
+        }
+        float uw[TC];
+#pragma unroll
+        for (int t = 0; t < TC; t++) {
+            uw[t] = 0.0f;
+            if (t >= nt) continue;
+            float dd = dk[t] + M.rk[t * VS + jl];
+#pragma unroll
+            for (int s2 = 0; s2 < t; s2++)
+                dd = __fmaf_rn(uw[s2], M.wk[t * L + hp + s2], dd);
+            const float u = M.sbeta[t] * (M.vv[t * VS + jl] - dd);
+            float o;
+            if (end) {
+                o = group_sum<LANES>(end_fold_row<CF, KDA>(C, M, sreg[r], jl, t, hp, u));
+            } else {
+                o = dq[t] + M.rq[t * VS + jl];
+#pragma unroll
+                for (int s2 = 0; s2 < t; s2++)
+                    o = __fmaf_rn(uw[s2], M.wq[t * L + hp + s2], o);
+                o = __fmaf_rn(u, M.skq[t], o);
+                uw[t] = round_dt(rdt, u);
+                if (li == 0 && valid) {
+                    st_dt(A.st.ring_u, rdt, ru0 + (int64_t)(hp + t) * V + j, uw[t]);
+                    M.ringu[(hp + t) * VS + jl] = uw[t];
+                }
+            }
+            if (li == 0 && valid) st_dt(A.io.o, C.iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
+        }
+        if (end && !seq && valid) /* replay end fold: the new checkpoint */
+            store_row<CF>((char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+    }
+}
+
+template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT, 2) step_kernel(const kargs A)
+{
+    extern __shared__ float sm[];
+    constexpr int C_ = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
+    const rssm_layer &l = A.l;
+    const int K = l.head_k_dim, V = l.head_v_dim, L = l.ring_len, HV = l.num_v_heads, gk = KDA ? K : 1;
+    const int rdt = l.ring_dtype, iodt = l.io_dtype;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, rg = lane / LANES, li = lane % LANES;
+    const int b = blockIdx.y, hv = blockIdx.x / A.NS, slice = blockIdx.x % A.NS, kh = hv / A.group;
+    const int j0 = slice * VS;
+    const int mode = A.mode;
+    int T = mode == MODE_MAT ? 0 : A.io.tokens; /* this row's tokens */
+    const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
+    const step_smem M = {sm + S.ek,   sm + S.eG,   sm + S.ringu, sm + S.xk,  sm + S.xq, sm + S.kn, sm + S.misc,
+                         sm + S.Gt,   sm + S.wk,   sm + S.wq,    sm + S.dec, sm + S.rk, sm + S.rq, sm + S.vv,
+                         sm + S.Gcur, sm + S.beta, sm + S.kq,    sm + S.nrm, sm + S.red};
+    const step_cta C = {K, V, L, HV, gk, rdt, iodt, tid, w, lane, rg, li, b, hv, slice, kh, j0, mode};
+
+    /* slots, tokens, cursor: out-of-range rows are padding, counted once per row */
+    int s, d, c = 0, base = 0, h = 0;
+    bool bad = false;
+    resolve_row<KDA>(A, C, s, d, T, c, base, h, bad);
     if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
     if (s < 0) {
         if (mode != MODE_MAT)
@@ -527,7 +890,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     /* prefetch this thread's rows of S0 */
     const int64_t ck0 = rssm_ckpt_off(&l, s, hv);
     const size_t esz = CF::BF16 ? 2 : 4;
-    float sreg[RPT][C];
+    float sreg[RPT][C_];
 #pragma unroll
     for (int r = 0; r < RPT; r++) {
         const int j = j0 + (w * RG + rg) * RPT + r;
@@ -535,7 +898,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             load_row<CF>((const char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
         else
 #pragma unroll
-            for (int e = 0; e < C; e++)
+            for (int e = 0; e < C_; e++)
                 sreg[r][e] = 0.0f;
     }
 
@@ -547,39 +910,9 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     }
 
     /* ---- phase 1: committed entries into shared memory (before anyone writes) ---- */
-    if (mode != MODE_PACKED && h > 0) {
-        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, 0);
-        for (int i = tid; i < h * K; i += RSSM_NT)
-            ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
-        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
-        for (int i = tid; i < h * VS; i += RSSM_NT) {
-            const int p = i / VS, j = j0 + i % VS;
-            ringu[i] = j < V ? ld_dt_rw(A.st.ring_u, rdt, ru0 + (int64_t)p * V + j) : 0.0f;
-        }
-        const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
-        if (!KDA)
-            for (int p = tid; p < h; p += RSSM_NT)
-                eG[p] = rg0[p];
-        for (int i = tid; i < gk; i += RSSM_NT)
-            Gcur[i] = rg0[(h - 1) * gk + i];
-    } else {
-        for (int i = tid; i < gk; i += RSSM_NT)
-            Gcur[i] = 0.0f;
-    }
-    /* KDA verify: early start fold when min_k (G_c + window sum of g) < -G_MAX */
-    int early = 0;
-    if (KDA && mode == MODE_VERIFY && !uniform && h > 0) {
-        float m = 3.0e38f;
-        if (tid < K) {
-            float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, h - 1, gk) + tid);
-            for (int t = 0; t < T; t++)
-                W += gate_of(A, (int64_t)b * T + t, hv, gk, tid);
-            m = W;
-        }
-        float mv[1] = {m};
-        block_reduce<1>(mv, 1u, red, nrm + 2 * TC + 1);
-        early = nrm[2 * TC + 1] < -l.kda_fold_threshold;
-    }
+    stage_committed<CF, KDA>(A, C, M, s, h);
+    int early = 0; /* KDA verify: early start fold */
+    if (KDA && mode == MODE_VERIFY && !uniform && h > 0) early = kda_window_early<TC>(A, C, M, s, h, T);
     __syncthreads();
     if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it */
 
@@ -587,28 +920,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
 
     /* ---- phase 2: fold the committed entries at the start (start fold, materialise, prefill) ---- */
     const bool form = (mode == MODE_MAT || mode == MODE_PREFILL || uniform || early);
-    if (form && h > 0) {
-        if (!KDA)
-            for (int p = tid; p < h; p += RSSM_NT)
-                dec[p] = expf(Gcur[0] - eG[p]);
-        __syncthreads();
-        const float eg0 = KDA ? 0.0f : expf(Gcur[0]);
-#pragma unroll
-        for (int r = 0; r < RPT; r++) {
-            const int jl = (w * RG + rg) * RPT + r;
-#pragma unroll
-            for (int e = 0; e < C; e++) {
-                const int cc = chan<CF>(li, e);
-                const int c1 = cc < K ? cc : 0;
-                float acc = KDA ? sreg[r][e] : sreg[r][e] * eg0;
-                for (int p = 0; p < h; p++)
-                    acc = __fmaf_rn(ringu[p * VS + jl], KDA ? ek[p * K + c1] : ek[p * K + c1] * dec[p], acc);
-                if (KDA) acc = acc * expf(Gcur[c1]);
-                sreg[r][e] = acc;
-            }
-        }
-        __syncthreads();
-    }
+    if (form && h > 0) fold_committed<CF, KDA>(C, M, sreg, h);
     if (mode == MODE_MAT || (form && mode != MODE_PREFILL)) {
         /* store the folded checkpoint (materialise: into dst) and continue from it as stored */
         const rssm_state &o = mode == MODE_MAT ? A.dst : A.st;
@@ -620,7 +932,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
                 const int j = j0 + (w * RG + rg) * RPT + r;
                 if (j < V) store_row<CF>((char *)o.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
 #pragma unroll
-                for (int e = 0; e < C; e++)
+                for (int e = 0; e < C_; e++)
                     sreg[r][e] = CF::BF16 ? round_dt(RSSM_DTYPE_BF16, sreg[r][e]) : sreg[r][e];
             }
         }
@@ -633,7 +945,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     if (form) {
         h = 0;
         for (int i = tid; i < gk; i += RSSM_NT)
-            Gcur[i] = 0.0f;
+            M.Gcur[i] = 0.0f;
     }
     if (mode == MODE_PACKED || mode == MODE_PREFILL) h = 0;
     __syncthreads();
@@ -641,229 +953,38 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     /* ---- phase 3: tokens, in chunks of TC (packed/prefill: one at a time, state in registers) ---- */
     /* (the prefill instantiation, TC = RSSM_PF_TC, runs prefill_chunks instead) */
     if constexpr (TC == RSSM_PF_TC)
-        prefill_chunks<CF, KDA, TC>(A, sreg, b, T, hv, j0, kn, qn, xk, KDA ? xq : Gt, vv, sbeta);
+        prefill_chunks<CF, KDA, TC>(A, sreg, b, T, hv, j0, M.kn, M.qn, M.xk, KDA ? M.xq : M.Gt, M.vv, M.sbeta);
     const bool seq = mode == MODE_PACKED || mode == MODE_PREFILL;
     const float scale = l.scale;
     int hp = h; /* positions filled before the chunk */
     for (int cs = 0; TC != RSSM_PF_TC && cs < T; cs += TC) {
         const int nt = T - cs < TC ? T - cs : TC;
         const int64_t bt0 = rssm_bt(&A.io, b, cs);
-
-        /* P1: raw q, k, gates, beta, v; norms */
-        float qraw[TC], kraw[TC], part[2 * TC];
-#pragma unroll
-        for (int t = 0; t < TC; t++) {
-            qraw[t] = kraw[t] = 0.0f;
-            if (t < nt && tid < K) {
-                qraw[t] = ld_dt(A.io.q, iodt, (bt0 + t) * A.io.q_stride + (int64_t)kh * K + tid);
-                kraw[t] = ld_dt(A.io.k, iodt, (bt0 + t) * A.io.k_stride + (int64_t)kh * K + tid);
-            }
-            part[2 * t] = kraw[t] * kraw[t];
-            part[2 * t + 1] = qraw[t] * qraw[t];
-        }
-        for (int i = tid; i < nt * gk; i += RSSM_NT) {
-            const int t = i / gk, cc = i % gk;
-            Gt[t * gk + cc] = gate_of(A, bt0 + t, hv, gk, cc); /* g_t for now; G_t below */
-        }
-        if (tid < nt) sbeta[tid] = beta_of(A, bt0 + tid, hv);
-        for (int i = tid; i < nt * VS; i += RSSM_NT) {
-            const int t = i / VS, j = j0 + i % VS;
-            vv[i] = j < V ? ld_dt(A.io.v, iodt, (bt0 + t) * A.io.v_stride + (int64_t)hv * V + j) : 0.0f;
-        }
-        if (l.qk_l2norm)
-            block_reduce<2 * TC>(part, 0u, red, nrm);
-        else
-            __syncthreads();
-
-        /* P2: normalise, cumulative gates, gated vectors, entry keys as stored; k.q; min G */
-        if (tid == 0 && !KDA) { /* GDN: scalar G_t, one thread */
-            float G = Gcur[0];
-            for (int t = 0; t < nt; t++)
-                G = G + Gt[t], Gt[t] = G;
-        }
-        float part2[TC + 1];
-        float Gc = KDA && tid < K ? Gcur[tid] : 0.0f;
-        __syncthreads();
-#pragma unroll
-        for (int t = 0; t < TC; t++) {
-            part2[t] = 0.0f;
-            if (t < nt && tid < K) {
-                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nrm[2 * t] + (float)RSSM_L2NORM_EPS) : 1.0f;
-                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nrm[2 * t + 1] + (float)RSSM_L2NORM_EPS) : 1.0f;
-                const float kv = kraw[t] * sk, qv = qraw[t] * sq * scale;
-                float G;
-                if (KDA)
-                    Gc = Gc + Gt[t * gk + tid], G = Gc;
-                else
-                    G = Gt[t];
-                const float eg = expf(G);
-                kn[t * K + tid] = kv;
-                qn[t * K + tid] = qv;
-                xk[t * K + tid] = eg * kv;
-                xq[t * K + tid] = eg * qv;
-                ek[(hp + t) * K + tid] = round_dt(rdt, KDA ? kv * expf(-G) : kv);
-                part2[t] = kv * qv;
-            }
-        }
-        part2[TC] = KDA && tid < K ? Gc : 3.0e38f;
-        __syncthreads(); /* all reads of Gt (GDN) and Gcur done */
-        if (KDA && tid < K) {
-            /* G_t per channel: recompute the running sum in the same order */
-            float G = Gcur[tid];
-            for (int t = 0; t < nt; t++)
-                G = G + Gt[t * gk + tid], Gt[t * gk + tid] = G;
-        }
-        if (!KDA && tid < nt) eG[hp + tid] = Gt[tid];
-        block_reduce<TC + 1>(part2, 1u << TC, red, skq); /* skq[0..TC) = k.q, skq[TC] = min G (KDA) */
-        /* note: skq has TC entries and nrm follows it; min G lands in nrm[0] (norms are consumed) */
+        float qraw[TC], kraw[TC];
+        chunk_inputs<CF, KDA, TC>(A, C, M, bt0, nt, qraw, kraw);      /* P1 */
+        chunk_normalise<KDA, TC>(A, C, M, nt, hp, scale, qraw, kraw); /* P2 */
         int end = 0;
         if (seq)
             end = 1;
         else if (mode == MODE_REPLAY) {
             end = (c0 + 1 == L || forced) ? 1 : 0;
-            if (!end && KDA && skq[TC] < -l.kda_fold_threshold) end = 2;
+            if (!end && KDA && M.skq[TC] < -l.kda_fold_threshold) end = 2;
         }
-
-        /* P3: ring weights of every token for every earlier position; new entries to memory */
-        {
-            const int span = hp + TC;
-            for (int pi = w; pi < nt * span; pi += RSSM_NW) {
-                const int t = pi / span, p = pi % span;
-                if (p >= hp + t) continue;
-                float dk = 0.0f, dq = 0.0f;
-                const float *xa = KDA ? xk + t * K : kn + t * K, *xb = KDA ? xq + t * K : qn + t * K;
-                for (int cc = lane; cc < K; cc += 32) {
-                    dk = __fmaf_rn(ek[p * K + cc], xa[cc], dk);
-                    dq = __fmaf_rn(ek[p * K + cc], xb[cc], dq);
-                }
-                dk = warp_sum(dk), dq = warp_sum(dq);
-                if (lane == 0) {
-                    float f = 1.0f;
-                    if (!KDA) f = expf(Gt[t] - eG[p]), dec[t * L + p] = f;
-                    wk[t * L + p] = dk * f;
-                    wq[t * L + p] = dq * f;
-                }
-            }
-            if (!end && slice == 0) {
-                const bool wk_ = KDA || (hv % A.group == 0 && !A.defer_k);
-                const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, hp);
-                const int64_t rg0 = rssm_ring_g_off(&l, s, hv, hp, gk);
-                for (int i = tid; i < nt * K; i += RSSM_NT) {
-                    if (wk_) st_dt(A.st.ring_k, rdt, rk0 + i, ek[hp * K + i]);
-                    if (KDA) ((float *)A.st.ring_g)[rg0 + i] = Gt[i];
-                }
-                if (!KDA && tid < nt) ((float *)A.st.ring_g)[rg0 + tid] = Gt[tid];
-            }
-        }
+        chunk_ring_weights<KDA, TC>(A, C, M, s, nt, hp, end); /* P3 */
         __syncthreads();
-
-        /* P4: ring part of every row for entries before the chunk */
-        if (tid < VS) {
-            float ak[TC], aq[TC];
-#pragma unroll
-            for (int t = 0; t < TC; t++)
-                ak[t] = aq[t] = 0.0f;
-            for (int p = 0; p < hp; p++) {
-                const float u = ringu[p * VS + tid];
-#pragma unroll
-                for (int t = 0; t < TC; t++)
-                    if (t < nt) ak[t] = __fmaf_rn(u, wk[t * L + p], ak[t]), aq[t] = __fmaf_rn(u, wq[t * L + p], aq[t]);
-            }
-#pragma unroll
-            for (int t = 0; t < TC; t++)
-                if (t < nt) rk[t * VS + tid] = ak[t], rq[t * VS + tid] = aq[t];
-        }
+        chunk_ring_part<CF, TC>(C, M, nt, hp); /* P4 */
         __syncthreads();
-
-        /* P5: the rows: S0 products, u_t, o_t; entries or the end fold */
-        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
-#pragma unroll
-        for (int r = 0; r < RPT; r++) {
-            const int jl = (w * RG + rg) * RPT + r, j = j0 + jl;
-            const bool valid = j < V;
-            float dk[TC], dq[TC];
-#pragma unroll
-            for (int t = 0; t < TC; t++) {
-                dk[t] = dq[t] = 0.0f;
-                if (t < nt) {
-#pragma unroll
-                    for (int e = 0; e < C; e++) {
-                        const int cc = chan<CF>(li, e);
-                        const float a = cc < K ? xk[t * K + cc] : 0.0f, q = cc < K ? xq[t * K + cc] : 0.0f;
-                        dk[t] = __fmaf_rn(sreg[r][e], a, dk[t]);
-                        dq[t] = __fmaf_rn(sreg[r][e], q, dq[t]);
-                    }
-                    dk[t] = group_sum<LANES>(dk[t]);
-                    if (!end) dq[t] = group_sum<LANES>(dq[t]);
-                }
-            }
-            float uw[TC];
-#pragma unroll
-            for (int t = 0; t < TC; t++) {
-                uw[t] = 0.0f;
-                if (t >= nt) continue;
-                float dd = dk[t] + rk[t * VS + jl];
-#pragma unroll
-                for (int s2 = 0; s2 < t; s2++)
-                    dd = __fmaf_rn(uw[s2], wk[t * L + hp + s2], dd);
-                const float u = sbeta[t] * (vv[t * VS + jl] - dd);
-                float o;
-                if (end) {
-                    /* S_n = fold of the ring with the new entry; o = S_n q */
-                    const float eg0 = KDA ? 0.0f : expf(Gt[t]);
-                    float oo = 0.0f;
-#pragma unroll
-                    for (int e = 0; e < C; e++) {
-                        const int cc = chan<CF>(li, e);
-                        const int c1 = cc < K ? cc : 0;
-                        float acc;
-                        if (KDA) {
-                            acc = sreg[r][e];
-                            for (int p = 0; p < hp; p++)
-                                acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1], acc);
-                            acc = acc * expf(Gt[t * gk + c1]);
-                        } else {
-                            acc = sreg[r][e] * eg0;
-                            for (int p = 0; p < hp; p++)
-                                acc = __fmaf_rn(ringu[p * VS + jl], ek[p * K + c1] * dec[t * L + p], acc);
-                        }
-                        acc = __fmaf_rn(u, cc < K ? kn[t * K + cc] : 0.0f, acc);
-                        sreg[r][e] = acc;
-                        oo = __fmaf_rn(acc, cc < K ? qn[t * K + cc] : 0.0f, oo);
-                    }
-                    o = group_sum<LANES>(oo);
-                } else {
-                    o = dq[t] + rq[t * VS + jl];
-#pragma unroll
-                    for (int s2 = 0; s2 < t; s2++)
-                        o = __fmaf_rn(uw[s2], wq[t * L + hp + s2], o);
-                    o = __fmaf_rn(u, skq[t], o);
-                    uw[t] = round_dt(rdt, u);
-                    if (li == 0 && valid) {
-                        st_dt(A.st.ring_u, rdt, ru0 + (int64_t)(hp + t) * V + j, uw[t]);
-                        ringu[(hp + t) * VS + jl] = uw[t];
-                    }
-                }
-                if (li == 0 && valid) st_dt(A.io.o, iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
-            }
-            if (end && !seq && valid) /* replay end fold: the new checkpoint */
-                store_row<CF>((char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
-        }
+        chunk_rows<CF, KDA, TC>(A, C, M, sreg, s, bt0, nt, hp, end, seq, ck0); /* P5 */
         if (end && !seq) new_base = end == 2 ? c0 + 1 : 0;
         if (!seq) hp += nt; /* packed/prefill keep no ring: every token folds into the registers */
         __syncthreads();
         for (int i = tid; i < gk; i += RSSM_NT)
-            Gcur[i] = seq ? 0.0f : Gt[(nt - 1) * gk + i];
+            M.Gcur[i] = seq ? 0.0f : M.Gt[(nt - 1) * gk + i];
         __syncthreads();
     }
 
     if (seq) { /* packed / prefill: the final state */
-        const int64_t co = rssm_ckpt_off(&l, d, hv);
-#pragma unroll
-        for (int r = 0; r < RPT; r++) {
-            const int j = j0 + (w * RG + rg) * RPT + r;
-            if (j < V) store_row<CF>((char *)A.st.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
-        }
+        store_rows<CF>(A.st.checkpoint, rssm_ckpt_off(&l, d, hv), C, sreg);
         if (mode == MODE_PREFILL) new_base = 0;
     }
     if (KDA && mode != MODE_PACKED && slice == 0 && tid == 0 && new_base != base)
@@ -929,10 +1050,10 @@ template <class CF> static void *step_kernel_of(int kda, int tc)
 {
     return kda ? step_kernel_tc<CF, true>(tc) : step_kernel_tc<CF, false>(tc);
 }
-void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* cuda_step_k128.cu */
-void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* cuda_step_k64.cu */
-void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* cuda_step_gen.cu */
-void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
-void *rssm_cuda_kernel_k128s(int bf16, int kda);        /* cuda_step_k128w.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128(int bf16, int kda, int tc); /* step_k128.cu */
+void *rssm_cuda_kernel_k64(int bf16, int kda, int tc);  /* step_k64.cu */
+void *rssm_cuda_kernel_gen(int bf16, int kda, int tc);  /* step_generic.cu */
+void *rssm_cuda_kernel_k128w(int bf16, int kda);        /* prefill_k128_wide.cu (TC = RSSM_PF_TC) */
+void *rssm_cuda_kernel_k128s(int bf16, int kda);        /* prefill_k128_wide.cu (TC = RSSM_PF_TC) */
 
-#endif /* RSSM_CUDA_KERNELS_CUH */
+#endif /* RSSM_STEP_KERNEL_CUH */

@@ -1,11 +1,11 @@
 /*
- * cuda_step_k128w.cu — the step kernel's prefill instantiations (TC = RSSM_PF_TC) for K = 128
+ * prefill_k128_wide.cu — the step kernel's prefill instantiations (TC = RSSM_PF_TC) for K = 128
  * on wide lanes (cfg_k128w_*: 8 lanes of 16 channels per state row, a whole head per CTA) and
  * the same lanes on 32-row slices (cfg_k128s_*: 1 row per thread, 4 CTAs per head). The launcher
  * takes the sliced ones while their grid has at most one CTA per SM (prefill_config); the
- * same bits either way. See cuda_kernels.cuh.
+ * same bits either way. See step_kernel.cuh.
  */
-#include "cuda_kernels.cuh"
+#include "step_kernel.cuh"
 
 template <class CF32, class CF16> static void *prefill_kernel(int bf16, int kda)
 {

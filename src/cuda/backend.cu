@@ -1,17 +1,17 @@
 /*
- * cuda_backend.cu — the CUDA back end: the function table of backend.h (step, materialise,
+ * backend.cu — the CUDA back end: the function table of backend.h (step, materialise,
  * cursor moves, planner kernels, memory), the context's own stream and device error counter.
  *
  * Every op is enqueued on the caller's stream with no allocation, synchronisation or read
  * back, so a whole decode step can be captured in a CUDA graph. Launch shape of the step
- * kernel (cuda_kernels.cuh): grid (HV * NS, B), 256 threads, NS = slices of VS state rows
+ * kernel (step_kernel.cuh): grid (HV * NS, B), 256 threads, NS = slices of VS state rows
  * per head, clusters of the CTAs that share ring data. One visible switch turns the runtime
  * head size and state dtype into a template configuration.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_kernels.cuh"
+#include "step_kernel.cuh"
 
 extern "C" {
 #include "core/backend.h"
@@ -25,14 +25,13 @@ typedef struct cuda_impl {
     int sm_count;
     int smem_per_sm; /* shared memory per multiprocessor, bytes */
     /* the tuning switches (rssm_context_params says what each value means) */
-    int fast;      /* cuda_fast: the K = V = 128 kernels where they apply */
-    int split;     /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
-    int prefetch;  /* cuda_prefetch: L2 prefetch distance in waves, 0 = off */
-    int spec;      /* cuda_ring_read: whole-ring reads, -1 = by grid size */
-    int pipe;      /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
-    int pipe_bal;  /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
-    int pf_inputs; /* (removed with the kernels' pf_inputs) */
-    int pf_mode;   /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
+    int fast;     /* cuda_fast: the K = V = 128 kernels where they apply */
+    int split;    /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
+    int prefetch; /* cuda_prefetch: L2 prefetch distance in waves, 0 = off */
+    int spec;     /* cuda_ring_read: whole-ring reads, -1 = by grid size */
+    int pipe;     /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
+    int pipe_bal; /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
+    int pf_mode;  /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -49,7 +48,7 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
     } while (0)
 
 /* ---- configurations: the one switch from runtime head size to templates ------------------ */
-/* The kernels are instantiated in cuda_step_k128.cu, cuda_step_k64.cu and cuda_step_gen.cu
+/* The kernels are instantiated in step_k128.cu, step_k64.cu, step_generic.cu and prefill_k128_wide.cu
  * (separate files so they compile in parallel). */
 
 enum {
@@ -127,13 +126,14 @@ static void *kernel_for(int config, bool kda, int tc)
 
 /* ---- launching --------------------------------------------------------------------------- */
 
-/* cuda_fast2.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
-int rssm_cuda_fast2_ok(const kargs *A);
-cudaError_t rssm_cuda_fast2_init(int device);
-cudaError_t rssm_cuda_fast2_launch(kargs A, int batch, cudaStream_t stream);
-/* cuda_replay_pipe.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
+/* decode_k128.cu: specialised kernels for K = V = 128 (packed/replay decode T = 1, verify T <= 8) */
+int rssm_cuda_decode_k128_ok(const kargs *A);
+cudaError_t rssm_cuda_decode_k128_init(int device);
+cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream);
+/* replay_pipeline.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
 int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
+void rssm_cuda_pipe_trace_write(const char *path); /* diagnostic builds: the last launch's timeline */
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
@@ -236,10 +236,10 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
-    if (im->fast && rssm_cuda_fast2_ok(&A)) {
-        /* one wave of CTAs (2 per SM): latency-bound, so v2 reads the whole ring at once
+    if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
+        /* one wave of CTAs (2 per SM): latency-bound, so the kernel reads the whole ring at once
          * (a few KiB more per head) instead of waiting for the cursor. GDN windows of 3-4
-         * tokens always do (rings up to F2SPEC_LMAX = 32): on the FP64 tensor cores they are
+         * tokens always do (rings up to K128_SPEC_LMAX = 32): on the FP64 tensor cores they are
          * bound by latency at any batch (T = 4, B = 128 on the H200: 179.0 against 181.2 us;
          * KDA, which also reads every entry's gates, 196.1 against 195.1;
          * bench/results/gpu-verify-switches.txt) */
@@ -268,9 +268,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         else
             A.split = ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
-        A.pf_inputs = im->pf_inputs;
         A.smem_per_sm = im->smem_per_sm;
-        CU(rssm_cuda_fast2_launch(A, p->io.batch, (cudaStream_t)stream), fn);
+        CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     return launch_step(A, config, p->io.batch, tc, (cudaStream_t)stream, fn);
@@ -356,6 +355,7 @@ static void cuda_destroy(rssm_context *ctx)
     cuda_impl *im = impl_of(ctx);
     if (!im) return;
     cudaSetDevice(im->device);
+    if (ctx->params.pipeline_trace_file) rssm_cuda_pipe_trace_write(ctx->params.pipeline_trace_file);
     if (im->err) cudaFree(im->err);
     if (im->stream) cudaStreamDestroy(im->stream);
     if (im->order) cudaEventDestroy(im->order);
@@ -428,7 +428,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
         (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
-        (im->fast && (e = rssm_cuda_fast2_init(device)) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_decode_k128_init(device)) != cudaSuccess) ||
         (im->fast && (e = rssm_cuda_pipe_init(device)) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);

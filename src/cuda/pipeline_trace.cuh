@@ -1,5 +1,5 @@
 /*
- * cuda_pipe_trace.cuh — optional per-item timeline of the replay pipeline (cuda_replay_pipe.cu),
+ * pipeline_trace.cuh — optional per-item timeline of the replay pipeline (replay_pipeline.cu),
  * for finding where a step's time goes (start, per-item waits, folds, the last CTA).
  *
  * Off by default: the PIPE_TRACE_* macros compile to nothing and the kernels' SASS is unchanged.
@@ -10,13 +10,14 @@
  *   [cta][2 + 3 j]     consumers: item j is done (before the stage is released)
  *   [cta][3 + 3 j]     producer: item j's state copy is issued
  * for the first PTR_CTAS CTAs and PTR_ITEMS items of each; a later launch overwrites an earlier
- * one. At exit, when RSSM_PIPE_TRACE_FILE names a file, the last launch's records go there as CSV
+ * one. When a context whose params.pipeline_trace_file names a file is freed, the last launch's
+ * records go there as CSV
  * (cta,item,issue_us,full_us,done_us, microseconds from the earliest entry);
  * bench/pipe_trace.py summarises them. The stores cost about 3% at B = 512 (GDN: 300 us in a
  * trace build, 291-292 us without, in separate calls on the H200).
  */
-#ifndef RSSM_CUDA_PIPE_TRACE_CUH
-#define RSSM_CUDA_PIPE_TRACE_CUH
+#ifndef RSSM_PIPELINE_TRACE_CUH
+#define RSSM_PIPELINE_TRACE_CUH
 
 #ifdef RSSM_PIPE_TRACE
 #include <stdio.h>
@@ -39,10 +40,9 @@ __device__ __forceinline__ void pipe_trace_mark(int slot)
         if ((j) < PTR_ITEMS) pipe_trace_mark(3 * (j) + (k));                                                           \
     } while (0)
 
-static void pipe_trace_dump(void)
+static void pipe_trace_dump(const char *path)
 {
     static unsigned long long t[PTR_CTAS][1 + 3 * PTR_ITEMS];
-    const char *path = getenv("RSSM_PIPE_TRACE_FILE");
     if (!path || cudaDeviceSynchronize() != cudaSuccess ||
         cudaMemcpyFromSymbol(t, g_pipe_trace, sizeof t) != cudaSuccess)
         return;
@@ -64,11 +64,11 @@ static void pipe_trace_dump(void)
     }
     fclose(f);
 }
-#define PIPE_TRACE_INIT() atexit(pipe_trace_dump)
+#define PIPE_TRACE_WRITE(path) pipe_trace_dump(path)
 #else
 #define PIPE_TRACE_ENTRY() ((void)0)
 #define PIPE_TRACE_ITEM(j, k) ((void)0)
-#define PIPE_TRACE_INIT() ((void)0)
+#define PIPE_TRACE_WRITE(path) ((void)(path))
 #endif
 
 #endif

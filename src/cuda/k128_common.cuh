@@ -1,17 +1,21 @@
 /*
- * cuda_fast_util.cuh — small device helpers shared by the K = V = 128 kernels (cuda_fast2.cu,
- * cuda_replay_pipe.cu): the reduce-scatter butterfly of the row dot products, 4- and
- * 8-element loads and stores of f32 or bf16 data (bf16 widened exactly by a shift).
+ * k128_common.cuh — device code shared by the K = V = 128 kernels (decode_k128.cu,
+ * replay_pipeline.cu): the reduce-scatter butterfly of the row dot products, 4- and
+ * 8-element loads and stores of f32 or bf16 data (bf16 widened exactly by a shift), and the
+ * phases both compute on a lane's 8 rows x 4 channels of the state: the fold of the ring into
+ * the rows, the ring weights, the end fold's two halves, the checkpoint stores; the FP64
+ * tensor-core tile of the verify windows.
  */
-#ifndef RSSM_CUDA_FAST_UTIL_CUH
-#define RSSM_CUDA_FAST_UTIL_CUH
+#ifndef RSSM_K128_COMMON_CUH
+#define RSSM_K128_COMMON_CUH
 
-#include "cuda_kernels.cuh"
+#include "step_kernel.cuh"
 
-#define F2FULL 0xffffffffu
+#define FULL_MASK 0xffffffffu
 
 /* reduce-scatter butterfly: N values per lane, summed over the lanes, end with KEEP values per
- * lane (lane bits M, M/2, .. 1 select which); identical to the first fast kernel's */
+ * lane (lane bits M, M/2, .. 1 select which); every value is summed over lane bits M, M/2, .. 1
+ * in that order, whatever N */
 template <int N, int KEEP, int M> struct RS {
     static __device__ __forceinline__ void run(float *v, int lane)
     {
@@ -24,13 +28,13 @@ template <int N, int KEEP, int M> struct RS {
             for (int i = 0; i < H; i++) {
                 const float send = up ? v[i] : v[i + H];
                 const float keep = up ? v[i + H] : v[i];
-                v[i] = keep + __shfl_xor_sync(F2FULL, send, M);
+                v[i] = keep + __shfl_xor_sync(FULL_MASK, send, M);
             }
             RS<H, KEEP, M / 2>::run(v, lane);
         } else {
 #pragma unroll
             for (int i = 0; i < N; i++)
-                v[i] = v[i] + __shfl_xor_sync(F2FULL, v[i], M);
+                v[i] = v[i] + __shfl_xor_sync(FULL_MASK, v[i], M);
             RS<N, KEEP, M / 2>::run(v, lane);
         }
     }
@@ -224,7 +228,7 @@ __device__ __forceinline__ void end_fold_update(float (&S)[8][4], float (&o)[8],
 {
 #pragma unroll
     for (int r = 0; r < 8; r++) {
-        const float u = __shfl_sync(F2FULL, myu, 4 * r);
+        const float u = __shfl_sync(FULL_MASK, myu, 4 * r);
         float oo = 0.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++) {

@@ -1,16 +1,16 @@
 /*
- * pipe_order.h — the order in which the replay pipeline deals its units of work (row, key head)
- * to the CTAs, shared by the kernel (cuda_replay_pipe.cu) and the host test (tests/test_pipe_order.c).
+ * pipeline_order.h — the order in which the replay pipeline deals its units of work (row, key head)
+ * to the CTAs, shared by the kernel (replay_pipeline.cu) and the host test (tests/test_pipe_order.c).
  * Self-contained (stdint only) so that C and CUDA include it alike.
  *
  * Position p (0 .. B*H - 1) goes to CTA p % grid. In the plain order, p is unit (row p / H, key
- * head p % H). With the folding rows first (Balance in cuda_replay_pipe.cu), the first F*H
+ * head p % H). With the folding rows first (Balance in replay_pipeline.cu), the first F*H
  * positions are the units of the F folding rows and the rest those of the other rows, each part
  * in row order. The folding rows come as a bitmap: bit b % 32 of bits[b / 32] is set when row b
  * folds this step; before[i] counts the set bits of words 0 .. i-1 (i = 0 .. nw).
  */
-#ifndef RSSM_PIPE_ORDER_H
-#define RSSM_PIPE_ORDER_H
+#ifndef RSSM_PIPELINE_ORDER_H
+#define RSSM_PIPELINE_ORDER_H
 
 #include <stdint.h>
 
@@ -78,4 +78,4 @@ RSSM_PO_HD void rssm_po_unit(const uint32_t *bits, const int32_t *before, int nw
     *b = rssm_po_nth_row(bits, before, nw, (int)(q / H), fold), *kh = (int)(q % H);
 }
 
-#endif /* RSSM_PIPE_ORDER_H */
+#endif /* RSSM_PIPELINE_ORDER_H */

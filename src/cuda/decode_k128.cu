@@ -1,0 +1,1170 @@
+/*
+ * decode_k128.cu — the specialised step kernels for K = V = 128 (packed decode T = 1, replay
+ * decode T = 1, verify T <= 8), f32/bf16 state, f32/bf16 ring, f32/bf16 io, GDN and KDA,
+ * used by backend.cu wherever they apply (rssm_context_params.cuda_fast = 0 turns them off). Replay at
+ * L = 1 equals this file's own packed decode bit for bit (packed runs through the same
+ * end-fold routine with h = 0).
+ *
+ * One CTA of 512 threads (16 warps) per (row b, value head hv); warp w owns state rows
+ * 8w .. 8w+7, lane l channels 4l .. 4l+3 of each (windows of 3-4 tokens: another lane layout,
+ * see MMA in decode_k128_cta). Grids under one wave split a head's rows over A.split = 2 or 4
+ * CTAs of 512 / split threads (part p owns rows p * R .. p * R + R - 1, R = 128 / split), in one
+ * cluster with the other CTAs that read the same ring, so a small batch streams its state
+ * through more SMs. Every CTA but the last wave's also L2-prefetches (one thread, TMA bulk
+ * prefetch) the rows and committed ring entries of the CTA A.pf_ahead places later in launch
+ * order, which starts about when this one ends. After the row dot products' butterfly (MMA:
+ * their product's D fragment), each (row, token) value sits on one lane; that lane finishes u
+ * and o of its row and token, the tokens of a row in order with one broadcast of u per token.
+ * The memory traffic is ordered so that no global load waits on another after the cursor, and
+ * the ring lives in shared memory:
+ *   round 0 (kernel entry, before the slot is known): slot, write_slot, fold flag, v of the
+ *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
+ *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
+ *   round 1 (slot known): cursor, ring_base and the warp's 8 rows of S0 (all in flight at once);
+ *   round 2 (cursor known): the committed ring entries i < h (u of all rows, k, G: GDN G_i,
+ *     KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held);
+ *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
+ * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
+ * B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
+ * entries (u, k, G; KDA G of every entry) are copied in round 1 next to S0, without waiting
+ * for the cursor; entries >= h are never used (they may be written concurrently by this step's
+ * CTAs: a harmless read of unused bytes). Costs (L - h) entries of extra reads, so it is off
+ * for other bandwidth-bound grids.
+ * After that no global load depends on another: the start fold, the ring weights, the end
+ * fold and the rows read the ring from shared memory. (Reading ring_k from global after two
+ * barriers, the folds' u and k from global in a loop over i, and ring u held in 8 registers
+ * per thread spilled 116-612 bytes per thread together with S, and measured slower:
+ * bench/results/earlier/gpu-bench.txt.)
+ * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
+ * Small-batch replay steps (io.fold_every: every row folds) run decode_k128_fold_every_kernel:
+ * packed's code for a folding head whose ring is empty (CHK), the replay step for any other.
+ * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
+ * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
+ * instructions per warp); its lanes hold the state in that product's fragment layout (one row
+ * per 4 lanes, see MMA below), and its start fold reads the ring's keys staged as f32.
+ *
+ * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
+ * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
+ * steps with a start fold (overwriting positions 0..T-1) every CTA passes the cluster barrier
+ * after its cp.async reads and before the weight phase writes the new keys. KDA: one CTA
+ * holds a whole head unless split; split parts form a cluster, pass the same barrier on a
+ * start fold, and part 0 writes ring_base only after a cluster barrier (every part has read it).
+ */
+#include "k128_common.cuh"
+
+namespace rssm_decode_k128
+{
+
+#define K128_NT 512
+#define K128_NW 16
+#define K128_DIM 128
+#define K128_LMAX (RSSM_MAX_RING_LEN + 8)
+/* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so that the two
+ * columns of a quarter-warp's 16-byte loads fall in different banks */
+#define K128_XDS 130
+static_assert(K128_DIM == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
+
+__device__ __forceinline__ void cp16(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp4(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp8(void *dst, const void *src)
+{
+    const unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(src) : "memory");
+}
+/* L2 prefetch of `bytes` (multiple of 16) at a 16-byte aligned address (TMA, one thread) */
+__device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait_but1() { asm volatile("cp.async.wait_group 1;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/* x, through an asm the compiler cannot see into: what derives from it is recomputed, not kept */
+__device__ __forceinline__ int opaque(int x)
+{
+    int y;
+    asm("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* the key head of value head hv: a shift when the group size is a power of two */
+__device__ __forceinline__ int key_head(int hv, int group)
+{
+    return (group & (group - 1)) == 0 ? hv >> (31 - __clz(group)) : hv / group;
+}
+
+/* L2 prefetch of what the CTA of (slot, value head hv, part) will read: its R rows of the
+ * checkpoint and (replay, verify) the committed ring entries (the cursor is read here, off
+ * every critical path, so DRAM moves only the bytes of the byte model). */
+template <bool KDA, bool SBF, int MODE>
+__device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_layer &l, int slot, int hv, int part,
+                                              int R, int group)
+{
+    const int ssz = SBF ? 2 : 4, rsz = l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4;
+    prefetch_l2((const unsigned char *)st.checkpoint +
+                    (rssm_ckpt_off(&l, slot, hv) + (int64_t)part * R * K128_DIM) * ssz,
+                (unsigned)(R * K128_DIM * ssz));
+    if (MODE != MODE_PACKED) {
+        int h = st.cursor[slot] - (KDA ? st.ring_base[(int64_t)slot * l.num_v_heads + hv] : 0);
+        if (h <= 0 || h > l.ring_len) return;
+        const unsigned entries = (unsigned)(h * K128_DIM * rsz);
+        prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, 0) * rsz, entries);
+        const int64_t k0 =
+            ((KDA ? (int64_t)slot * l.num_v_heads + hv : (int64_t)slot * l.num_k_heads + key_head(hv, group)) *
+             l.ring_len)
+            << 7;
+        prefetch_l2((const unsigned char *)st.ring_k + k0 * rsz, entries);
+        if (KDA)
+            prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, K128_DIM),
+                        (unsigned)(K128_DIM * 4));
+        else { /* G_0 .. G_{h-1}: 4 h bytes, widened to 16-byte alignment */
+            const uintptr_t g0 = (uintptr_t)((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, 0, 1));
+            const uintptr_t lo = g0 & ~(uintptr_t)15, hi = (g0 + 4 * (uintptr_t)h + 15) & ~(uintptr_t)15;
+            prefetch_l2((const void *)lo, (unsigned)(hi - lo));
+        }
+    }
+}
+
+/* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
+ * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype), and what smem_of
+ * adds (KDA speculative G of every entry, the windows' f64 token vectors) */
+struct fixed_smem {
+    float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
+        gt[8][K128_DIM];
+    float wk[8][K128_LMAX], wq[8][K128_LMAX];
+    float beta[8], kq[8], pad_[8];
+};
+static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
+
+/* speculative KDA launches also hold every entry's G [L][K] f32 after ring u; windows of 3 or 4
+ * tokens then the tokens' x_k, x_q in f64 [8][K128_XDS] (the row phase's B operand; before it, the
+ * start fold's scaled keys) */
+static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
+{
+    return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
+           (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) + (window_mma ? 8 * K128_XDS * sizeof(double) : 0);
+}
+#define K128_SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
+
+/* one element (f32 or bf16) from shared memory */
+__device__ __forceinline__ float ld1s(const unsigned char *p, int bf, int off)
+{
+    return bf ? __uint_as_float((uint32_t)((const uint16_t *)p)[off] << 16) : ((const float *)p)[off];
+}
+
+/* fold_ring_rows for the window layout (the lane's one row srow, channels 16 j + sch + e in
+ * S[j][e]), with the same operations on each element, so the same bits: GDN S e^{Gs}, then for
+ * each entry S += u_i (k_i e^{Gs - G_i}); KDA S += u_i k~_i for each entry, then S e^{Gs} per
+ * channel (gs: GDN Gs in gs[0], KDA Gs per channel). A lane reads 32 channels of every key here
+ * (the other layout 4), so the CTA first stages up to 16 scaled keys at a time as f32 in kf
+ * (16 x 128 f32); every thread of the CTA calls this (it has barriers). */
+template <bool KDA>
+__device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
+                                                   const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
+                                                   float *kf)
+{
+    if (!KDA) {
+        const float eg = expf(gs[0]);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[j][e] = S[j][e] * eg;
+    }
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += 16) {
+        const int n = min(16, h - i0);
+#pragma unroll 1
+        for (int x = threadIdx.x; x < n * K128_DIM; x += blockDim.x) {
+            const int i = i0 + (x >> 7);
+            const float k = ld1s(sK, rbf, i0 * K128_DIM + x);
+            kf[x] = KDA ? k : k * expf(gs[0] - sG[i]);
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            const float u = ld1s(sU, rbf, (i0 + i) * K128_DIM + srow);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float4 k4 = *(const float4 *)(kf + i * K128_DIM + 16 * j + sch);
+                S[j][0] = __fmaf_rn(u, k4.x, S[j][0]), S[j][1] = __fmaf_rn(u, k4.y, S[j][1]);
+                S[j][2] = __fmaf_rn(u, k4.z, S[j][2]), S[j][3] = __fmaf_rn(u, k4.w, S[j][3]);
+            }
+        }
+        __syncthreads(); /* kf is rewritten by the next 16 entries (or, after the fold, by the tokens' vectors) */
+    }
+    if (KDA) {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[j][e] = S[j][e] * expf(gs[16 * j + sch + e]);
+    }
+}
+
+/* ---- the step of one CTA, phase by phase ----------------------------------------------------- */
+/* The phases take the CTA's coordinates as plain values: packed in a struct (one copy per CTA,
+ * passed by reference), they made the compiler emit different code for the same operations
+ * (longer schedules, spills in the KDA kernels). */
+
+/* The CTA's fixed shared memory, through the aligned symbol itself: its accesses keep the
+ * known 16-byte alignment (four floats of a lane load as one vector) */
+__device__ __forceinline__ fixed_smem &k128_smem()
+{
+    extern __shared__ __align__(16) unsigned char dsm[];
+    return *reinterpret_cast<fixed_smem *>(dsm);
+}
+
+/* Round 0: raw k_t, q_t (io dtype) staged by cp.async in sm.xk[t], sm.xq[t] (each lane its own
+ * 4 elements; 8-byte aligned for bf16 as the strides are multiples of 4) by the warps with kw,
+ * qw (tp: the token this warp stages); the gate inputs (gw) a / g into ga, b / beta into braw,
+ * and for raw gates A_log staged in sm.gt[t][c4], dt_bias in sm.G[t][c4..] (KDA) or
+ * sm.gt[t][c4 + 1] (GDN), each lane its own copy. */
+template <bool KDA>
+__device__ __forceinline__ void stage_token_inputs(const kargs &A, int b, int T, int tp, int kh, int hv, int HV,
+                                                   int lane, int iobf, bool kw, bool qw, bool gw, float (&ga)[4],
+                                                   float &braw)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const rssm_layer &l = A.l;
+    {
+        const int64_t bt = (int64_t)b * T + tp;
+        const int64_t ko = bt * A.io.k_stride + (int64_t)kh * K128_DIM + c4,
+                      qo = bt * A.io.q_stride + (int64_t)kh * K128_DIM + c4;
+        if (kw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xk[tp][0] + c4, (const uint16_t *)A.io.k + ko);
+            else
+                cp16(&sm.xk[tp][c4], (const float *)A.io.k + ko);
+        }
+        if (qw) {
+            if (iobf)
+                cp8((uint16_t *)&sm.xq[tp][0] + c4, (const uint16_t *)A.io.q + qo);
+            else
+                cp16(&sm.xq[tp][c4], (const float *)A.io.q + qo);
+        }
+    }
+    if (gw) {
+        const int64_t bt = (int64_t)b * T + tp;
+        if (A.io.g) {
+            if (KDA) {
+                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
+                ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
+            } else {
+                ga[0] = __ldg(A.io.g + bt * HV + hv);
+            }
+            braw = __ldg(A.io.beta + bt * HV + hv);
+        } else {
+            cp4(&sm.gt[tp][c4], A.io.A_log + hv);
+            if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    ga[e] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
+                cp16(&sm.G[tp][c4], A.io.dt_bias + hv * K128_DIM + c4);
+            } else {
+                ga[0] = ld_dt(A.io.a, l.io_dtype, bt * A.io.a_stride + hv);
+                cp4(&sm.gt[tp][c4 + 1], A.io.dt_bias + hv);
+            }
+            braw = ld_dt(A.io.b, l.io_dtype, bt * A.io.b_stride + hv);
+        }
+    }
+}
+
+/* v of (token (lane >> 3) + 4j, row row0 + lane % 8), for the row phase: raw bits (f32, or bf16
+ * in the low half) so that nothing waits for them before the state loads are issued */
+template <int TC>
+__device__ __forceinline__ void load_v(const kargs &A, int b, int T, int hv, int row0, int lane, int iobf,
+                                       uint32_t (&vraw)[2])
+{
+#pragma unroll
+    for (int jj = 0; jj < (TC > 4 ? 2 : 1); jj++) {
+        const int t = (lane >> 3) + 4 * jj;
+        const int64_t vo = ((int64_t)b * T + t) * A.io.v_stride + (int64_t)hv * K128_DIM + row0 + (lane & 7);
+        if (t < T)
+            vraw[jj] = iobf ? (uint32_t)__ldg((const uint16_t *)A.io.v + vo) : __ldg((const uint32_t *)A.io.v + vo);
+    }
+}
+
+/* padding (or a bad row): a zero output for the CTA's R rows of head hv, T tokens; no state,
+ * ring or cursor touched */
+__device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R, int nt, int tid, int HV, int hv,
+                                            int part)
+{
+    cp_wait_all(); /* no copy may land after the CTA left */
+    for (int i = tid; i < T * R; i += nt)
+        st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
+}
+
+/* the warp's rows of S0 at element offset ck0, streamed (read once); SSTEP: elements from row
+ * S[i] to S[i + 1] */
+template <bool SBF, int SSTEP>
+__device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
+{
+    if (!SBF) {
+        float4 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+    } else {
+        uint2 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
+    }
+}
+
+/* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
+ * A.pf_ahead places later in launch order, about one wave: it starts when this one ends, and
+ * finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits that
+ * distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
+template <bool KDA, bool SBF, int MODE>
+__device__ __forceinline__ void prefetch_ahead(const kargs &A, int b, int R, int group, int split, int split_log2)
+{
+    int pf_b = b + A.pf_db, pf_x = blockIdx.x + A.pf_dx;
+    if (pf_x >= (int)gridDim.x) pf_x -= gridDim.x, pf_b++;
+    const bool in_grid = pf_b < (int)gridDim.y;
+    const int pf_hv = pf_x >> split_log2, pf_part = pf_x & (split - 1);
+    const int pf_slot = in_grid ? A.io.slot[pf_b] : -1;
+    if (pf_slot >= 0 && pf_slot < A.st.num_slots)
+        prefetch_head<KDA, SBF, MODE>(A.st, A.l, pf_slot, pf_hv, pf_part, R, group);
+}
+
+/* 4 raw elements (channels c4 ..) of a staged k or q (io dtype) */
+__device__ __forceinline__ void staged4(const float *row, int c4, int iobf, float *x)
+{
+    if (iobf) {
+        const uint2 v = *((const uint2 *)((const uint16_t *)row + c4));
+        unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2);
+    } else {
+        const float4 v = *((const float4 *)(row + c4));
+        x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    }
+}
+/* 1 / ||x|| over the warp's 128 channels (1 without the l2 norm) */
+__device__ __forceinline__ float inv_norm(const rssm_layer &l, const float *x)
+{
+    if (!l.qk_l2norm) return 1.0f;
+    float n = x[0] * x[0];
+#pragma unroll
+    for (int e = 1; e < 4; e++)
+        n = __fmaf_rn(x[e], x[e], n);
+    n = warp_sum(n);
+    return 1.0f / sqrtf(n + (float)RSSM_L2NORM_EPS);
+}
+
+/* Token preparation (the roles of round 0, token t), independent of the state, while S0 and
+ * the ring are in flight: normalised k into sm.kn[t] (kw), normalised and scaled q into
+ * sm.qn[t] (qw), the gates g into sm.gt[t] and beta (gw); verify also k q. */
+template <bool KDA, bool ONE>
+__device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, int iobf, bool kw, bool qw, bool gw,
+                                              const float (&ga)[4], float braw)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const rssm_layer &l = A.l;
+    cp_wait_but1(); /* this lane's own staging has landed */
+    float kv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, qv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (kw) {
+        float kr[4];
+        staged4(&sm.xk[t][0], c4, iobf, kr);
+        const float sk = inv_norm(l, kr);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            kv[e] = kr[e] * sk, sm.kn[t][c4 + e] = kv[e];
+    }
+    if (qw) {
+        float qr[4];
+        staged4(&sm.xq[t][0], c4, iobf, qr);
+        const float sq = inv_norm(l, qr);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            qv[e] = qr[e] * sq * l.scale, sm.qn[t][c4 + e] = qv[e];
+    }
+    if (gw) {
+        float g[4];
+        if (A.io.g) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                g[e] = KDA ? ga[e] : ga[0];
+        } else if (KDA) {
+            const float alog = sm.gt[t][c4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
+        } else {
+            const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
+            g[0] = g[1] = g[2] = g[3] = x;
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            sm.gt[t][c4 + e] = g[e];
+        if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
+    }
+    if (!ONE) { /* k q of the token (ONE: warp 0 forms it after the barrier) */
+        float kq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            kq = __fmaf_rn(kv[e], qv[e], kq);
+        kq = warp_sum(kq);
+        if (lane == 0) sm.kq[t] = kq;
+    }
+}
+
+/* KDA verify: 1 when the window would take some channel's G below -G_MAX (an early start
+ * fold): min over channels of G_{h-1} (Gl) + the window's T gates */
+__device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float W[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        W[e] = Gl[c4 + e];
+    for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            W[e] = W[e] + sm.gt[t][c4 + e];
+    const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
+    return m < -A.l.kda_fold_threshold;
+}
+
+/* One token (ONE): every warp, in registers, for its lanes' 4 channels: G (G1: channel c4's) and
+ * (KDA replay) the smallest G for the end-fold test (gmin1), and the vectors its ring weights
+ * take (wa4, wb4: KDA x_k = e^G k and x_q = e^G q, GDN k and q); warp 0 also stores x_k, x_q and
+ * k q for the rows (read after the next barrier). G4_of(e): G of channel c4 + e. */
+template <bool KDA, int MODE>
+__device__ __forceinline__ void gates_one_token(int w, int lane, int h, const float *Gl, const float *sG,
+                                                float (&wa4)[4], float (&wb4)[4], float &G1, float &gmin1)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float G4[4], xk4[4], xq4[4], kn4[4], qn4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        kn4[e] = sm.kn[0][c4 + e], qn4[e] = sm.qn[0][c4 + e],
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+    G1 = G4[0];
+    if (KDA && MODE == MODE_REPLAY) gmin1 = warp_min(fminf(fminf(G4[0], G4[1]), fminf(G4[2], G4[3])));
+    const float eg0 = KDA ? 0.0f : expf(G4[0]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float eg = KDA ? expf(G4[e]) : eg0;
+        xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
+        wa4[e] = KDA ? xk4[e] : kn4[e], wb4[e] = KDA ? xq4[e] : qn4[e];
+    }
+    if (w == 0) {
+        float kq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            sm.xk[0][c4 + e] = xk4[e], sm.xq[0][c4 + e] = xq4[e];
+            kq = __fmaf_rn(kn4[e], qn4[e], kq);
+        }
+        kq = warp_sum(kq);
+        if (lane == 0) sm.kq[0] = kq;
+    }
+}
+
+/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN), x_k, x_q, the entry's
+ * key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64 (columns 2t, 2t + 1 of the row
+ * phase's B operand) */
+template <bool KDA, bool MMA>
+__device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, int t, int lane, int h, const float *Gl,
+                                                   const float *sG)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float G[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
+    for (int tt = 0; tt <= t; tt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            G[e] = G[e] + sm.gt[tt][c4 + e];
+    const float eg0 = KDA ? 0.0f : expf(G[0]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float kv = sm.kn[t][c4 + e], qv = sm.qn[t][c4 + e];
+        const float eg = KDA ? expf(G[e]) : eg0;
+        sm.xk[t][c4 + e] = eg * kv;
+        sm.xq[t][c4 + e] = eg * qv;
+        sm.ks[t][c4 + e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
+        sm.G[t][c4 + e] = G[e];
+        if (MMA) {
+            sXd[2 * t * K128_XDS + c4 + e] = (double)sm.xk[t][c4 + e];
+            sXd[(2 * t + 1) * K128_XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+        }
+    }
+}
+
+/* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
+ * sm.wk[t], sm.wq[t], one warp per (t, p), NW warps */
+template <bool KDA>
+__device__ __forceinline__ void window_ring_weights(const unsigned char *sK, const float *sG, int rbf, int T, int h,
+                                                    int w, int NW, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const int P = T * h + T * (T - 1) / 2;
+    for (int pi = w; pi < P; pi += NW) {
+        int t = 0, p = pi;
+        while (p >= h + t)
+            p -= h + t, t++;
+        float k4[4];
+        if (p < h)
+            ld4(sK, rbf, p * K128_DIM + c4, k4);
+        else
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = sm.ks[p - h][c4 + e];
+        const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
+        float dk = 0.0f, dq = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
+        dk = warp_sum(dk), dq = warp_sum(dq);
+        if (lane == 0) {
+            float f = 1.0f;
+            if (!KDA) f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
+            sm.wk[t][p] = dk * f;
+            sm.wq[t][p] = dq * f;
+        }
+    }
+}
+
+/* End fold of a one-token step (packed decode, or replay when the ring is full or the fold is
+ * forced or early): u of the warp's 8 rows, then S_n (the h ring entries and the new entry
+ * folded into S at the token's G: G_{h-1} (Gl, KDA; sG[h - 1], GDN) + g) and o = S_n q, o_t of
+ * row b; S_n is stored as the checkpoint of slot dst (its offset recomputed from an opaque copy
+ * of the slot). vr: v of the lane's row (before the shuffle). */
+template <bool KDA, bool SBF>
+__device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], const unsigned char *sK,
+                                              const unsigned char *sU, const float *sG, const float *Gl, int rbf, int h,
+                                              int lane, int row0, int b, int HV, int hv, int srow, int sch, float vr,
+                                              int dst)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    /* only the k dots: RS<8> on them gives the bits RS<16> on (k, q) pairs would (the butterfly
+     * adds each value over lane bits 16, 8, 4, 2, 1 in that order whatever N). Lane l ends with
+     * row l / 4. */
+    float v[8];
+    end_fold_dots(
+        v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
+    RS<8, 1, 16>::run(v, lane);
+    const float myu = sm.beta[0] * (__shfl_sync(FULL_MASK, vr, lane >> 2) - v[0]); /* u of row lane / 4 */
+    float G4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+    fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
+    float o[8];
+    end_fold_update(
+        S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
+    RS<8, 1, 16>::run(o, lane);
+    if ((lane & 3) == 0) st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
+    const int64_t cw = ((((int64_t)opaque(dst) * HV + hv) << 14) + srow * K128_DIM + sch);
+    if (!SBF) {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            __stcs((float4 *)((float *)A.st.checkpoint + cw + r * K128_DIM),
+                   make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+    } else {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            st4(A.st.checkpoint, 1, cw + r * K128_DIM, S[r]);
+    }
+}
+
+/* A window's lane finishes its (row, token t) in token order: u_t from the row's k dot dd, o_t
+ * from its q dot o, with the earlier tokens' u (one broadcast per token, from lane src_of(s2));
+ * lanes with live = 0 only take part in the shuffles. Same operations, in the same order, as a
+ * sequential loop over the tokens. Returns u_t rounded to the ring dtype. */
+template <int TC, class SRC>
+__device__ __forceinline__ float window_token_chain(int rdt, int h, int t, bool live, float vr, float &dd, float &o,
+                                                    SRC src_of)
+{
+    fixed_smem &sm = k128_smem();
+    float uw = 0.0f;
+#pragma unroll
+    for (int s2 = 0; s2 < TC; s2++) {
+        if (live && t == s2) {
+            const float u = sm.beta[t] * (vr - dd);
+            o = __fmaf_rn(u, sm.kq[t], o);
+            uw = round_dt(rdt, u);
+        }
+        if (s2 + 1 < TC) {
+            const float us = __shfl_sync(FULL_MASK, uw, src_of(s2));
+            if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
+        }
+    }
+    return uw;
+}
+
+/* Windows of 3-4 tokens (MMA): D[row][2 t + type] = S0 row . (x_k,t | x_q,t) + sum_{i < h}
+ * u_i[row] (wk | wq)[t][i] on the FP64 tensor cores: 32 tiles over the channels (lane l:
+ * channels 16 j + 4 (l % 4) + e of its row srow, A from S, B from column l / 4 of sXd), two
+ * accumulators, then the ring in tiles of 4 entries (entry i0 + l % 4). Lane 4 r + t ends with
+ * row r's two values of token t and finishes that row and token (window_token_chain): o_t of
+ * row b, u_t into the ring of slot s. */
+template <int TC>
+__device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)[8][4], const double *sXd,
+                                                const unsigned char *sU, int rbf, int h, int T, int lane, int srow,
+                                                int sch, int b, int s, int HV, int hv, int L, const uint32_t (&vraw)[2],
+                                                int iobf)
+{
+    fixed_smem &sm = k128_smem();
+    const rssm_layer &l = A.l;
+    const int cq = lane & 3, n = lane >> 2;
+    const double *xd = sXd + n * K128_XDS + sch;
+    double d0 = 0.0, d1 = 0.0, e0 = 0.0, e1 = 0.0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const double2 x01 = *(const double2 *)(xd + 16 * j), x23 = *(const double2 *)(xd + 16 * j + 2);
+        dmma_8x8x4(d0, d1, (double)S[j][0], x01.x);
+        dmma_8x8x4(e0, e1, (double)S[j][1], x01.y);
+        dmma_8x8x4(d0, d1, (double)S[j][2], x23.x);
+        dmma_8x8x4(e0, e1, (double)S[j][3], x23.y);
+    }
+    const float *wcol = (n & 1) ? sm.wq[n >> 1] : sm.wk[n >> 1];
+    const bool wlive = (n >> 1) < T;
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += 4) {
+        const int i = i0 + cq;
+        double a = 0.0, bw = 0.0;
+        if (i < h) {
+            a = (double)ld1s(sU, rbf, i * K128_DIM + srow);
+            if (wlive) bw = (double)wcol[i];
+        }
+        dmma_8x8x4(d0, d1, a, bw);
+    }
+    const int t = cq;
+    const bool live = t < T;
+    const float vr =
+        __shfl_sync(FULL_MASK, __uint_as_float(iobf ? vraw[0] << 16 : vraw[0]), 8 * t + n); /* v of token t, row srow */
+    float dd = (float)(d0 + e0), o = (float)(d1 + e1);
+    const float uw =
+        window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
+    if (live) {
+        st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
+        st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + srow, uw);
+    }
+}
+
+/* Windows of 1-2 and 5-8 tokens, and replay without a fold: per group of RJ = 8 / TC rows, the
+ * row dot products with x_k and x_q plus the ring's weighted u, summed by the butterfly; value
+ * (row g0 + rr, token t, type) then sits on lane 4 (rr TC + t) + 2 type, and lane 4 (rr TC + t)
+ * finishes (row, token t) (window_token_chain): o_t of row b, u_t into the ring of slot s.
+ * vreg(jj): v of the lane's (token (lane >> 3) + 4 jj, row row0 + lane % 8). */
+template <int TC>
+__device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][4], const unsigned char *sU, int rbf,
+                                            int h, int T, int lane, int row0, int b, int s, int HV, int hv, int L,
+                                            const uint32_t (&vraw)[2], int iobf)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
+    const rssm_layer &l = A.l;
+    constexpr int RJ = 8 / TC; /* rows per group */
+#pragma unroll
+    for (int g0 = 0; g0 < 8; g0 += RJ) {
+        float v[16]; /* (rr * TC + t) * 2 + type */
+#pragma unroll
+        for (int rr = 0; rr < RJ; rr++)
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                /* windows of 1-2 tokens have no slot past T; of 5..8, registers are short and
+                 * the branch stays */
+                float a = 0.0f, q = 0.0f;
+                if (TC <= 4 || t < T) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        a = __fmaf_rn(S[g0 + rr][e], sm.xk[t][c4 + e], a),
+                        q = __fmaf_rn(S[g0 + rr][e], sm.xq[t][c4 + e], q);
+                }
+                v[(rr * TC + t) * 2] = a, v[(rr * TC + t) * 2 + 1] = q;
+            }
+#pragma unroll 1
+        for (int i = lane; i < h; i += 32) {
+            float uu[8];
+            ld8s(sU, rbf, i * K128_DIM + row0, uu);
+#pragma unroll
+            for (int t = 0; t < TC; t++) {
+                if (t >= T) continue;
+                const float a = sm.wk[t][i], q = sm.wq[t][i];
+#pragma unroll
+                for (int rr = 0; rr < RJ; rr++) {
+                    v[(rr * TC + t) * 2] = __fmaf_rn(uu[g0 + rr], a, v[(rr * TC + t) * 2]);
+                    v[(rr * TC + t) * 2 + 1] = __fmaf_rn(uu[g0 + rr], q, v[(rr * TC + t) * 2 + 1]);
+                }
+            }
+        }
+        RS<16, 1, 16>::run(v, lane);
+        const int rr = (lane >> 2) / TC, t = (lane >> 2) % TC, src = (t & 3) * 8 + g0 + rr;
+        const bool live = (lane & 3) == 0 && t < T;
+        const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
+        const float v0 = __shfl_sync(FULL_MASK, vreg(0), src);
+        const float v1 = TC > 4 ? __shfl_sync(FULL_MASK, vreg(1), src) : 0.0f; /* every lane shuffles */
+        const float vr = t < 4 ? v0 : v1;
+        float dd = v[0], o = dq;
+        const float uw =
+            window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return 4 * (rr * TC + s2); });
+        if (live) {
+            const int jr = row0 + g0 + rr;
+            st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
+            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + jr, uw);
+        }
+    }
+}
+
+/* Copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry n - 1
+ * into sG, or all n into sGall when speculative), cp.async by the CTA's nt threads: ring k at
+ * element rk0 (ring dtype, rsz bytes), u of this part's R rows of head hd, G from ringg */
+template <bool KDA>
+__device__ __forceinline__ void copy_ring_entries(const kargs &A, unsigned char *sK, unsigned char *sU, float *sG,
+                                                  float *sGall, const float *ringg, int64_t rk0, int64_t hd, int L,
+                                                  int rsz, int R, int part, int tid, int nt, bool spec, int n)
+{
+    const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
+    const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
+    /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
+    const int nch = n * K128_DIM * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
+    for (int i = tid; i < nch; i += nt)
+        cp16(sK + 16 * i, gk_ + 16 * i);
+    for (int i = tid; i < n * uch; i += nt) {
+        const int off = (i >> uch_log2) * K128_DIM * rsz + part * R * rsz + 16 * (i & (uch - 1));
+        cp16(sU + off, gu_ + off);
+    }
+    if (KDA) {
+        if (spec) {
+            for (int i = tid; i < n * (K128_DIM / 4); i += nt)
+                cp16(sGall + 4 * i, ringg + 4 * i);
+        } else if (tid < 32) {
+            cp16(sG + 4 * tid, ringg + (int64_t)(n - 1) * K128_DIM + 4 * tid);
+        }
+    } else if (tid < n) {
+        cp4(sG + tid, ringg + tid);
+    }
+}
+
+/* One token: the new entry's key as stored and G (from the token's gates), by one warp: k into
+ * ring k at element rk0 + h K (GDN: by the group's first value head, first = 1), G at ringg */
+template <bool KDA>
+__device__ __forceinline__ void write_new_entry(const kargs &A, int h, const float *Gl, const float *sG, int rbf,
+                                                int lane, float *ringg, int64_t rk0, bool first)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const int gk = KDA ? K128_DIM : 1;
+    float ks4[4], G4[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const float kv = sm.kn[0][c4 + e];
+        G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
+        ks4[e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
+    }
+    if (KDA || first) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * K128_DIM + c4, ks4);
+    float *rg = ringg + h * gk;
+    if (KDA)
+        *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
+    else if (lane == 0)
+        rg[0] = G4[0];
+}
+
+/* A token slot w past the window (T = 3 on the MMA rows): zero vectors, so that the rows need
+ * no branch */
+template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd, int w, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (MMA)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            sXd[2 * w * K128_XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * K128_XDS + c4 + e] = 0.0;
+}
+
+/* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
+ * decode where the row folds this step and its ring is empty (cursor and ring base 0: packed's
+ * instructions, so its time), else it returns false before it has written anything and the
+ * caller runs the replay step. Returns true when the CTA is done.
+ * Longer than the phases it calls: the coordinates, the slot checks, the ring copies, the start
+ * fold and the window's new entries stay here, because moved into functions of their own they
+ * changed the machine code of the KDA verify kernels (more spills; the SASS comparison of the
+ * split, scratch/sass_compare.py, is in the commit message). */
+template <bool KDA, bool SBF, int MODE, int TC, bool CHK>
+__device__ __forceinline__ bool decode_k128_cta(const kargs &A)
+{
+    extern __shared__ __align__(16) unsigned char dsm[];
+    fixed_smem &sm = *reinterpret_cast<fixed_smem *>(dsm);
+    const rssm_layer &l = A.l;
+    const int L = l.ring_len, HV = l.num_v_heads, group = A.group;
+    const int rbf = l.ring_dtype == RSSM_DTYPE_BF16, iobf = l.io_dtype == RSSM_DTYPE_BF16;
+    const int rsz = rbf ? 2 : 4;
+    float *sG = (float *)(dsm + sizeof(fixed_smem));
+    unsigned char *sK = dsm + sizeof(fixed_smem) + 128 * sizeof(float);
+    unsigned char *sU = sK + (size_t)L * K128_DIM * rsz;
+    float *sGall = (float *)(sU + (size_t)L * K128_DIM * rsz); /* KDA speculative: G of every entry */
+    /* spec: copy all L entries (u, k, G) as soon as the slot is known, in parallel with the
+     * cursor, instead of h entries one round trip later (small grids: latency-bound) */
+    const bool spec = MODE != MODE_PACKED && A.spec;
+    /* split: the head's 128 rows over A.split CTAs (part `part` owns rows part * R .. +R) */
+    const int split = A.split;
+    const int nt = blockDim.x, NW = nt >> 5, R = NW * 8;
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31;
+    const int T = MODE == MODE_VERIFY ? A.io.tokens : 1;
+    const int c4 = lane * 4;
+    /* split is 1, 2 or 4; group (HV / H) is usually a power of two: shifts, not divisions, on
+     * the path to the first loads */
+    const int split_log2 = 31 - __clz(split);
+    const int part = blockIdx.x & (split - 1), b = blockIdx.y, hv = blockIdx.x >> split_log2;
+    const int kh = key_head(hv, group);
+    const int row0 = part * R + w * 8;
+    /* Windows of 3 or 4 tokens (MMA) run the row phase on the FP64 tensor cores and hold the
+     * state as their fragments want it: lane l owns row row0 + l / 4 at channels 16 j + 4 (l % 4)
+     * + e (S[j][e]); the other kernels' lane owns rows row0 .. row0 + 7 at channels c4 + e
+     * (S[r][e]). srow, sch: row and channel of the lane's S[0][0]; SSTEP: element offset from
+     * S[i][0] to S[i + 1][0]. */
+    constexpr bool MMA = MODE == MODE_VERIFY && TC == 4;
+    const int srow = MMA ? row0 + (lane >> 2) : row0, sch = MMA ? 4 * (lane & 3) : c4;
+    constexpr int SSTEP = MMA ? 16 : K128_DIM;
+    double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * K128_DIM * sizeof(float) : 0));
+
+    /* ---- round 0: slot and everything that does not depend on it ---- */
+    int s = A.io.slot[b];
+    const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? A.io.write_slot[b] : 0;
+    const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+    /* Token preparation. Verify: warp t prepares token t whole. One token (ONE): warp 0
+     * normalises k, warp 1 q, warp 2 evaluates the gates, each a short chain before the first
+     * barrier; every warp then derives what it needs from them in its own registers. */
+    constexpr bool ONE = MODE != MODE_VERIFY;
+    const bool tw = !ONE && w < T;
+    const bool kw = ONE ? w == 0 : tw, qw = ONE ? w == 1 : tw, gw = ONE ? w == 2 : tw;
+    const int tp = ONE ? 0 : w; /* the token this warp stages */
+    float ga[4], braw = 0.0f;   /* gate inputs: a or g, b or beta */
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        ga[e] = 0.0f;
+    stage_token_inputs<KDA>(A, b, T, tp, kh, hv, HV, lane, iobf, kw, qw, gw, ga, braw);
+    cp_commit();                 /* group 0: token inputs */
+    uint32_t vraw[2] = {0u, 0u}; /* v of the row phase (load_v) */
+    /* (MMA: after the start fold, whose registers are short: held from here, v would be
+     * spilled, and the spill's store would wait for the load) */
+    if (!MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
+    auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
+
+    /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
+    bool bad = false;
+    if (s < -1 || s >= A.st.num_slots) bad = true, s = -1;
+    int d = s;
+    if (MODE == MODE_PACKED && s >= 0 && A.io.write_slot) {
+        d = ws;
+        if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
+        if (d < 0) s = -1;
+    }
+    /* padding (or a bad row): a zero output, no state, ring or cursor touched */
+    auto zero_exit = [&]() { zero_output(A, b, T, R, nt, tid, HV, hv, part); };
+    if (s < 0) {
+        if (bad && blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
+        zero_exit();
+        return true;
+    }
+    /* CHK: a row that does not fold this step (a graph captured on a small-batch step, replayed
+     * on a larger one) is the replay step's, as a head with ring entries is below */
+    if (CHK && !forced) {
+        cp_wait_all();
+        return false;
+    }
+    /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
+     * (slot, value head) */
+    const int64_t hd = (int64_t)s * HV + hv;
+    int c = 0, base = 0;
+    if (MODE != MODE_PACKED || CHK) {
+        c = A.st.cursor[s];
+        base = KDA ? A.st.ring_base[hd] : 0;
+    }
+    /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
+     * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
+    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * K128_DIM + sch); };
+    const int64_t ck0 = rows_off(s);
+    float S[8][4];
+    load_state_rows<SBF, SSTEP>(A, ck0, S);
+    if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
+
+    const int gk = KDA ? K128_DIM : 1;
+    float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
+    const int64_t rk0 = MODE == MODE_PACKED ? 0 : ((KDA ? hd : (int64_t)s * l.num_k_heads + kh) * L) << 7;
+    auto copy_ring = [&](int n) {
+        copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, n);
+    };
+    if (spec) copy_ring(L);     /* needs only the slot */
+    int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
+    if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
+        if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
+        zero_exit();
+        return true;
+    }
+
+    /* ---- round 2: the committed ring entries into shared memory ---- */
+    if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
+    cp_commit(); /* group 1: the ring (possibly empty) */
+    /* KDA: G_{h-1} per channel (valid when h > 0) */
+    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG;
+
+    /* token preparation, while S0 and the ring are in flight */
+    if (kw || qw || gw) prepare_token<KDA, ONE>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
+    cp_wait_all();
+    __syncthreads(); /* ring in shared memory, token inputs prepared */
+
+    /* ---- fold decision (shared cursor, fold flag, KDA window check) ---- */
+    int uniform = 0, early = 0, c0 = c;
+    if (MODE != MODE_PACKED) {
+        uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
+        c0 = uniform ? 0 : c;
+        if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) early = window_folds_early(A, Gl, T, lane);
+    }
+    const bool sfold = uniform || early;
+    int new_base = base;
+
+    /* fold of the h committed entries (shared memory) into S (k128_common.cuh) */
+    auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, rbf, c4, row0); };
+
+    if (MODE != MODE_PACKED && sfold) {
+        if (h > 0) {
+            if constexpr (MMA) {
+                fold_ring_rows_mma<KDA>(S, KDA ? Gl : sG + h - 1, h, sK, sU, sG, rbf, sch, srow, (float *)sXd);
+            } else {
+                float Gs[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
+                fold_ring(Gs);
+            }
+            store_checkpoint_rows<SBF>(
+                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; }, S);
+        }
+        h = 0;
+        new_base = c0;
+    }
+
+    if (MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
+
+    /* ---- cumulative gates and everything derived from them ---- */
+    float wa4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wb4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, G1 = 0.0f, gmin1 = 0.0f;
+    if (ONE) {
+        gates_one_token<KDA, MODE>(w, lane, h, Gl, sG, wa4, wb4, G1, gmin1);
+    } else if (tw) { /* verify: warp t, token t */
+        gates_window_token<KDA, MMA>(A, sXd, w, lane, h, Gl, sG);
+    } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
+                                             * rows): zero vectors, so that the rows need no branch */
+        zero_window_slot<MMA>(sXd, w, lane);
+    }
+    /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
+     * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
+     * before the barrier after the ring weights) */
+    if (MODE != MODE_PACKED && sfold && A.cs > 1)
+        cluster_sync_all();
+    else if (!ONE)
+        __syncthreads();
+
+    int end = 0;
+    if (MODE == MODE_PACKED)
+        end = 1;
+    else if (MODE == MODE_REPLAY) {
+        end = (c0 + 1 == L || forced) ? 1 : 0;
+        if (!end && KDA && gmin1 < -l.kda_fold_threshold) end = 2;
+    }
+
+    /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
+    if (ONE) {
+        ring_weights<KDA>(
+            sm.wk[0], sm.wq[0], sK, rbf, sG, G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
+            [&](int e) { return wb4[e]; });
+        if (MODE != MODE_PACKED && !end && part == 0 && w == NW - 1) { /* the new entry's k and G */
+            write_new_entry<KDA>(A, h, Gl, sG, rbf, lane, ringg, rk0, hv == kh * group);
+        }
+        __syncthreads();
+    } else {
+        window_ring_weights<KDA>(sK, sG, rbf, T, h, w, NW, lane);
+        if (MODE != MODE_PACKED && !end && part == 0 &&
+            w >= NW - T) { /* the last warps write the new entries' k and G */
+            const int t = NW - 1 - w;
+            const bool wk_ = KDA || hv == kh * group;
+            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * K128_DIM + c4, &sm.ks[t][c4]);
+            float *rg = ringg + (h + t) * gk;
+            if (KDA)
+                *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
+            else if (lane == 0)
+                rg[0] = sm.G[t][0];
+        }
+        __syncthreads();
+    }
+
+    /* CHK: a head with ring entries (or a bad cursor or base) is the replay step's to do; its
+     * test waits for the cursor only here, where packed's step has nothing left but the rows,
+     * and before anything is written */
+    if (CHK && (c != 0 || base != 0)) {
+        cp_wait_all();
+        return false;
+    }
+
+    /* ---- rows ---- */
+    if (end) {
+        rows_end_fold<KDA, SBF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
+                                MODE == MODE_PACKED ? d : s);
+        if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
+    } else if constexpr (MMA) {
+        rows_window_mma<TC>(A, S, sXd, sU, rbf, h, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
+    } else if (MODE != MODE_PACKED) {
+        rows_window<TC>(A, S, sU, rbf, h, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
+    }
+    if (KDA && MODE != MODE_PACKED && new_base != base) {
+        if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
+        if (part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
+    }
+    return true;
+}
+
+template <bool KDA, bool SBF, int MODE, int TC>
+__global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
+{
+    decode_k128_cta<KDA, SBF, MODE, TC, false>(A);
+}
+
+/* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
+ * decode for the folding heads whose ring is empty, the replay step for the others (the first
+ * such step of a row that has entries, or every row when a graph captured on a small step runs
+ * a larger one). The decision depends on the row's slot, fold flag and cursor and the head's
+ * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
+ * heads, which share the ring base 0; KDA: one head's parts). */
+template <bool KDA, bool SBF> __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
+{
+    if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
+    __syncthreads(); /* the replay step stages into the same shared memory */
+    decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false>(A);
+}
+
+template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
+{
+    if (mode == MODE_PACKED) return (void *)decode_k128_kernel<KDA, SBF, MODE_PACKED, 1>;
+    if (mode == MODE_REPLAY) return (void *)decode_k128_kernel<KDA, SBF, MODE_REPLAY, 1>;
+    switch (tc) {
+    case 1:
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 1>;
+    case 2:
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 2>;
+    case 4:
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 4>;
+    default:
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 8>;
+    }
+}
+
+static void *kernel_for(bool kda, bool sbf, int mode, int tc)
+{
+    return kda ? (sbf ? kernel_of<true, true>(mode, tc) : kernel_of<true, false>(mode, tc))
+               : (sbf ? kernel_of<false, true>(mode, tc) : kernel_of<false, false>(mode, tc));
+}
+
+static void *fold_every_kernel_for(bool kda, bool sbf)
+{
+    return kda ? (sbf ? (void *)decode_k128_fold_every_kernel<true, true>
+                      : (void *)decode_k128_fold_every_kernel<true, false>)
+               : (sbf ? (void *)decode_k128_fold_every_kernel<false, true>
+                      : (void *)decode_k128_fold_every_kernel<false, false>);
+}
+
+} // namespace rssm_decode_k128
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+/* 1 when a step can run on these kernels (same answer for packed and replay decode, so
+ * that L = 1 replay stays bit-identical to packed). */
+int rssm_cuda_decode_k128_ok(const kargs *A)
+{
+    const rssm_layer *l = &A->l;
+    if (l->head_k_dim != K128_DIM || l->head_v_dim != K128_DIM || A->group > 8) return 0;
+    if (A->mode != MODE_PACKED && A->mode != MODE_REPLAY && A->mode != MODE_VERIFY) return 0;
+    const int T = A->io.tokens;
+    if (A->mode == MODE_VERIFY ? (T < 1 || T > 8) : T != 1) return 0;
+    if (A->io.q_stride % 4 || A->io.k_stride % 4) return 0;
+    return 1;
+}
+
+/* Once per context: the ring lives in dynamic shared memory (up to ~105 KiB at L = 64 with an
+ * f32 ring, windows of 3-4 tokens), above the 48 KiB default: allow what a block may opt in to. */
+cudaError_t rssm_cuda_decode_k128_init(int device)
+{
+    using namespace rssm_decode_k128;
+    int most = 0;
+    const cudaError_t pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (pe != cudaSuccess) return pe;
+    for (int kda = 0; kda <= 1; kda++)
+        for (int sbf = 0; sbf <= 1; sbf++)
+            for (int m = 0; m < 6; m++) {
+                const int mode = m == 0 ? MODE_PACKED : m == 1 ? MODE_REPLAY : MODE_VERIFY;
+                const int tc = m < 2 ? 1 : 1 << (m - 2);
+                cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, mode, tc),
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+                if (e != cudaSuccess) return e;
+            }
+    for (int kda = 0; kda <= 1; kda++)
+        for (int sbf = 0; sbf <= 1; sbf++) {
+            cudaError_t e = cudaFuncSetAttribute(fold_every_kernel_for(kda, sbf),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+            if (e != cudaSuccess) return e;
+        }
+    return cudaSuccess;
+}
+
+cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream)
+{
+    using namespace rssm_decode_k128;
+    const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
+    const int T = A.io.tokens;
+    const int tc = A.mode != MODE_VERIFY ? 1 : T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : 8;
+    /* split: every CTA prepares the tokens (warp t token t), so T <= 16 / split; a cluster
+     * (group x split for GDN) holds at most 8 CTAs */
+    if (A.split < 1) A.split = 1;
+    while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > K128_NW / A.split || (kda ? 1 : A.group) * A.split > 8))
+        A.split /= 2;
+    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part);
+     * small-batch launches keep them, as any of their rows may take the replay step */
+    A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
+    A.NS = 1;
+    A.defer_k = 0;
+    /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
+    if (A.mode == MODE_PACKED || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
+    const size_t smem =
+        smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
+    /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
+     * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
+    if (A.pf_ahead > 0) {
+        int per_sm = 2 * A.split;
+        const int by_smem = (int)((size_t)A.smem_per_sm / (smem + 1024));
+        if (by_smem < per_sm) per_sm = by_smem;
+        A.pf_ahead *= per_sm > 0 ? per_sm : 1;
+    }
+    const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
+    A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
+    const void *kernel =
+        A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf) : kernel_for(kda, sbf, A.mode, tc);
+    return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, K128_NT / A.split, smem, stream);
+}
