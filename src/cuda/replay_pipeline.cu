@@ -146,402 +146,221 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
 }
 
-/* ---- the kernel, phase by phase ------------------------------------------------------------ */
-
-/* What every thread of a pipeline CTA knows: the layer's sizes, where the stages lie and its
- * own coordinates; formed once at the kernel's entry. */
-struct pipe_cta {
-    unsigned char *dsm; /* the dynamic shared memory: cta_head, then NS stages */
-    cta_head *ch;
-    int L, HV, H, group, NS; /* ring length, value and key heads, group size, stages */
-    size_t sb, rb;           /* bytes of a stage and of one ring array (k or u) */
-    int tid, w, lane, c4;    /* c4: the lane's first channel */
-};
-
-/* stage st's parts */
-__device__ __forceinline__ stage_head *head_of(const pipe_cta &P, int st)
-{
-    return reinterpret_cast<stage_head *>(P.dsm + sizeof(cta_head) + st * P.sb);
-}
-__device__ __forceinline__ unsigned char *ring_k_of(const pipe_cta &P, int st)
-{
-    return (unsigned char *)head_of(P, st) + sizeof(stage_head);
-}
-__device__ __forceinline__ unsigned char *ring_u_of(const pipe_cta &P, int st) { return ring_k_of(P, st) + P.rb; }
-__device__ __forceinline__ unsigned char *state_of(const pipe_cta &P, int st) { return ring_k_of(P, st) + 2 * P.rb; }
-
-/* Thread 0: the stages' barriers */
-__device__ __forceinline__ void init_barriers(const pipe_cta &P)
-{
-    cta_head &ch = *P.ch;
-    PIPE_TRACE_ENTRY();
-    for (int st = 0; st < P.NS; st++) {
-        mbar_init(&ch.full[st], 32);
-        mbar_init(&ch.empty_s[st], PNC * 32);
-        mbar_init(&ch.empty_r[st], PNC * 32);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-
-/* The folding rows (Balance, BAL only): the bitmap of this step's folding rows of B rows (nw
- * words), warp w taking words w, w + 18, .., lane l row 32 word + l; then warp 0 forms the
- * words' exclusive prefix counts (lane l sums words 4l .. 4l + 3). Has a CTA barrier. */
-__device__ __forceinline__ void build_fold_order(const kargs &A, const pipe_cta &P, int B, int nw)
-{
-    cta_head &ch = *P.ch;
-    const int L = P.L, w = P.w, lane = P.lane;
-    for (int wi = w; wi < nw; wi += PNC + PNP) {
-        const int b = wi * 32 + lane;
-        bool folds = false;
-        if (b < B) {
-            const int s = A.io.slot[b];
-            if (s >= 0 && s < A.st.num_slots) {
-                const int c = A.st.cursor[s];
-                folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
-            }
-        }
-        const unsigned bits = __ballot_sync(FULL_MASK, folds);
-        if (lane == 0) ch.fold_bits[wi] = bits;
-    }
-    __syncthreads();
-    if (w == 0) {
-        int cnt[4], sum = 0;
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            cnt[e] = 4 * lane + e < nw ? __popc(ch.fold_bits[4 * lane + e]) : 0, sum += cnt[e];
-        int incl = sum;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const int t = __shfl_up_sync(FULL_MASK, incl, d);
-            if (lane >= d) incl += t;
-        }
-        int run = incl - sum;
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            if (4 * lane + e <= nw) ch.folds_before[4 * lane + e] = run;
-            run += cnt[e];
-        }
-        if (lane == 31 && nw == PBAL_ROWS / 32) ch.folds_before[nw] = run;
-    }
-}
-
-/* item j's (row b, key head kh, value head hv): position p; with BAL the folding rows' units
- * first (nw words of the bitmap, fold_units their units) */
-__device__ __forceinline__ void locate(const pipe_cta &P, int nw, int64_t fold_units, int j, int &b, int &kh, int &hv)
-{
-    const int64_t p = blockIdx.x + (int64_t)(j / P.group) * gridDim.x;
-    rssm_po_unit(P.ch->fold_bits, P.ch->folds_before, nw, fold_units, P.H, p, &b, &kh); /* pipeline_order.h */
-    hv = kh * P.group + j % P.group;
-}
-
-/* The raw token inputs of item (b, kh, hv), one lane's 4 channels: k, q, v and the gate inputs
- * (a / g into ga; raw gates: A_log, dt_bias into alog, dtb; b / beta into braw) */
-template <bool KDA, bool IOBF>
-__device__ __forceinline__ void load_item_inputs(const kargs &A, const pipe_cta &P, int b, int kh, int hv,
-                                                 float (&kr)[4], float (&qr)[4], float (&vv)[4], float (&ga)[4],
-                                                 float (&dtb)[4], float &alog, float &braw)
-{
-    const rssm_layer &l = A.l;
-    const int HV = P.HV, c4 = P.c4;
-    ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
-    ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
-    ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
-    const int64_t bh = (int64_t)b * HV + hv;
-    if (A.io.g) {
-        if (KDA) {
-            const float4 g = __ldg((const float4 *)(A.io.g + bh * PK + c4));
-            ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
-        } else {
-            ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + bh);
-        }
-        braw = __ldg(A.io.beta + bh);
-    } else {
-        alog = __ldg(A.io.A_log + hv);
-        if (KDA) {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                ga[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv * PK + c4 + e),
-                dtb[e] = __ldg(A.io.dt_bias + hv * PK + c4 + e);
-        } else {
-            ga[0] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv);
-            dtb[0] = __ldg(A.io.dt_bias + hv);
-        }
-        braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
-    }
-}
-
-/* The producer's copies of item j (the n-th use of stage st): the state as soon as its buffer
- * is free (empty_s), the h committed ring entries as soon as the stage is (empty_r); lane 0
- * issues them, counted on the stage's full barrier. */
-template <bool KDA, bool SBF, bool RBF>
-__device__ __forceinline__ void issue_copies(const kargs &A, const pipe_cta &P, stage_head &sh, int j, int st, int n,
-                                             bool live, bool copy_ring, int64_t hd, int s, int kh, int h)
-{
-    cta_head &ch = *P.ch;
-    constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    const int L = P.L, lane = P.lane;
-    if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
-    if (live && lane == 0) {
-        PIPE_TRACE_ITEM(j, 3);
-        const unsigned bytes = PK * PK * ssz;
-        mbar_expect_tx(&ch.full[st], bytes);
-        bulk_copy(state_of(P, st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
-    }
-    if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
-    if (copy_ring && lane == 0) {
-        const unsigned eb = (unsigned)(h * PK * rsz);
-        const int64_t rk0 = ((KDA ? hd : (int64_t)s * P.H + kh) * L) << 7;
-        const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
-        const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
-        mbar_expect_tx(&ch.full[st], 2 * eb + gb);
-        bulk_copy(ring_k_of(P, st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
-        bulk_copy(ring_u_of(P, st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb, &ch.full[st]);
-        bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
-    }
-}
-
-/* what the producer knows of an item before its header is written */
-struct item_meta {
-    int s, b, hv, c, base, h; /* slot, row, value head, cursor, ring base, committed entries */
-    int flags;                /* ITEM_SKIP, ITEM_FORCED */
-};
-
-/* Token preparation (the operations of decode_k128.cu) into the item's header: normalised k
- * and q, the gates, v, k q and beta, and (lane 0) the item's meta data. */
-template <bool KDA>
-__device__ __forceinline__ void write_item_header(const kargs &A, const pipe_cta &P, stage_head &sh,
-                                                  const item_meta &im, const float (&kr)[4], const float (&qr)[4],
-                                                  const float (&vv)[4], const float (&ga)[4], const float (&dtb)[4],
-                                                  float alog, float braw)
-{
-    const rssm_layer &l = A.l;
-    const int c4 = P.c4;
-    float kn[4], qn[4], g[4];
-    {
-        float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
-#pragma unroll
-        for (int e = 1; e < 4; e++)
-            nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
-        nk = warp_sum(nk), nq = warp_sum(nq);
-        const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
-        const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
-    }
-    if (A.io.g) {
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            g[e] = ga[e];
-    } else if (KDA) {
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            g[e] = rssm_gate_f32(ga[e], alog, dtb[e], l.has_lower_bound, l.lower_bound);
-    } else {
-        g[0] = g[1] = g[2] = g[3] = rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound);
-    }
-    float kq = 0.0f;
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        kq = __fmaf_rn(kn[e], qn[e], kq);
-    kq = warp_sum(kq);
-
-    *((float4 *)&sh.kn[c4]) = make_float4(kn[0], kn[1], kn[2], kn[3]);
-    *((float4 *)&sh.qn[c4]) = make_float4(qn[0], qn[1], qn[2], qn[3]);
-    *((float4 *)&sh.gt[c4]) = make_float4(g[0], g[1], g[2], g[3]);
-    *((float4 *)&sh.v[c4]) = make_float4(vv[0], vv[1], vv[2], vv[3]);
-    if (P.lane == 0) {
-        sh.s = im.s, sh.b = im.b, sh.hv = im.hv, sh.c = im.c, sh.base = im.base, sh.h = im.h;
-        sh.flags = im.flags;
-        sh.beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
-        sh.kq = kq;
-    }
-}
-
-/* The producer warps (item j is producer j % PNP's): per item the token inputs, the copies and
- * the header; see the file's comment. */
+/* One function of about 360 lines, read phase by phase through its comments: split into named
+ * device functions (bench/results/history: the architecture change) the generated code moved
+ * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
+ * both trees), and the kernel exists for that batch size. */
 template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL>
-__device__ __forceinline__ void producer(const kargs &A, const pipe_cta &P, int items, int nw)
+__global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 {
-    cta_head &ch = *P.ch;
-    const int L = P.L, HV = P.HV, NS = P.NS, lane = P.lane;
-    const int pw = P.w - PNC;
-    const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * P.H : 0;
-    /* metadata window: lane i holds slot, cursor and ring base of this producer's item
-     * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
-     * has no dependent global read left */
-    int win_s = -1, win_c = 0, win_base = 0;
-    for (int k = 0, j = pw; j < items; k++, j += PNP) {
-        if ((k & 31) == 0) {
-            const int jl = j + PNP * lane;
-            win_s = -1, win_c = 0, win_base = 0;
-            if (jl < items) {
-                int bl, khl, hvl;
-                locate(P, nw, fold_units, jl, bl, khl, hvl);
-                win_s = A.io.slot[bl];
-                if (win_s >= 0 && win_s < A.st.num_slots) {
-                    win_c = A.st.cursor[win_s];
-                    win_base = KDA ? A.st.ring_base[(int64_t)win_s * HV + hvl] : 0;
+    extern __shared__ __align__(128) unsigned char dsm[];
+    cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
+    const rssm_layer &l = A.l;
+    const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
+    constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
+    const size_t sb = stage_bytes(L, RBF, SBF), rb = ring_bytes(L, RBF);
+    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
+    auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
+    auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
+    auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
+    auto state_of = [&](int st) { return ring_k_of(st) + 2 * rb; };
+
+    if (tid == 0) {
+        PIPE_TRACE_ENTRY();
+        for (int st = 0; st < NS; st++) {
+            mbar_init(&ch.full[st], 32);
+            mbar_init(&ch.empty_s[st], PNC * 32);
+            mbar_init(&ch.empty_r[st], PNC * 32);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l */
+    const int B = A.io.batch;
+    const int nw = BAL ? (B + 31) >> 5 : 0;
+    if (BAL) {
+        for (int wi = w; wi < nw; wi += PNC + PNP) {
+            const int b = wi * 32 + lane;
+            bool folds = false;
+            if (b < B) {
+                const int s = A.io.slot[b];
+                if (s >= 0 && s < A.st.num_slots) {
+                    const int c = A.st.cursor[s];
+                    folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
                 }
             }
+            const unsigned bits = __ballot_sync(FULL_MASK, folds);
+            if (lane == 0) ch.fold_bits[wi] = bits;
         }
-        const int st = j % NS, n = j / NS;
-        int b, kh, hv;
-        locate(P, nw, fold_units, j, b, kh, hv);
-        stage_head &sh = *head_of(P, st);
-        /* token inputs: they depend on nothing loaded; in flight during the waits below */
-        float kr[4], qr[4], vv[4], ga[4], dtb[4], alog = 0.0f, braw;
-        load_item_inputs<KDA, IOBF>(A, P, b, kh, hv, kr, qr, vv, ga, dtb, alog, braw);
-        const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
-        const int s = __shfl_sync(FULL_MASK, win_s, k & 31), c = __shfl_sync(FULL_MASK, win_c, k & 31),
-                  base = __shfl_sync(FULL_MASK, win_base, k & 31);
-        const bool bad_slot = s < -1 || s >= A.st.num_slots;
-        const bool live = !bad_slot && s >= 0;
-        const int64_t hd = live ? (int64_t)s * HV + hv : 0;
-        const int h = c - base;
-        const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
-        const bool copy_ring = live && !bad_ring && h > 0;
-        if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
-        /* the full barrier's arrivals come after the header is written */
-        issue_copies<KDA, SBF, RBF>(A, P, sh, j, st, n, live, copy_ring, hd, s, kh, h);
-        const item_meta im = {s, b, hv, c, base, h, (live && !bad_ring ? 0 : ITEM_SKIP) | (forced ? ITEM_FORCED : 0)};
-        write_item_header<KDA>(A, P, sh, im, kr, qr, vv, ga, dtb, alog, braw);
-        mbar_arrive(&ch.full[st]); /* every lane, after its own stores */
-    }
-}
-
-/* element offset of the lane's first state row and channel in the checkpoint of head hd */
-__device__ __forceinline__ int64_t rows_off(int64_t hd, int row0, int c4) { return (hd << 14) + row0 * PK + c4; }
-
-/* Consumer, start fold (the cursor at L, after a verify): the h committed entries into S,
- * stored as the new checkpoint (S becomes the stored values) */
-template <bool KDA, bool SBF, bool RBF>
-__device__ __forceinline__ void item_start_fold(const kargs &A, const pipe_cta &P, float (&S)[8][4], int h,
-                                                const unsigned char *sK, const unsigned char *sU, const float *sG,
-                                                int64_t hd, int row0)
-{
-    const int c4 = P.c4;
-    float Gs[4];
+        __syncthreads();
+        if (w == 0) { /* exclusive prefix of the words' counts; lane l sums words 4l .. 4l + 3 */
+            int cnt[4], sum = 0;
 #pragma unroll
-    for (int e = 0; e < 4; e++)
-        Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
-    fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
-    store_checkpoint_rows<SBF>(
-        A.st.checkpoint, [&](int r) { return rows_off(hd, row0, c4) + r * PK; }, S);
-}
-
-/* Consumer, the new entry's k (GDN: by the group's last value head, see Races) and G, by the
- * last consumer warp */
-template <bool KDA, bool RBF>
-__device__ __forceinline__ void item_new_entry(const kargs &A, const pipe_cta &P, int s, int hv, int64_t hd, int h,
-                                               const float (&kn4)[4], const float (&G4)[4])
-{
-    const int L = P.L, group = P.group, c4 = P.c4;
-    float ks4[4];
+            for (int e = 0; e < 4; e++)
+                cnt[e] = 4 * lane + e < nw ? __popc(ch.fold_bits[4 * lane + e]) : 0, sum += cnt[e];
+            int incl = sum;
 #pragma unroll
-    for (int e = 0; e < 4; e++)
-        ks4[e] = round_dt(A.l.ring_dtype, KDA ? kn4[e] * expf(-G4[e]) : kn4[e]);
-    const int kh = hv / group;
-    if (KDA || hv == kh * group + group - 1)
-        st4(A.st.ring_k, RBF, (((KDA ? hd : (int64_t)s * P.H + kh) * L + h) << 7) + c4, ks4);
-    float *rg = (float *)A.st.ring_g + (hd * L + h) * (KDA ? PK : 1);
-    if (KDA)
-        *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
-    else if (P.lane == 0)
-        rg[0] = G4[0];
-}
-
-/* Consumer, end fold: u of the 8 rows, then S_n and o = S_n q (decode_k128.cu's order); S_n
- * becomes the checkpoint */
-template <bool KDA, bool SBF, bool RBF>
-__device__ __forceinline__ void item_end_fold(const kargs &A, const pipe_cta &P, const stage_head &sh, float (&S)[8][4],
-                                              int h, const unsigned char *sK, const unsigned char *sU, const float *sG,
-                                              const float *wk, int64_t hd, int64_t ob, int row0, const float (&G4)[4],
-                                              const float (&kn4)[4], const float (&qn4)[4], const float (&xk4)[4])
-{
-    const rssm_layer &l = A.l;
-    const int c4 = P.c4, lane = P.lane;
-    float v[8];
-    end_fold_dots(
-        v, S, [&](int e) { return xk4[e]; }, sU, RBF, h, wk, lane, row0);
-    RS<8, 1, 16>::run(v, lane);
-    const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
-    fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, RBF, c4, row0);
-    float o[8];
-    end_fold_update(
-        S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
-    RS<8, 1, 16>::run(o, lane);
-    if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
-    if (!SBF) {
+            for (int d = 1; d < 32; d <<= 1) {
+                const int t = __shfl_up_sync(FULL_MASK, incl, d);
+                if (lane >= d) incl += t;
+            }
+            int run = incl - sum;
 #pragma unroll
-        for (int r = 0; r < 8; r++)
-            __stcs((float4 *)((float *)A.st.checkpoint + rows_off(hd, row0, c4) + r * PK),
-                   make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
-    } else {
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            st4(A.st.checkpoint, 1, rows_off(hd, row0, c4) + r * PK, S[r]);
-    }
-}
-
-/* Consumer, no fold: row dots with x_k and x_q plus the ring's weighted u, then u and o of
- * row lane / 4; u into the ring */
-template <bool RBF>
-__device__ __forceinline__ void item_rows(const kargs &A, const pipe_cta &P, const stage_head &sh,
-                                          const float (&S)[8][4], int h, const unsigned char *sU, const float *wk,
-                                          const float *wq, int64_t hd, int64_t ob, int row0, const float (&xk4)[4],
-                                          const float (&xq4)[4])
-{
-    const rssm_layer &l = A.l;
-    const int L = P.L, lane = P.lane;
-    float v[16]; /* row r: v[2r] (k), v[2r + 1] (q) */
-#pragma unroll
-    for (int r = 0; r < 8; r++) {
-        float a = 0.0f, q = 0.0f;
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            a = __fmaf_rn(S[r][e], xk4[e], a), q = __fmaf_rn(S[r][e], xq4[e], q);
-        v[2 * r] = a, v[2 * r + 1] = q;
-    }
-#pragma unroll 1
-    for (int i = lane; i < h; i += 32) {
-        float uu[8];
-        ld8s(sU, RBF, i * PK + row0, uu);
-        const float a = wk[i], q = wq[i];
-#pragma unroll
-        for (int r = 0; r < 8; r++) {
-            v[2 * r] = __fmaf_rn(uu[r], a, v[2 * r]);
-            v[2 * r + 1] = __fmaf_rn(uu[r], q, v[2 * r + 1]);
+            for (int e = 0; e < 4; e++) {
+                if (4 * lane + e <= nw) ch.folds_before[4 * lane + e] = run;
+                run += cnt[e];
+            }
+            if (lane == 31 && nw == PBAL_ROWS / 32) ch.folds_before[nw] = run;
         }
     }
-    RS<16, 1, 16>::run(v, lane);
-    /* (row lane / 4, k) on lane 4 (lane / 4), its q on lane 4 (lane / 4) + 2 */
-    const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
-    if ((lane & 3) == 0) {
-        const int jr = row0 + (lane >> 2);
-        const float uk = sh.beta * (sh.v[jr] - v[0]);
-        const float o = __fmaf_rn(uk, sh.kq, dq);
-        st_dt(A.io.o, l.io_dtype, ob + jr, o);
-        st_dt(A.st.ring_u, l.ring_dtype, ((hd * L + h) << 7) + jr, round_dt(l.ring_dtype, uk));
-    }
-}
+    __syncthreads();
 
-/* The consumer warps: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3; per
- * item they wait for `full`, take the rows into registers and release the state buffer
- * (empty_s), fold, compute the ring weights (one named barrier), then the rows, and release the
- * stage (empty_r). */
-template <bool KDA, bool SBF, bool RBF>
-__device__ __forceinline__ void consumer(const kargs &A, const pipe_cta &P, int items)
-{
-    cta_head &ch = *P.ch;
-    const rssm_layer &l = A.l;
-    const int L = P.L, HV = P.HV, NS = P.NS, tid = P.tid, w = P.w, lane = P.lane, c4 = P.c4;
+    const int64_t units = (int64_t)B * H;
+    const int64_t mine = (units - blockIdx.x + gridDim.x - 1) / gridDim.x;
+    const int items = (int)(mine * group);
+
+    if (w >= PNC) {
+        /* ---------------- producer ---------------- */
+        const int pw = w - PNC;
+        /* item j's (row, key head, value head): position p; with BAL the folding rows' units first */
+        const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * H : 0;
+        auto locate = [&](int j, int &b, int &kh, int &hv) {
+            const int64_t p = blockIdx.x + (int64_t)(j / group) * gridDim.x;
+            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, H, p, &b, &kh); /* pipeline_order.h */
+            hv = kh * group + j % group;
+        };
+        /* metadata window: lane i holds slot, cursor and ring base of this producer's item
+         * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
+         * has no dependent global read left */
+        int win_s = -1, win_c = 0, win_base = 0;
+        for (int k = 0, j = pw; j < items; k++, j += PNP) {
+            if ((k & 31) == 0) {
+                const int jl = j + PNP * lane;
+                win_s = -1, win_c = 0, win_base = 0;
+                if (jl < items) {
+                    int bl, khl, hvl;
+                    locate(jl, bl, khl, hvl);
+                    win_s = A.io.slot[bl];
+                    if (win_s >= 0 && win_s < A.st.num_slots) {
+                        win_c = A.st.cursor[win_s];
+                        win_base = KDA ? A.st.ring_base[(int64_t)win_s * HV + hvl] : 0;
+                    }
+                }
+            }
+            const int st = j % NS, n = j / NS;
+            int b, kh, hv;
+            locate(j, b, kh, hv);
+            stage_head &sh = *head_of(st);
+            /* token inputs: they depend on nothing loaded; in flight during the waits below */
+            float kr[4], qr[4], vv[4], ga[4], dtb[4], alog = 0.0f, braw;
+            ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
+            ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
+            ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
+            const int64_t bh = (int64_t)b * HV + hv;
+            if (A.io.g) {
+                if (KDA) {
+                    const float4 g = __ldg((const float4 *)(A.io.g + bh * PK + c4));
+                    ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
+                } else {
+                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + bh);
+                }
+                braw = __ldg(A.io.beta + bh);
+            } else {
+                alog = __ldg(A.io.A_log + hv);
+                if (KDA) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        ga[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv * PK + c4 + e),
+                        dtb[e] = __ldg(A.io.dt_bias + hv * PK + c4 + e);
+                } else {
+                    ga[0] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv);
+                    dtb[0] = __ldg(A.io.dt_bias + hv);
+                }
+                braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
+            }
+            const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+            const int s = __shfl_sync(FULL_MASK, win_s, k & 31), c = __shfl_sync(FULL_MASK, win_c, k & 31),
+                      base = __shfl_sync(FULL_MASK, win_base, k & 31);
+            const bool bad_slot = s < -1 || s >= A.st.num_slots;
+            const bool live = !bad_slot && s >= 0;
+            const int64_t hd = live ? (int64_t)s * HV + hv : 0;
+            const int h = c - base;
+            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
+            const bool copy_ring = live && !bad_ring && h > 0;
+            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
+            /* the state as soon as its buffer is free, the ring as soon as the stage is; the
+             * full barrier's arrivals come after the header is written */
+            if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
+            if (live && lane == 0) {
+                PIPE_TRACE_ITEM(j, 3);
+                const unsigned bytes = PK * PK * ssz;
+                mbar_expect_tx(&ch.full[st], bytes);
+                bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
+            }
+            if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
+            if (copy_ring && lane == 0) {
+                const unsigned eb = (unsigned)(h * PK * rsz);
+                const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
+                const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
+                const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
+                mbar_expect_tx(&ch.full[st], 2 * eb + gb);
+                bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
+                bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb, &ch.full[st]);
+                bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
+            }
+
+            /* token preparation: the operations of decode_k128.cu */
+            float kn[4], qn[4], g[4];
+            {
+                float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+#pragma unroll
+                for (int e = 1; e < 4; e++)
+                    nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+                nk = warp_sum(nk), nq = warp_sum(nq);
+                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
+                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
+            }
+            if (A.io.g) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = ga[e];
+            } else if (KDA) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    g[e] = rssm_gate_f32(ga[e], alog, dtb[e], l.has_lower_bound, l.lower_bound);
+            } else {
+                g[0] = g[1] = g[2] = g[3] = rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound);
+            }
+            float kq = 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                kq = __fmaf_rn(kn[e], qn[e], kq);
+            kq = warp_sum(kq);
+
+            *((float4 *)&sh.kn[c4]) = make_float4(kn[0], kn[1], kn[2], kn[3]);
+            *((float4 *)&sh.qn[c4]) = make_float4(qn[0], qn[1], qn[2], qn[3]);
+            *((float4 *)&sh.gt[c4]) = make_float4(g[0], g[1], g[2], g[3]);
+            *((float4 *)&sh.v[c4]) = make_float4(vv[0], vv[1], vv[2], vv[3]);
+            if (lane == 0) {
+                sh.s = s, sh.b = b, sh.hv = hv, sh.c = c, sh.base = base, sh.h = h;
+                sh.flags = (live && !bad_ring ? 0 : ITEM_SKIP) | (forced ? ITEM_FORCED : 0);
+                sh.beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
+                sh.kq = kq;
+            }
+            mbar_arrive(&ch.full[st]); /* every lane, after its own stores */
+        }
+        return;
+    }
+
+    /* ---------------- consumers ---------------- */
     const int row0 = w * 8;
     int st = 0, ph = 0, done = 0; /* done: items computed (not skipped), picks the weight buffer */
     for (int j = 0; j < items; j++) {
         mbar_wait(&ch.full[st], ph);
         if (tid == 0) PIPE_TRACE_ITEM(j, 1);
-        const stage_head &sh = *head_of(P, st);
+        const stage_head &sh = *head_of(st);
         const int s = sh.s, b = sh.b, hv = sh.hv, flags = sh.flags;
         const int64_t ob = ((int64_t)b * HV + hv) << 7; /* output offset of the head */
         if (flags & ITEM_SKIP) {
@@ -556,21 +375,33 @@ __device__ __forceinline__ void consumer(const kargs &A, const pipe_cta &P, int 
         const int64_t hd = (int64_t)s * HV + hv;
         float S[8][4];
         {
-            const unsigned char *ss = state_of(P, st);
+            const unsigned char *ss = state_of(st);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 ld4(ss, SBF, (row0 + r) * PK + c4, S[r]);
         }
         mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
-        const unsigned char *sK = ring_k_of(P, st), *sU = ring_u_of(P, st);
+        const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G;
+        auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
+
+        /* fold of the h committed entries into S (k128_common.cuh) */
+        auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
 
         /* start fold (the cursor at L, after a verify) */
         const int uniform = rssm_start_fold(c, 1, L, 0);
         const int c0 = uniform ? 0 : c;
         int new_base = base;
         if (uniform) {
-            if (h > 0) item_start_fold<KDA, SBF, RBF>(A, P, S, h, sK, sU, sG, hd, row0);
+            if (h > 0) {
+                float Gs[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
+                fold_ring(Gs);
+                store_checkpoint_rows<SBF>(
+                    A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, S);
+            }
             h = 0;
             new_base = c0;
         }
@@ -603,46 +434,85 @@ __device__ __forceinline__ void consumer(const kargs &A, const pipe_cta &P, int 
         ring_weights<KDA>(
             wk, wq, sK, RBF, sG, G4[0], h, w, PNC, c4, lane, [&](int e) { return KDA ? xk4[e] : kn4[e]; },
             [&](int e) { return KDA ? xq4[e] : qn4[e]; });
-        if (!end && w == PNC - 1) item_new_entry<KDA, RBF>(A, P, s, hv, hd, h, kn4, G4);
+        /* the new entry's k (GDN: by the group's last value head, see Races) and G */
+        if (!end && w == PNC - 1) {
+            float ks4[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                ks4[e] = round_dt(l.ring_dtype, KDA ? kn4[e] * expf(-G4[e]) : kn4[e]);
+            const int kh = hv / group;
+            if (KDA || hv == kh * group + group - 1)
+                st4(A.st.ring_k, RBF, (((KDA ? hd : (int64_t)s * H + kh) * L + h) << 7) + c4, ks4);
+            float *rg = (float *)A.st.ring_g + (hd * L + h) * (KDA ? PK : 1);
+            if (KDA)
+                *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
+            else if (lane == 0)
+                rg[0] = G4[0];
+        }
         consumer_sync();
 
         if (end) {
-            item_end_fold<KDA, SBF, RBF>(A, P, sh, S, h, sK, sU, sG, wk, hd, ob, row0, G4, kn4, qn4, xk4);
+            /* end fold: u of the 8 rows, then S_n and o = S_n q (decode_k128.cu's order) */
+            float v[8];
+            end_fold_dots(
+                v, S, [&](int e) { return xk4[e]; }, sU, RBF, h, wk, lane, row0);
+            RS<8, 1, 16>::run(v, lane);
+            const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
+            fold_ring(G4);
+            float o[8];
+            end_fold_update(
+                S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
+            RS<8, 1, 16>::run(o, lane);
+            if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
+            if (!SBF) {
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    __stcs((float4 *)((float *)A.st.checkpoint + rows_off() + r * PK),
+                           make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
+            } else {
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    st4(A.st.checkpoint, 1, rows_off() + r * PK, S[r]);
+            }
             new_base = end == 2 ? c0 + 1 : 0;
         } else {
-            item_rows<RBF>(A, P, sh, S, h, sU, wk, wq, hd, ob, row0, xk4, xq4);
+            /* row dots with x_k and x_q plus the ring's weighted u, then u and o of row lane / 4 */
+            float v[16]; /* row r: v[2r] (k), v[2r + 1] (q) */
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                float a = 0.0f, q = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a = __fmaf_rn(S[r][e], xk4[e], a), q = __fmaf_rn(S[r][e], xq4[e], q);
+                v[2 * r] = a, v[2 * r + 1] = q;
+            }
+#pragma unroll 1
+            for (int i = lane; i < h; i += 32) {
+                float uu[8];
+                ld8s(sU, RBF, i * PK + row0, uu);
+                const float a = wk[i], q = wq[i];
+#pragma unroll
+                for (int r = 0; r < 8; r++) {
+                    v[2 * r] = __fmaf_rn(uu[r], a, v[2 * r]);
+                    v[2 * r + 1] = __fmaf_rn(uu[r], q, v[2 * r + 1]);
+                }
+            }
+            RS<16, 1, 16>::run(v, lane);
+            /* (row lane / 4, k) on lane 4 (lane / 4), its q on lane 4 (lane / 4) + 2 */
+            const float dq = __shfl_down_sync(FULL_MASK, v[0], 2);
+            if ((lane & 3) == 0) {
+                const int jr = row0 + (lane >> 2);
+                const float uk = sh.beta * (sh.v[jr] - v[0]);
+                const float o = __fmaf_rn(uk, sh.kq, dq);
+                st_dt(A.io.o, l.io_dtype, ob + jr, o);
+                st_dt(A.st.ring_u, l.ring_dtype, ((hd * L + h) << 7) + jr, round_dt(l.ring_dtype, uk));
+            }
         }
         if (KDA && new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
         if (tid == 0) PIPE_TRACE_ITEM(j, 2);
         mbar_arrive(&ch.empty_r[st]);
         if (++st == NS) st = 0, ph ^= 1;
     }
-}
-
-template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL>
-__global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
-{
-    extern __shared__ __align__(128) unsigned char dsm[];
-    cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
-    const rssm_layer &l = A.l;
-    const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
-    const size_t sb = stage_bytes(L, RBF, SBF), rb = ring_bytes(L, RBF);
-    const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
-    const pipe_cta P = {dsm, &ch, L, HV, H, group, NS, sb, rb, tid, w, lane, c4};
-
-    if (tid == 0) init_barriers(P);
-    const int B = A.io.batch;
-    const int nw = BAL ? (B + 31) >> 5 : 0;
-    if (BAL) build_fold_order(A, P, B, nw);
-    __syncthreads();
-
-    const int64_t units = (int64_t)B * H;
-    const int64_t mine = (units - blockIdx.x + gridDim.x - 1) / gridDim.x;
-    const int items = (int)(mine * group);
-    if (w >= PNC)
-        producer<KDA, SBF, RBF, IOBF, BAL>(A, P, items, nw);
-    else
-        consumer<KDA, SBF, RBF>(A, P, items);
 }
 
 template <bool KDA, bool SBF, bool BAL> static void *kernel_of(bool rbf, bool iobf)
