@@ -160,8 +160,10 @@ RSSM_API rssm_status rssm_context_check_device_errors(rssm_context *ctx);
  * For programs without an allocator of their own (tools, tests, C engines): device memory on
  * CUDA contexts (cudaMalloc), 64-byte aligned host memory on CPU and reference contexts, zeroed
  * either way (large host blocks are committed page by page as they are touched); more than the
- * machine's physical memory is RSSM_ERROR_OUT_OF_MEMORY at once. The copies and sets are
- * synchronous. Engines with their own memory and streams need none of it. */
+ * machine's physical memory is RSSM_ERROR_OUT_OF_MEMORY at once. On CUDA the copies and sets
+ * run on the context's own stream (rssm_context_stream) and return when they are done: they
+ * follow the work enqueued on that stream, not work on other streams (synchronise those first).
+ * Engines with their own memory and streams need none of it. */
 typedef enum rssm_copy_kind {
     RSSM_COPY_HOST_TO_DEVICE = 0,
     RSSM_COPY_DEVICE_TO_HOST = 1,
@@ -172,7 +174,8 @@ RSSM_API rssm_status rssm_mem_alloc(rssm_context *ctx, size_t bytes, void **out)
 RSSM_API void rssm_mem_free(rssm_context *ctx, void *ptr);
 RSSM_API rssm_status rssm_mem_copy(rssm_context *ctx, void *dst, const void *src, size_t bytes, rssm_copy_kind kind);
 RSSM_API rssm_status rssm_mem_set(rssm_context *ctx, void *dst, int byte, size_t bytes);
-/* Waits for all work of the context's device (CUDA: the device; host contexts: nothing to wait for). */
+/* Waits for the work enqueued on the context's own stream (CUDA; host contexts: nothing to wait
+ * for). Work the caller enqueued on other streams is the caller's to wait for. */
 RSSM_API rssm_status rssm_context_synchronize(rssm_context *ctx);
 /* The context's own CUDA stream (cudaStream_t as void*; its pool and planner work runs there),
  * for callers without a stream of their own. NULL on host contexts. */

@@ -301,8 +301,7 @@ _PROTOTYPES = {
     "rssm_reset_cursors": (_ST, [_P, _STATE_P, _I32, _P, _P]),
 }
 
-# The /* Runtime */ section (state pool, step planner, prefix cache): bound when the loaded
-# library exports it (replayssm.runtime.available() says so).
+# The runtime (include/replayssm_runtime.h): state pool, step planner, prefix cache.
 _SZ = ctypes.c_size_t
 _PP = ctypes.POINTER(_P)
 _I32P = ctypes.POINTER(_I32)
@@ -445,6 +444,12 @@ class Owned:
         self.ptr = ptr
         # the finaliser holds the parents: they outlive this object
         weakref.finalize(self, _free_owned, free_name, ptr, parents)
+
+    @property
+    def _as_parameter_(self):
+        """ctypes passes the pointer; the call's argument list holds this object, so a close()
+        on another thread cannot free the C object while the call runs."""
+        return self.ptr
 
 
 def _free_owned(free_name, ptr, parents):

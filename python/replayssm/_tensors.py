@@ -222,16 +222,17 @@ def check_int_range(lo, hi, name: str, kind: str) -> None:
 
 
 def int_array(x, name: str, kind: str) -> np.ndarray:
-    """A host array of x (a list, numpy array or CPU tensor of integers or bools) as int32 or
-    uint8, every value range-checked instead of wrapped."""
+    """A host array of x (a list, numpy array or CPU tensor of integers or bools) as int32 (every
+    value range-checked instead of wrapped) or as uint8 flags (any nonzero value is 1, as C reads
+    a flag)."""
     a = np.asarray(x.cpu() if is_torch(x) else x)
-    if a.dtype == np.bool_:
-        a = a.astype(np.uint8)
-    if a.size and not np.issubdtype(a.dtype, np.integer):
+    if a.size and not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
         raise TypeError(f"{name}: expected integers, got {a.dtype}")
+    if kind == "u8":
+        return (a != 0).astype(np.uint8)
     if a.size:
         check_int_range(int(a.min()), int(a.max()), name, kind)
-    return a.astype(np.int32 if kind == "i32" else np.uint8)
+    return a.astype(np.int32)
 
 
 def index_tensor(x, name: str, kind: str, batch: int, ctx_device: str, ctx_index: int, keep: list):
@@ -254,9 +255,14 @@ def index_tensor(x, name: str, kind: str, batch: int, ctx_device: str, ctx_index
         if x.dtype != want:
             if x.dtype.is_floating_point or x.dtype.is_complex:
                 raise TypeError(f"{name}: expected integers, got {x.dtype}")
-            if x.numel():  # reads two numbers back: only when a conversion is needed
-                check_int_range(int(x.min()), int(x.max()), name, kind)
-            x = x.to(want)
+            if kind == "u8":  # a fold flag is any nonzero value, as in C
+                x = (x != 0).to(want)
+            elif x.is_cuda:  # no read back on the device: a value past int32 stays out of range
+                x = x.clamp(INT_RANGES["i32"][0], INT_RANGES["i32"][1]).to(want)
+            else:
+                if x.numel():
+                    check_int_range(int(x.min()), int(x.max()), name, kind)
+                x = x.to(want)
         x = x.contiguous()
     else:
         a = np.asarray(x)

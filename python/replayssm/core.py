@@ -77,7 +77,6 @@ class Context:
             setattr(params, name, _lib.c_int32_arg(name, int(value)))
         handle = ctypes.c_void_p()
         _lib.call("rssm_context_create", code, ctypes.byref(params), ctypes.byref(handle))
-        self._handle = handle
         self._owned = _lib.Owned(handle, "rssm_context_free")
         self.device = _DEVICE_NAMES.get(code, str(code))
         info = _lib.rssm_context_info()
@@ -87,10 +86,12 @@ class Context:
         self._dependents = weakref.WeakSet()  # pools made on this context (closed first)
 
     @property
-    def handle(self) -> ctypes.c_void_p:
-        if self._owned is None:
+    def handle(self) -> "_lib.Owned":
+        """The C context, as a ctypes argument that keeps it alive for the call."""
+        owned = self._owned
+        if owned is None:
             raise ValueError("the context is closed")
-        return self._handle
+        return owned
 
     @property
     def is_cuda(self) -> bool:

@@ -1,6 +1,4 @@
-"""The runtime of replayssm.h (/* Runtime */): state pool, step planner, prefix cache.
-
-Bound only when the loaded library exports it: available() says whether it does.
+"""The runtime of replayssm_runtime.h: state pool, step planner, prefix cache, sharding.
 
     pool = Pool(ctx, [layer] * n_layers, num_slots)
     s = pool.acquire()
@@ -23,23 +21,12 @@ from . import _lib
 from . import _tensors as tz
 from .core import Context, Layer, State
 
-__all__ = ["available", "Pool", "Plan", "PrefixCache", "EXPORT_RING", "EXPORT_MATERIALIZED"]
+__all__ = ["Pool", "Plan", "PrefixCache", "EXPORT_RING", "EXPORT_MATERIALIZED"]
 
 EXPORT_RING = _lib.RSSM_EXPORT_RING
 EXPORT_MATERIALIZED = _lib.RSSM_EXPORT_MATERIALIZED
 _MODES = {"decode": _lib.RSSM_PLAN_DECODE, "verify": _lib.RSSM_PLAN_VERIFY}
 _SOURCES = {"checkpoint": _lib.RSSM_SNAPSHOT_CHECKPOINT, "materialize": _lib.RSSM_SNAPSHOT_MATERIALIZE}
-
-
-def available() -> bool:
-    """True when the loaded library has the runtime (rssm_pool_create and friends)."""
-    return _lib.has_symbol("rssm_pool_create") and _lib.has_symbol("rssm_prefix_cache_create")
-
-
-def _need():
-    if not available():
-        raise _lib.UnsupportedError(_lib.RSSM_ERROR_UNSUPPORTED,
-                                    f"the loaded library ({_lib.library_path()}) has no runtime section")
 
 
 def _layers_array(layers):
@@ -65,15 +52,16 @@ def _ptr(handle_obj):
 
 
 def _closed_guard(obj, what):
-    if obj._owned is None:
+    """The C object, as a ctypes argument that keeps it alive for the call."""
+    owned = obj._owned
+    if owned is None:
         raise ValueError(f"the {what} is closed")
-    return obj._owned.ptr
+    return owned
 
 def shard_layer(layer: Layer, tp: int, rank: int) -> tuple[Layer, int, int]:
     """rssm_layer_shard: the layer a tensor-parallel rank holds (H/tp key heads, HV/tp value
     heads) and its first key and value heads: (Layer, k_head0, v_head0). A rank's ops on those
     head slices of the inputs and state equal the unsharded heads bit for bit."""
-    _need()
     out, k0, v0 = _lib.rssm_layer(), ctypes.c_int32(), ctypes.c_int32()
     _lib.call("rssm_layer_shard", ctypes.byref(layer._c), _lib.c_int32_arg("tp", tp), _lib.c_int32_arg("rank", rank), ctypes.byref(out), ctypes.byref(k0),
               ctypes.byref(v0))
@@ -84,7 +72,6 @@ class Pool:
     """rssm_pool: every layer's state for num_slots slots plus the shared cursors, library-owned."""
 
     def __init__(self, ctx: Context, layers: Sequence[Layer], num_slots: int):
-        _need()
         self.ctx = ctx
         arr = _layers_array(layers)
         h = ctypes.c_void_p()
@@ -97,7 +84,6 @@ class Pool:
     @staticmethod
     def bytes_needed(layers, num_slots: int) -> int:
         """rssm_pool_bytes: exact device bytes a pool of these layers and slots allocates."""
-        _need()
         arr = _layers_array(layers)
         out = ctypes.c_size_t()
         _lib.call("rssm_pool_bytes", arr, len(arr), _lib.c_int32_arg("num_slots", num_slots), ctypes.byref(out))
@@ -153,7 +139,7 @@ class Pool:
         """dst_slot <- src_slot's state at its committed position (materialised), cursor 0."""
         dst_pool = self if dst_pool is None else dst_pool
         _lib.call("rssm_pool_copy", self.handle, _lib.c_int32_arg("src_slot", src_slot), dst_pool.handle,
-                  int(src_slot if dst_slot is None else dst_slot))
+                  _lib.c_int32_arg("dst_slot", src_slot if dst_slot is None else dst_slot))
 
     def copy_checkpoint(self, src_slot: int, dst_pool: "Pool", dst_slot: int) -> None:
         _lib.call("rssm_pool_copy_checkpoint", self.handle, _lib.c_int32_arg("src_slot", src_slot), dst_pool.handle, _lib.c_int32_arg("dst_slot", dst_slot))
@@ -196,7 +182,6 @@ class Plan:
     """rssm_plan: static per-batch-size buffers and the cursor move after the last layer."""
 
     def __init__(self, pool: Pool, batch: int, track_interval: int = 0):
-        _need()
         self.pool = pool
         h = ctypes.c_void_p()
         _lib.call("rssm_plan_create", pool.handle, _lib.c_int32_arg("batch", batch), _lib.c_int32_arg("track_interval", track_interval), ctypes.byref(h))
@@ -277,7 +262,6 @@ class PrefixCache:
     """rssm_prefix_cache: a radix tree over token ids whose nodes hold snapshot slots of a pool."""
 
     def __init__(self, snapshot_pool: Pool, max_bytes: int = 0, max_snapshots: int = 0):
-        _need()
         self.pool = snapshot_pool
         h = ctypes.c_void_p()
         _lib.call("rssm_prefix_cache_create", snapshot_pool.handle, _lib.c_size_arg("max_bytes", max_bytes), _lib.c_int32_arg("max_snapshots", max_snapshots),

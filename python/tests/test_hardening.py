@@ -40,9 +40,11 @@ def test_index_arrays_do_not_wrap():
     for slot in ([2**32], np.array([2**32], np.int64), np.array([2**32 - 1], np.uint32)):
         with pytest.raises(ValueError, match="slot: values"):
             rs.decode_replay(ctx, layer, st, *q, **g, slot=slot)
-    with pytest.raises(ValueError, match="fold: values"):
-        rs.decode_replay(ctx, layer, st, *q, **g, slot=[0], fold=[256])
     assert int(st.cursor[0]) == 0 and not st.checkpoint.any()  # nothing ran
+    # a fold flag is any nonzero value, as C reads it (256 does not wrap to 0)
+    rs.decode_replay(ctx, layer, st, *q, **g, slot=[0], fold=[256])
+    rs.advance(ctx, layer, st, [0], fold=[256])
+    assert int(st.cursor[0]) == 0  # folded: the ring is empty again
 
 
 def test_prefix_tokens_do_not_wrap(pool):
@@ -106,3 +108,45 @@ def test_memory_goes_with_the_last_view():
     gc.collect()
     assert freed == ["pool"]
     assert _lib.last_error() is not None
+
+
+CLOSE_DURING_CALL = """
+import threading, time, gc, numpy as np, replayssm as rs
+from replayssm import reference as R
+ctx = rs.Context("cpu", threads=2)
+B = 1024
+layer = rs.Layer(gate="gdn", H=4, HV=8, K=128, V=128, ring_len=4)
+st = rs.State.allocate(layer, B, ctx)
+d = R.random_inputs(np.random.default_rng(0), "gdn", B, 1, 4, 8, 128, 128)
+slot = np.arange(B, dtype=np.int32)
+outcome = []
+def run():
+    try:
+        for _ in range(4):
+            rs.decode_packed(ctx, layer, st, d["q"], d["k"], d["v"], a=d["a"], b=d["b"], A_log=d["A_log"],
+                             dt_bias=d["dt_bias"], slot=slot)
+        outcome.append("done")
+    except ValueError as e:
+        outcome.append("refused: " + str(e))
+t = threading.Thread(target=run)
+t.start()
+time.sleep(0.02)
+ctx.close()
+gc.collect()
+t.join()
+print(outcome[0])
+"""
+
+
+def test_close_during_a_call_on_another_thread():
+    """A call holds its context: closing it from another thread makes later calls refuse, never
+    frees the context under the running one (run in a child, which a crash would kill)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", CLOSE_DURING_CALL], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("done") or "closed" in r.stdout

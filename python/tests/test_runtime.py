@@ -10,7 +10,6 @@ import replayssm as rs
 from _util import Problem, aligned, from_io, rel_err, tol
 from replayssm.runtime import Plan, Pool, PrefixCache
 
-pytestmark = pytest.mark.skipif(not rs.runtime.available(), reason="the loaded library has no runtime section")
 
 LAYERS = [rs.Layer(gate="gdn", H=2, HV=4, K=16, V=8, ring_len=4), rs.Layer(gate="kda", H=2, HV=4, K=16, V=8, ring_len=4)]
 

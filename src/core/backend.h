@@ -3,9 +3,9 @@
  *
  * The public calls validate, fill a params struct and call the context's table; memory,
  * stream ordering and the planner's kernels go through the same table, so src/core and
- * src/runtime never ask which device they are on. A back end may leave an op NULL: the call
- * then fails with RSSM_ERROR_UNSUPPORTED. The reference and the CPU back ends share the host
- * entries of host.h.
+ * src/runtime never ask which device they are on. Every entry is required, except where its
+ * comment says NULL is allowed (an op a back end lacks fails with RSSM_ERROR_UNSUPPORTED). The
+ * reference and the CPU back ends share the host entries of host.h.
  */
 #ifndef RSSM_BACKEND_H
 #define RSSM_BACKEND_H

@@ -108,7 +108,11 @@ int rssm_cuda_available(void) { return rssm_cuda_backend.available ? rssm_cuda_b
 rssm_status rssm_context_check_device_errors(rssm_context *ctx)
 {
     if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "rssm_context_check_device_errors: ctx is NULL");
-    return ctx->backend->check_errors ? ctx->backend->check_errors(ctx) : RSSM_OK;
+    if (!ctx->backend->check_errors) return RSSM_OK;
+    pthread_mutex_lock(&ctx->lock); /* read and clear the count as one */
+    const rssm_status st = ctx->backend->check_errors(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
 }
 
 /* ---- memory ------------------------------------------------------------------------------- */

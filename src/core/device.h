@@ -53,13 +53,21 @@ static inline rssm_status rssm_dev_sync(rssm_context *ctx) { return ctx->backend
 /* Orders the context's stream after the work enqueued on a caller's `stream` so far
  * (order_after), or that stream after the context's (order_before), with a device-side event
  * wait: the host does not block. */
+/* (The back end records one event of the context: the ordering takes the context's turn.) */
+static inline rssm_status rssm_dev_order(rssm_context *ctx, void *stream, int ctx_waits)
+{
+    pthread_mutex_lock(&ctx->lock);
+    const rssm_status st = ctx->backend->stream_order(ctx, stream, ctx_waits);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
 static inline rssm_status rssm_dev_order_after(rssm_context *ctx, void *stream)
 {
-    return ctx->backend->stream_order(ctx, stream, 1);
+    return rssm_dev_order(ctx, stream, 1);
 }
 static inline rssm_status rssm_dev_order_before(rssm_context *ctx, void *stream)
 {
-    return ctx->backend->stream_order(ctx, stream, 0);
+    return rssm_dev_order(ctx, stream, 0);
 }
 /* The context's own stream (NULL on host devices). */
 static inline void *rssm_dev_stream(rssm_context *ctx) { return ctx->backend->stream(ctx); }

@@ -75,6 +75,21 @@ rssm_status rssm_layer_resolve(const rssm_context *ctx, const rssm_layer *in, rs
     return ctx ? ctx->backend->check_layer(out) : RSSM_OK;
 }
 
+rssm_layer rssm_layer_canonical(const rssm_layer *l)
+{
+    rssm_layer c;
+    memset(&c, 0, sizeof c); /* padding bytes too: compared with memcmp */
+    if (rssm_layer_resolve(NULL, l, &c) != RSSM_OK) return *l;
+    if (!c.has_lower_bound) c.lower_bound = 0.0f;
+    return c;
+}
+
+int rssm_layer_same(const rssm_layer *a, const rssm_layer *b)
+{
+    const rssm_layer ca = rssm_layer_canonical(a), cb = rssm_layer_canonical(b);
+    return !memcmp(&ca, &cb, sizeof ca);
+}
+
 int rssm_layer_gk(const rssm_layer *l) { return l->gate == RSSM_GATE_KDA ? l->head_k_dim : 1; }
 
 rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out)

@@ -262,7 +262,6 @@ static rssm_status step_locked(const char *fn, rssm_op op, rssm_context *ctx, co
     rssm_status st;
     memset(&p, 0, sizeof p);
     p.op = op;
-    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
     if ((st = rssm_layer_resolve(ctx, layer, &p.layer)) != RSSM_OK) return st;
     if ((st = check_state(fn, &p.layer, state, op != RSSM_OP_DECODE_PACKED)) != RSSM_OK) return st;
     p.state = *state;
@@ -345,7 +344,6 @@ static rssm_status materialize_locked(rssm_context *ctx, const rssm_layer *layer
     rssm_materialize_params p;
     rssm_status st;
     memset(&p, 0, sizeof p);
-    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
     if ((st = rssm_layer_resolve(ctx, layer, &p.layer)) != RSSM_OK) return st;
     if ((st = check_state(fn, &p.layer, src, 1)) != RSSM_OK) return st;
     NEED(dst, "dst");
@@ -407,7 +405,6 @@ static rssm_status cursor_locked(const char *fn, rssm_cursor_op op, rssm_context
 {
     rssm_cursor_params p;
     rssm_status st;
-    if ((st = check_ctx(fn, ctx)) != RSSM_OK) return st;
     NEED(state, "state");
     NEED(state->cursor, "state.cursor");
     ALIGNED(state->cursor, "state.cursor");

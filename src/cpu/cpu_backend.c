@@ -2,10 +2,10 @@
  * cpu_backend.c — the optimised CPU back end's function table: dispatches every op over
  * the thread pool in work items of one (row b, key head kh) = B * H items, static chunks.
  *
- * Rows are independent (api.c rejects a slot used by two rows), and a work item owns a
+ * Rows are independent (core/ops.c rejects a slot used by two rows), and a work item owns a
  * whole key-head group, so a GDN group's shared ring_k is read before it is written
  * (cpu_kernels.c). Scratch comes from per-thread arenas made at init: nothing is
- * allocated on the hot path. A context is used by one calling thread at a time.
+ * allocated on the hot path. The context's lock (core/ops.c) makes calls take turns.
  */
 #include "core/host.h"
 #include "cpu/cpu.h"

@@ -5,7 +5,8 @@
  * A job [0, n) is split into `threads` contiguous static chunks; the calling thread runs
  * chunk 0 and workers 1.. run the others. Workers sleep on a condition variable between
  * jobs (a job is a whole decode step: milliseconds, so wake-up latency does not matter).
- * A parallel_for issued from inside a task runs inline on that thread.
+ * A parallel_for issued from inside a task, or while the pool runs another caller's job, runs
+ * inline on its thread.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -157,7 +158,6 @@ rssm_status rssm_cpu_init(rssm_context *ctx, const rssm_context_params *params)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
-    if (threads > 1024) threads = 1024;
     cpu_impl *im = calloc(1, sizeof *im);
     if (!im) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "cpu: out of host memory");
     im->threads = threads;
@@ -189,7 +189,13 @@ void rssm_cpu_parallel_for(rssm_context *ctx, int64_t n, rssm_task_fn fn, void *
         return;
     }
     cpu_pool *pl = im->pool;
-    pthread_mutex_lock(&pl->call_mu);
+    /* the pool runs one job at a time; while it runs another caller's (an op beside a tool's
+     * rssm_parallel_for whose task waits for that op's context), this one runs inline rather
+     * than wait: waiting could close a cycle of locks */
+    if (pthread_mutex_trylock(&pl->call_mu) != 0) {
+        fn(arg, 0, n, 0);
+        return;
+    }
     pthread_mutex_lock(&pl->mu);
     pl->n = n, pl->fn = fn, pl->arg = arg;
     pl->pending = pl->threads - 1;

@@ -289,11 +289,11 @@ rssm_status rssm_pool_cursor(const rssm_pool *pool, int32_t slot, int32_t *curso
 
 /* ---- copies ------------------------------------------------------------------------------ */
 
-static int same_layers(const rssm_pool *a, const rssm_pool *b)
+int rssm_rt_same_layers(const rssm_pool *a, const rssm_pool *b)
 {
     if (a->n_layers != b->n_layers) return 0;
     for (int32_t l = 0; l < a->n_layers; l++)
-        if (memcmp(&a->lm[l].layer, &b->lm[l].layer, sizeof(rssm_layer))) return 0;
+        if (!rssm_layer_same(&a->lm[l].layer, &b->lm[l].layer)) return 0;
     return 1;
 }
 
@@ -305,7 +305,8 @@ static rssm_status check_pair(const char *fn, rssm_pool *src, int32_t ss, rssm_p
     if ((st = rssm_rt_check_user(fn, dst, ds, "destination slot")) != RSSM_OK) return st;
     if (src->ctx != dst->ctx)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the pools live on different contexts (use export/import)", fn);
-    if (!same_layers(src, dst)) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
+    if (!rssm_rt_same_layers(src, dst))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
     return RSSM_OK;
 }
 
@@ -410,7 +411,8 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
     if (st != RSSM_OK) return st;
     if (src_pool->ctx != pool->ctx)
         return rssm_fail(RSSM_ERROR_UNSUPPORTED, "%s: the pools live on different contexts (use export/import)", fn);
-    if (!same_layers(src_pool, pool)) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
+    if (!rssm_rt_same_layers(src_pool, pool))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: the pools have different layers", fn);
     if (pool->n_free == 0) return rssm_fail(RSSM_ERROR_POOL_FULL, "%s: all %d slots are held", fn, pool->n_slots);
     const int32_t s = pop_free(pool);
     st = zero_slot(pool, s, 1, 1);
@@ -430,7 +432,7 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
  *   8  format version          u32 (RSSM_EXPORT_FORMAT_VERSION)
  *  12  form                    u32 (RSSM_EXPORT_RING / RSSM_EXPORT_MATERIALIZED)
  *  16  n_layers                u32
- *  20  header bytes            u32 (48 + 32 n_layers)
+ *  20  header bytes            u32 (48 + 64 n_layers)
  *  24  payload bytes           u64
  *  32  cursor                  i32 (0 in the materialised form)
  *  36  reserved                u32 (0)
@@ -587,8 +589,7 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
     put64(h + 24, payload);
     put32(h + 32, (uint32_t)cursor);
     for (int32_t l = 0; l < p->n_layers; l++) {
-        rssm_layer ly;
-        rssm_layer_resolve(NULL, &p->lm[l].layer, &ly); /* validated when the pool was made */
+        const rssm_layer ly = rssm_layer_canonical(&p->lm[l].layer);
         unsigned char *d = h + HDR_FIXED + (size_t)HDR_LAYER * l;
         const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,
                                 (uint32_t)ly.head_k_dim,  (uint32_t)ly.head_v_dim,

@@ -51,6 +51,11 @@ struct rssm_prefix_cache {
     node *mru, *lru;
     int32_t n_nodes, n_snaps;
     int64_t hits, misses, inserts, evictions;
+    /* the node of the last insert and its tokens: an insert that shares them (snapshots of one
+     * growing sequence, the order an engine makes them) starts from that path, not the root */
+    node *last;
+    int32_t *last_tokens;
+    int32_t last_n, last_cap;
 };
 
 /* ---- nodes ------------------------------------------------------------------------------- */
@@ -108,6 +113,7 @@ static void node_register(rssm_prefix_cache *c, node *x)
 
 static void node_unregister(rssm_prefix_cache *c, node *x)
 {
+    if (x == c->last) c->last = NULL;
     c->table[x->id] = NULL;
     c->free_ids[c->n_free_ids++] = x->id;
     c->n_nodes--;
@@ -234,6 +240,7 @@ void rssm_prefix_cache_free(rssm_prefix_cache *cache)
         node_delete(x);
     }
     free(cache->root.kids);
+    free(cache->last_tokens);
     free(cache->table);
     free(cache->free_ids);
     free(cache);
@@ -316,21 +323,23 @@ static rssm_status check_tokens(const char *fn, const int32_t *tokens, int32_t n
     return RSSM_OK;
 }
 
-static int same_shape(const rssm_pool *a, const rssm_pool *b)
-{
-    if (a->ctx != b->ctx || a->n_layers != b->n_layers) return 0;
-    for (int32_t l = 0; l < a->n_layers; l++)
-        if (memcmp(&a->lm[l].layer, &b->lm[l].layer, sizeof(rssm_layer))) return 0;
-    return 1;
-}
+static int same_shape(const rssm_pool *a, const rssm_pool *b) { return a->ctx == b->ctx && rssm_rt_same_layers(a, b); }
 
 /* Where tokens[0..n) leads: the deepest node `at` whose path is a prefix of tokens
- * (depth d), and if d < n the child `kid` that shares m < its edge length tokens (or NULL). */
+ * (depth d), and if d < n the child `kid` that shares m < its edge length tokens (or NULL).
+ * The walk starts from the last insert's path where tokens share it (snapshots of one sequence,
+ * shortest or longest first, cost a compare of their tokens and a few steps). */
 static void descend(const rssm_prefix_cache *c, const int32_t *tokens, int32_t n, node **at, int32_t *d, node **kid,
                     int32_t *m)
 {
     node *x = (node *)&c->root;
-    int32_t depth = 0;
+    if (c->last) { /* the deepest node on the last insert's path that is a prefix of tokens */
+        const int32_t shared = common(c->last_tokens, c->last_n, tokens, n);
+        x = c->last;
+        while (x->depth > shared)
+            x = x->parent;
+    }
+    int32_t depth = x->depth;
     *kid = NULL;
     *m = 0;
     while (depth < n) {
@@ -347,6 +356,24 @@ static void descend(const rssm_prefix_cache *c, const int32_t *tokens, int32_t n
     }
     *at = x;
     *d = depth;
+}
+
+/* Remembers `x`, whose path is tokens[0..n), as the last insert's node (forgotten when there is
+ * no room for the tokens: the next insert then starts at the root). */
+static void remember(rssm_prefix_cache *c, node *x, const int32_t *tokens, int32_t n)
+{
+    if (n > c->last_cap) {
+        int32_t *t = realloc(c->last_tokens, sizeof(int32_t) * (size_t)n);
+        if (!t) {
+            c->last = NULL;
+            return;
+        }
+        c->last_tokens = t;
+        c->last_cap = n;
+    }
+    memcpy(c->last_tokens, tokens, sizeof(int32_t) * (size_t)n);
+    c->last_n = n;
+    c->last = x;
 }
 
 /* rssm_prefix_cache_insert (async 0) and rssm_prefix_cache_insert_async (async 1: the copy is
@@ -369,6 +396,7 @@ static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32
     descend(cache, tokens, n, &at, &d, &kid, &m);
     if (d == n && at->snap >= 0) { /* already cached */
         touch(cache, at);
+        remember(cache, at, tokens, n);
         return RSSM_OK;
     }
     /* room: evict only when enough unlocked snapshots exist to make it */
@@ -449,6 +477,7 @@ static rssm_status insert(rssm_prefix_cache *cache, const int32_t *tokens, int32
     lru_push(cache, target);
     cache->n_snaps++;
     cache->inserts++;
+    remember(cache, target, tokens, n);
     return RSSM_OK;
 }
 

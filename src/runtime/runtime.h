@@ -36,6 +36,8 @@ struct rssm_pool {
 
 /* The device state of layer `l` (pointers into the pool memory). */
 rssm_state rssm_rt_state(const rssm_pool *pool, int32_t l);
+/* The pools' layers mean the same state (rssm_layer_same, layer by layer). */
+int rssm_rt_same_layers(const rssm_pool *a, const rssm_pool *b);
 /* Slot `s` is held: RSSM_OK, else RSSM_ERROR_NOT_FOUND with a message naming fn. */
 rssm_status rssm_rt_check_held(const char *fn, const rssm_pool *pool, int32_t s, const char *what);
 

@@ -118,6 +118,9 @@ int main(void)
     rssm_layer same = l;
     same.scale = 1.0f / sqrtf((float)l.head_k_dim); /* the default, written out */
     check(ok && import_into(ctx, &same, blob, n) == RSSM_OK, "the default scale written out is the same layer");
+    same = l;
+    same.lower_bound = -3.0f; /* without has_lower_bound the bound means nothing */
+    check(ok && import_into(ctx, &same, blob, n) == RSSM_OK, "an unused gate bound does not make another layer");
     free(blob);
 
     rssm_layer kda = rssm_layer_default(RSSM_GATE_KDA, 2, 2, 8, 8, 4);
