@@ -10,6 +10,7 @@
 `pip install .` from the repository root builds the library into the package; in a source
 checkout the package also finds build*/libreplayssm.so, and REPLAYSSM_LIBRARY overrides both
 (see replayssm._lib). At import the library, when found, must have the package's version.
+replayssm.fla has FLA's op names (fused_recurrent_gated_delta_rule, chunk_kda, ...) over these ops.
 """
 from . import bf16, reference, runtime, vectors
 from . import _lib
@@ -17,6 +18,7 @@ from ._lib import LibraryNotFoundError, LibraryVersionError, ReplaySSMError, Uns
 from .core import Context, Layer, State, cuda_available, dtype_size, status_name, version, version_number
 from .ops import advance, commit, decode_packed, decode_replay, materialize, prefill, reset_cursors, verify
 from .runtime import Plan, Pool, PrefixCache
+from . import fla  # noqa: E402  (FLA's op names over the ops above: replayssm.fla)
 
 __version__ = _lib.package_version()
 _lib.check_at_import()
