@@ -493,14 +493,13 @@ def test_ring_verify_commits_whole_windows_by_default_and_output_final_state():
     assert cache.pending() == {}
 
 
-def test_ring_prefill_ragged_then_decode_and_load_read():
+def test_ring_prefill_ragged_and_load_read():
+    """Ragged rows through a cache are a prefill (rows without ssm_state_indices are slots 0..N-1)."""
     d = make("kda", 1, 9, N=3, seed=54)
     cu = np.array([0, 4, 5, 9])
     cache = fla.RingCache(6, 2, 16, 4, 32, gate="kda", ring_len=4)
-    slots = np.array([5, 3, 0])
     o, ht = fla.chunk_kda(d["q"], d["k"], d["v"], d["g"], d["beta"], initial_state=d["h0"], cu_seqlens=cu,
                           output_final_state=True, use_qk_l2norm_in_kernel=True, ring_cache=cache)
-    del slots  # without ssm_state_indices the rows are slots 0..N-1
     ro, rS, _ = fla_recurrence(d["q"], d["k"], d["v"], d["g"], d["beta"], None, d["h0"], True, cu)
     assert rel_err(o, ro) < F32 and rel_err(ht, rS) < F32
     assert rel_err(cache.read([0, 1, 2]), rS) < F32
