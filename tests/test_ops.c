@@ -287,16 +287,17 @@ static void reconstruct(const rssm_layer *l, const rh_snap *sn, int s, double *o
     const int group = HV / l->num_k_heads;
     const int32_t cur = ((const int32_t *)sn->t[RH_CURSOR])[s];
     for (int hv = 0; hv < HV; hv++) {
-        const int base = l->gate == RSSM_GATE_KDA ? ((const int32_t *)sn->t[RH_RING_BASE])[s * HV + hv] : 0;
+        const int base = ((const int32_t *)sn->t[RH_RING_BASE])[s * HV + hv];
         const int h = cur - base;
         double S[256 * 256], u[64][256], k[64][256], G[64][256], Gn[256];
         rh_unpack(sn->t[RH_CKPT] + rssm_ckpt_off(l, s, hv) * rssm_dtype_size(l->state_dtype), V * K, l->state_dtype, S);
         for (int i = 0; i < h; i++) {
-            rh_unpack(sn->t[RH_RING_U] + rssm_ring_u_off(l, s, hv, i) * rssm_dtype_size(l->ring_dtype), V,
+            const int pos = rssm_ring_pos(l, base + i, base); /* the entry of cursor value base + i */
+            rh_unpack(sn->t[RH_RING_U] + rssm_ring_u_off(l, s, hv, pos) * rssm_dtype_size(l->ring_dtype), V,
                       l->ring_dtype, u[i]);
-            rh_unpack(sn->t[RH_RING_K] + rssm_ring_k_off(l, s, hv, group, i) * rssm_dtype_size(l->ring_dtype), K,
+            rh_unpack(sn->t[RH_RING_K] + rssm_ring_k_off(l, s, hv, group, pos) * rssm_dtype_size(l->ring_dtype), K,
                       l->ring_dtype, k[i]);
-            rh_unpack(sn->t[RH_RING_G] + rssm_ring_g_off(l, s, hv, i, gk) * 4, gk, RSSM_DTYPE_F32, G[i]);
+            rh_unpack(sn->t[RH_RING_G] + rssm_ring_g_off(l, s, hv, pos, gk) * 4, gk, RSSM_DTYPE_F32, G[i]);
         }
         for (int c = 0; c < gk; c++)
             Gn[c] = h ? G[h - 1][c] : 0;

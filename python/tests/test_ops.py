@@ -287,7 +287,7 @@ def test_kda_lower_bound_gate(ctx):
 
 def test_kda_early_fold_with_strong_decay(ctx):
     """Gates far below -G_MAX over a ring: the per-head early fold keeps replay exact."""
-    layer = make_layer("kda", L=16, kda_fold_threshold=10.0)
+    layer = make_layer("kda", L=16, fold_threshold=10.0)
     st = rs.State.allocate(layer, 1, ctx)
     p = Problem(layer, [0], T=30, seed=15, gate_scale=4.0)
     p.load(st)

@@ -106,7 +106,7 @@ int main(void)
     other[0].io_dtype = RSSM_DTYPE_F32;
     other[1].scale = 0.5f;
     other[2].qk_l2norm = 0;
-    other[3].kda_fold_threshold = 30.0f;
+    other[3].fold_threshold = 30.0f;
     other[4].gate = RSSM_GATE_KDA, other[4].num_k_heads = 2; /* the same bytes per slot, another gate */
     static const char *names[5] = {"io dtype", "scale", "q/k normalisation", "fold threshold", "gate"};
     for (int i = 0; i < 5; i++) {

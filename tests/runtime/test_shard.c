@@ -79,7 +79,7 @@ static void alloc_state(const rssm_layer *l, tensors *t)
         s[i]->ring_u = zalloc(t->sz.ring_u);
         s[i]->ring_k = zalloc(t->sz.ring_k);
         s[i]->ring_g = zalloc(t->sz.ring_g);
-        s[i]->ring_base = zalloc(t->sz.ring_base ? t->sz.ring_base : 4 * SLOTS);
+        s[i]->ring_base = zalloc(t->sz.ring_base);
         s[i]->cursor = zalloc(t->sz.cursor);
     }
 }
@@ -114,11 +114,11 @@ static int same_state(const tensors *sh, const tensors *fu, geom s, geom f, int 
     if (f.kda) {
         ok &= same_slice(sh->st.ring_k, fu->st.ring_k, SLOTS, f.HV, v0, s.HV, E * f.L * f.K);
         ok &= same_slice(sh->st.ring_g, fu->st.ring_g, SLOTS, f.HV, v0, s.HV, E * f.L * f.K);
-        ok &= same_slice(sh->st.ring_base, fu->st.ring_base, SLOTS, f.HV, v0, s.HV, 4);
     } else {
         ok &= same_slice(sh->st.ring_k, fu->st.ring_k, SLOTS, f.H, k0, s.H, E * f.L * f.K);
         ok &= same_slice(sh->st.ring_g, fu->st.ring_g, SLOTS, f.HV, v0, s.HV, E * f.L);
     }
+    ok &= same_slice(sh->st.ring_base, fu->st.ring_base, SLOTS, f.HV, v0, s.HV, 4);
     ok &= !memcmp(sh->st.cursor, fu->st.cursor, 4 * SLOTS);
     return ok;
 }
