@@ -389,16 +389,18 @@ static int build_matrix(int quick, mcase *out)
         }
     /* extreme gates on decode steps (both gates, precomputed and raw): early folds and the gate
      * floor; verify windows keep ordinary gates (a window's own decay past -G_MAX keeps large
-     * G differences, and the reference's floor is not the device's) */
+     * G differences, and the reference's floor is not the device's). K = 64 and 128 (on CUDA
+     * the general kernel, and the K = V = 128 kernels and the replay pipeline) */
     for (int g = 0; g < 2; g++)
-        for (int pre = 0; pre < 2; pre++) {
-            mcase *c = &out[n++];
-            memset(c, 0, sizeof *c);
-            c->gate = g ? RSSM_GATE_KDA : RSSM_GATE_GDN, c->L = pre ? 8 : 16;
-            c->s = RSSM_DTYPE_F32, c->r = pre ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16, c->io = c->r;
-            c->H = 2, c->HV = 4, c->K = c->V = 64;
-            c->pre = pre, c->extreme = 1;
-        }
+        for (int pre = 0; pre < 2; pre++)
+            for (int k = 64; k <= 128; k += 64) {
+                mcase *c = &out[n++];
+                memset(c, 0, sizeof *c);
+                c->gate = g ? RSSM_GATE_KDA : RSSM_GATE_GDN, c->L = pre ? 8 : 16;
+                c->s = RSSM_DTYPE_F32, c->r = pre ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16, c->io = c->r;
+                c->H = 2, c->HV = 4, c->K = c->V = k;
+                c->pre = pre, c->extreme = 1;
+            }
     return n;
 }
 
