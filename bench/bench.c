@@ -281,7 +281,7 @@ static int run_setup(config_run *r, const bench_options *o)
         alloc_dev(r, sb.ring_k, &r->st.ring_k) || alloc_dev(r, sb.ring_g, &r->st.ring_g) ||
         alloc_dev(r, sb.cursor, (void **)&r->st.cursor))
         return 1;
-    if (l->gate == RSSM_GATE_KDA && alloc_dev(r, sb.ring_base, (void **)&r->st.ring_base)) return 1;
+    if (alloc_dev(r, sb.ring_base, (void **)&r->st.ring_base)) return 1;
     /* states: checkpoint ~ N(0, 0.1), ring u ~ N(0, 0.5), ring k ~ N(0, K^-1/2), G = 0 (valid
      * for any cursor), ring_base 0; cursors are set per phase */
     if (fill_tiled(r, r->st.checkpoint, sb.checkpoint, l->state_dtype, 0.1, 11) ||

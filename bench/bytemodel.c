@@ -13,7 +13,7 @@
  *           b      HV*e
  *     write o      HV*V*e
  *   A_log and dt_bias are per-layer constants (cache resident) and are not counted; neither
- *   is per-row metadata (slot index, cursor, KDA ring_base: at most 4*(2 + HV) bytes a row).
+ *   is per-row metadata (slot index, cursor, ring_base: at most 4*(2 + HV) bytes a row).
  *
  *   packed decode, per token:  2 * HV*V*K*s + io          (read S, write S)
  *

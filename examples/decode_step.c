@@ -38,6 +38,7 @@ int main(void)
                      .ring_u = zalloc(sz.ring_u),
                      .ring_k = zalloc(sz.ring_k),
                      .ring_g = zalloc(sz.ring_g),
+                     .ring_base = zalloc(sz.ring_base),
                      .cursor = zalloc(sz.cursor)};
 
     /* one token per row: q, k [B, H, K], v [B, HV, V], raw gates a, b [B, HV] */
@@ -73,7 +74,7 @@ int main(void)
     printf("replay decode: 40 steps, cursor of slot 3 = %d, |o| = %.6f\n", st.cursor[3], sqrt(norm));
 
     rssm_context_free(ctx);
-    free(st.checkpoint), free(st.ring_u), free(st.ring_k), free(st.ring_g), free(st.cursor);
+    free(st.checkpoint), free(st.ring_u), free(st.ring_k), free(st.ring_g), free(st.ring_base), free(st.cursor);
     free(q), free(k), free(v), free(o), free(a), free(b), free(A_log), free(dt_bias), free(slot);
     return 0;
 }

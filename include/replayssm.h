@@ -204,15 +204,15 @@ typedef struct rssm_layer {
     int32_t head_k_dim;  /* K, 1..RSSM_MAX_HEAD_DIM */
     int32_t head_v_dim;  /* V, 1..RSSM_MAX_HEAD_DIM */
     rssm_gate gate;
-    int32_t ring_len;         /* L, 1..RSSM_MAX_RING_LEN */
-    rssm_dtype state_dtype;   /* checkpoint */
-    rssm_dtype ring_dtype;    /* ring u and k (ring G is always f32, or f64 on the reference) */
-    rssm_dtype io_dtype;      /* q, k, v, a, b and the output o */
-    float scale;              /* applied to q after normalisation; 0 means K^-0.5 */
-    int32_t qk_l2norm;        /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
-    int32_t has_lower_bound;  /* KDA only: 1 selects the safe gate below */
-    float lower_bound;        /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
-    float kda_fold_threshold; /* KDA only: G_MAX, fold early when min(G) < -G_MAX; 0 means 60 */
+    int32_t ring_len;        /* L, 1..RSSM_MAX_RING_LEN */
+    rssm_dtype state_dtype;  /* checkpoint */
+    rssm_dtype ring_dtype;   /* ring u and k (ring G is always f32, or f64 on the reference) */
+    rssm_dtype io_dtype;     /* q, k, v, a, b and the output o */
+    float scale;             /* applied to q after normalisation; 0 means K^-0.5 */
+    int32_t qk_l2norm;       /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
+    int32_t has_lower_bound; /* KDA only: 1 selects the safe gate below */
+    float lower_bound;       /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
+    float fold_threshold;    /* G_MAX of the per-head early folds (both gates): 0 means 60, else (0, 80] */
 } rssm_layer;
 
 /* A layer with the common defaults filled in (scale 0 = K^-0.5, l2norm on, dtypes f32). */
@@ -229,16 +229,23 @@ RSSM_API size_t rssm_dtype_size(rssm_dtype dtype);
  * ring_u      [slots, HV, L, V]   ring dtype      u_i = beta_i (v_i - S_{i-1} diag(alpha_i) k_i)
  * ring_k      GDN [slots, H, L, K]  ring dtype    normalised k_i, shared by the key head's group
  *             KDA [slots, HV, L, K] ring dtype    pre-decayed key k~_i = k_i * exp(-G_i)
- * ring_g      GDN [slots, HV, L]    f32           G_i, cumulative log-gate since the checkpoint
+ * ring_g      GDN [slots, HV, L]    f32           G_i, cumulative log-gate since the head's checkpoint
  *             KDA [slots, HV, L, K] f32           G_i per key channel
- * ring_base   KDA [slots, HV]       i32           entries of the shared cursor already folded
- *                                                 into this head's checkpoint (GDN: unused, may be NULL)
+ * ring_base   [slots, HV]           i32           entries of the shared cursor already folded
+ *                                                 into this head's checkpoint (both gates)
  * cursor      [slots]               i32           committed entries since the last shared fold;
  *                                                 shared by all layers, moved by rssm_advance and
  *                                                 rssm_commit once per forward.
  *
- * Entry position p of a head's ring (0-based) holds the token committed when the cursor went
- * from base+p to base+p+1; a head's live entries are 0 .. cursor - base - 1.
+ * Ring positions (c = cursor, base = ring_base of the head, 0 <= base <= c <= L): the entry of
+ * the token committed when the cursor went from p to p+1 (base <= p < c are a head's live
+ * entries) is at position
+ *   GDN  p         (absolute: ring_k is shared by the value heads of a key head, whose bases
+ *                   may differ; a head's live entries are positions base .. c - 1)
+ *   KDA  p - base  (relative: a head's live entries are positions 0 .. c - base - 1).
+ * G_i is cumulative since the head's own checkpoint: it restarts at 0 after a fold, an early
+ * fold of that head included. New entries go to the positions of their cursor values by the
+ * same rule (after a shared start fold the cursor values start again from 0, base 0).
  * For packed decode only `checkpoint` is used (it is then simply the state).
  * On the reference device every dtype may also be RSSM_DTYPE_F64 and ring_g is double.
  */
@@ -325,12 +332,29 @@ typedef struct rssm_step_io {
  *   decode: start fold if c + 1 > L (only after a verify left the ring full);
  *           end fold if (entries after the step) == L or fold[b].
  *   verify: start fold if c + T > L or fold[b].
- * KDA adds per-head early folds that only move that head's ring_base:
- *   decode: end fold when min_k G_n < -G_MAX (the new entry is folded, never stored);
- *   verify: start fold when min_k (G_c + window sum of g) < -G_MAX.
- *   Decode then needs no bound on the gate. A KDA verify window's own decay (the sum of its
- *   T log-gates) must stay above -80 per channel: host devices refuse such a window with
- *   RSSM_ERROR_BAD_ARGUMENT; on CUDA it is the caller's precondition (split the window).
+ * Both gates add per-head early folds that only move that head's ring_base (G_MAX =
+ * layer.fold_threshold; min_k over the K channels for KDA, the one G for GDN):
+ *   decode: end fold when min_k G_n < -G_MAX and the shared rule does not fold: the new entry
+ *           is folded into the head's checkpoint, never stored, and base = the cursor after
+ *           the step (c + 1, or 1 after a start fold); the shared end fold wins when the ring
+ *           fills (base = 0);
+ *   verify: start fold when min_k (G_c + window sum of g) < -G_MAX (G_c: the last G of the
+ *           head's live entries; only a head with live entries): the committed entries are
+ *           folded, base = c, and the window's G restart at 0.
+ * Replay, verify and their folds clamp each per-token log-gate g below a floor (float32: -110,
+ * float64: -1000) to the floor before it enters G. The floor's exponential is exactly 0 in the
+ * arithmetic used, so no decay changes (and replay at L = 1 still equals packed decode), yet
+ * no G is ever infinite: g = -inf, a running sum that would overflow, or -exp(A_log)
+ * softplus(..) overflowing to -inf leave replay finite, and decode needs no bound on the gate.
+ * What remains is the cancellation of float32 G values in e^{G_n - G_i}: stored G never pass
+ * -G_MAX in decode (a weight's relative error stays below about (entries) G_MAX 2^-24), and
+ * inside one verify window whose own decay passes -G_MAX (the window's entries are not folded
+ * before the commit) a later token's weights carry about |G_t| 2^-24 per token, |G_t| up to
+ * G_MAX + T |floor|.
+ * A KDA verify window's own decay (the sum of its T log-gates) must stay above -80 per channel
+ * (pre-decayed keys k e^{-G} would overflow): host devices refuse such a window with
+ * RSSM_ERROR_BAD_ARGUMENT; on CUDA it is the caller's precondition (split the window). GDN
+ * windows have no such bound.
  * Packed decode with write_slot: no row may write a slot that another row reads.
  * Every step: the rows' slots (padding -1 aside) are distinct; two rows on one slot would both
  * read and write it in the same launch (the device kernels do not detect this).
@@ -360,7 +384,8 @@ RSSM_API rssm_status rssm_decode_packed(rssm_context *ctx, const rssm_layer *lay
                                         const rssm_step_io *io, void *stream);
 
 /* ReplaySSM decode, T must be 1: reads the checkpoint and the live ring entries, writes the
- * new entry (u, k, G) at position cursor - base, and on a fold writes the checkpoint
+ * new entry (u, k, G) at the position of cursor value c (see the state tensors: GDN c, KDA
+ * c - base), and on a fold writes the checkpoint
  * S_n = S0 diag(e^{G_n}) + sum_i u_i (k_i * e^{G_n - G_i})^T instead (ring then empty).
  * Does not move the cursor: call rssm_advance once after the last layer. */
 RSSM_API rssm_status rssm_decode_replay(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,

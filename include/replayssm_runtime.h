@@ -89,7 +89,7 @@ RSSM_API rssm_status rssm_pool_cursor(const rssm_pool *pool, int32_t slot, int32
  * (smaller; the importer starts with an empty ring, as after rssm_pool_copy). */
 #define RSSM_EXPORT_RING 0u
 #define RSSM_EXPORT_MATERIALIZED 1u
-#define RSSM_EXPORT_FORMAT_VERSION 3u
+#define RSSM_EXPORT_FORMAT_VERSION 4u
 /* Bytes of an exported blob of this pool's shape in form `flags`. */
 RSSM_API rssm_status rssm_pool_export_size(const rssm_pool *pool, uint32_t flags, size_t *bytes);
 /* Writes held `slot` into the host buffer `buf` (capacity bytes): a little-endian header

@@ -7,7 +7,8 @@
  * copy-on-write) on the device under test and on the reference with the same dtypes, in lock
  * step, from the same random state; it compares every output (norm-relative), the cursors
  * (exactly), the materialised states, padding rows (zero), untouched slots (bitwise) and the
- * guard bytes around every tensor (inside the harness).
+ * guard bytes around every tensor (inside the harness). The last cases give decode steps
+ * extreme gates (-inf, -1e38, -1e4, A_log = 88.5): per-head early folds and the gate floor.
  *
  * Tolerances (norm-relative, max|x - y| / max|y| per tensor; NaN never passes):
  *   all f32: 1e-5.  bf16 I/O only: 1e-2.  bf16 state or ring: 2e-2 (one bf16 ulp is up to
@@ -347,6 +348,7 @@ typedef struct mcase {
     int H, HV, K, V;
     int pre;     /* precomputed g/beta */
     int strided; /* q, k, v, a as strided views */
+    int extreme; /* decode steps with extreme gates (-inf, -1e38, -1e4; raw: A_log = 88.5, a = 1e4) */
 } mcase;
 
 static int build_matrix(int quick, mcase *out)
@@ -385,7 +387,41 @@ static int build_matrix(int quick, mcase *out)
             c->H = rt == 1 ? 2 : 1, c->HV = c->H * rt;
             c->pre = (i + 1) % 2, c->strided = i % 3 == 0;
         }
+    /* extreme gates on decode steps (both gates, precomputed and raw): early folds and the gate
+     * floor; verify windows keep ordinary gates (a window's own decay past -G_MAX keeps large
+     * G differences, and the reference's floor is not the device's). K = 64 and 128 (on CUDA
+     * the general kernel, and the K = V = 128 kernels and the replay pipeline) */
+    for (int g = 0; g < 2; g++)
+        for (int pre = 0; pre < 2; pre++)
+            for (int k = 64; k <= 128; k += 64) {
+                mcase *c = &out[n++];
+                memset(c, 0, sizeof *c);
+                c->gate = g ? RSSM_GATE_KDA : RSSM_GATE_GDN, c->L = pre ? 8 : 16;
+                c->s = RSSM_DTYPE_F32, c->r = pre ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16, c->io = c->r;
+                c->H = 2, c->HV = 4, c->K = c->V = k;
+                c->pre = pre, c->extreme = 1;
+            }
     return n;
+}
+
+/* Extreme gates of decode step i (mcase.extreme): -inf, -1e38 and -1e4 on some value heads
+ * (precomputed), or A_log = 88.5 (-exp(A_log) softplus(..) is -inf in float32) and a = 1e4. */
+static void extreme_gates(rh_inputs *in, int i)
+{
+    const int HV = in->HV, gk = in->gk;
+    for (int r = 0; r < in->B; r++)
+        for (int hv = 0; hv < HV; hv++)
+            for (int c = 0; c < gk; c++) {
+                const int64_t j = ((int64_t)r * HV + hv) * gk + c;
+                if (in->g) {
+                    if (i % 3 == 1 && hv == 0) in->g[j] = -INFINITY;
+                    if (i % 4 == 3 && hv == 1) in->g[j] = -1e38f;
+                    if (i % 3 == 2 && hv == HV - 1 && r != 1) in->g[j] = -1e4f;
+                } else if (i % 3 == 2 && hv == HV - 1) {
+                    in->a[j] = 1e4;
+                }
+            }
+    if (!in->g && i % 3 == 1) in->A_log[0] = 88.5f;
 }
 
 static void mcase_name(const mcase *c, char *name, size_t n)
@@ -393,7 +429,9 @@ static void mcase_name(const mcase *c, char *name, size_t n)
     snprintf(name, n, "matrix/%s%s/L=%d/state=%s,ring=%s,io=%s/H=%d,HV=%d,K=%d,V=%d/%s%s",
              c->gate == RSSM_GATE_GDN ? "gdn" : "kda", c->lb ? "-lb" : "", c->L, rh_dtype_name(c->s),
              rh_dtype_name(c->r), rh_dtype_name(c->io), c->H, c->HV, c->K, c->V, c->pre ? "g-beta" : "raw-gates",
-             c->strided ? ",strided" : "");
+             c->strided   ? ",strided"
+             : c->extreme ? ",extreme-gates"
+                          : "");
 }
 
 static double mcase_tol(const mcase *c) { return rh_tolerance(c->s, c->r, c->io); }
@@ -497,6 +535,7 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
         rh_inputs_random(&in, &l, &rng);
         /* rssm_verify's precondition: a KDA window's own decay stays above -80 per channel */
         if (verify && c->gate == RSSM_GATE_KDA) rh_inputs_bound_gates(&in, &l, -60.0 / T);
+        if (c->extreme && !verify && !prefill) extreme_gates(&in, i);
         if (verify) {
             int32_t acc[R];
             for (int r = 0; r < R; r++)

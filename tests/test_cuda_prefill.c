@@ -4,7 +4,7 @@
  * on the wide lanes (2) against the same lanes sliced (3, K = 128; the default picks one of the
  * two by grid size): outputs and the whole state must be the same bits, for GDN and KDA, every dtype mix, the fast head
  * sizes (K = 128, 64) and a generic one, prompts shorter and longer than a chunk, rows whose slot holds a live ring
- * (folded first) and a padding row, KDA heads with a ring base (earlier early folds); each also against the float64
+ * (folded first) and a padding row, heads with a ring base (earlier early folds); each also against the float64
  * reference, within check's tolerances; ragged rows (cu_seqlens) against each row's own call, on
  * each loop and on the default context where the batch and a row alone take different lanes.
  * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
@@ -83,14 +83,15 @@ static rssm_layer test_layer(int gate, const shape *p, int d)
 }
 
 /* The initial state of 4 slots: random checkpoints and live rings, taken from one context;
- * KDA heads whose early folds took some of the ring (base <= cursor). s0 describes the slots. */
+ * heads whose early folds took some of the ring (base <= cursor; both gates). s0 describes the
+ * slots. */
 static int initial_state(rssm_context *ctx, const rssm_layer *l, rh_rng *rng, rh_state *s0, rh_snap *init)
 {
     int r = rh_state_create(ctx, l, 4, s0);
     if (!r) r = rh_state_randomize(ctx, s0, rng, 0);
     if (!r) r = rh_snap_take(ctx, s0, init);
     if (!r) rh_state_free(ctx, s0);
-    if (!r && l->gate == RSSM_GATE_KDA)
+    if (!r)
         for (int sl = 0; sl < 4; sl++)
             for (int hv = 0; hv < l->num_v_heads; hv++) {
                 const int32_t c = ((const int32_t *)init->t[RH_CURSOR])[sl];

@@ -91,7 +91,7 @@ static void errors_context_and_layer(void)
     BAD_LAYER(RSSM_ERROR_BAD_ARGUMENT, (l.has_lower_bound = 1, l.lower_bound = 1), "lower bound > 0");
     BAD_LAYER(RSSM_ERROR_BAD_ARGUMENT, (l.gate = RSSM_GATE_GDN, l.has_lower_bound = 1, l.lower_bound = -5),
               "lower bound on GDN");
-    BAD_LAYER(RSSM_ERROR_BAD_ARGUMENT, l.kda_fold_threshold = 81, "fold threshold 81");
+    BAD_LAYER(RSSM_ERROR_BAD_ARGUMENT, l.fold_threshold = 81, "fold threshold 81");
 #undef BAD_LAYER
     rssm_state_bytes sb;
     EXPECT(RSSM_ERROR_NULL_POINTER, rssm_state_size(&l0, 1, NULL), "state_size out NULL");
@@ -118,8 +118,8 @@ static void fixture_init(fixture *x, rssm_device device, int g)
     x->l = rssm_layer_default(g ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, K, V, L);
     rssm_state_bytes sz;
     rssm_state_size(&x->l, SLOTS, &sz);
-    rssm_state st = {SLOTS,          buf(sz.checkpoint),           buf(sz.ring_u), buf(sz.ring_k),
-                     buf(sz.ring_g), g ? buf(sz.ring_base) : NULL, buf(sz.cursor)};
+    rssm_state st = {SLOTS,          buf(sz.checkpoint), buf(sz.ring_u), buf(sz.ring_k),
+                     buf(sz.ring_g), buf(sz.ring_base),  buf(sz.cursor)};
     for (size_t i = 0; i < sz.checkpoint / 4; i++)
         ((float *)st.checkpoint)[i] = (float)(i % 7) * 0.1f;
     st.cursor[0] = 1, st.cursor[1] = 2;
@@ -187,7 +187,7 @@ static void errors_step_basic(const fixture *x, int f)
     STEP(RSSM_ERROR_NULL_POINTER, "checkpoint NULL", s2.checkpoint = NULL);
     if (f) STEP(RSSM_ERROR_NULL_POINTER, "ring_u NULL", s2.ring_u = NULL);
     if (f) STEP(RSSM_ERROR_NULL_POINTER, "cursor NULL", s2.cursor = NULL);
-    if (f && x->g) STEP(RSSM_ERROR_NULL_POINTER, "ring_base NULL (KDA)", s2.ring_base = NULL);
+    if (f) STEP(RSSM_ERROR_NULL_POINTER, "ring_base NULL", s2.ring_base = NULL);
     STEP(RSSM_ERROR_BAD_SHAPE, "H=0", l2.num_k_heads = 0);
     STEP(RSSM_ERROR_BAD_RING_LEN, "L=0", l2.ring_len = 0);
     STEP(RSSM_ERROR_BAD_DTYPE, "io dtype 7", l2.io_dtype = (rssm_dtype)7);
@@ -239,11 +239,11 @@ static void errors_step_fields(const fixture *x, int f)
         st->cursor[1] = -1;
         STEP(RSSM_ERROR_BAD_ARGUMENT, "corrupt cursor -1", (void)0);
         st->cursor[1] = keep;
-        if (x->g) {
-            st->ring_base[1 * HV + 1] = keep + 1;
-            STEP(RSSM_ERROR_BAD_ARGUMENT, "ring_base above cursor", (void)0);
-            st->ring_base[1 * HV + 1] = 0;
-        }
+        st->ring_base[1 * HV + 1] = keep + 1;
+        STEP(RSSM_ERROR_BAD_ARGUMENT, "ring_base above cursor", (void)0);
+        st->ring_base[1 * HV + 1] = -1;
+        STEP(RSSM_ERROR_BAD_ARGUMENT, "ring_base -1", (void)0);
+        st->ring_base[1 * HV + 1] = 0;
     }
 }
 #undef STEP
@@ -309,6 +309,12 @@ static void errors_state_calls(const fixture *x)
            "%s/materialize/dst is another row's src", gn);
     EXPECT(RSSM_ERROR_MISALIGNED, rssm_materialize(ctx, &l, &st, &st, 1, slot + 1, slot2, NULL),
            "%s/materialize/src_slot misaligned", gn);
+    rssm_state nobase = st;
+    nobase.ring_base = NULL;
+    EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &nobase, &st, B, slot, slot2, NULL),
+           "%s/materialize/src ring_base NULL", gn);
+    EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, &nobase, B, slot, slot2, NULL),
+           "%s/materialize/dst ring_base NULL", gn);
 }
 
 /* Every step function, the cursor moves and materialise, for both gates, on one device. */

@@ -1,12 +1,16 @@
 /*
  * test_ops.c — numerical properties of the ops, on the reference and on the CPU device
  * (a device that says RSSM_ERROR_UNSUPPORTED is skipped). One suite per ctest entry:
- *   bitexact             L=1 replay equals packed decode bit for bit (CPU; reference informative)
+ *   bitexact             L=1 replay equals packed decode bit for bit (CPU; reference informative),
+ *                        extreme gates (-inf, -1e4, A_log = 88.5) included
  *   drift                replay vs packed vs float64 over 4096 steps (f32 and bf16 state)
  *   verify_commit        verify(T) + commit(a) == a sequential replay decodes, every a in 0..T,
  *                        every start cursor 0..L (start folds included)
  *   materialize_prefill  materialise == host reconstruction == packed; prefill + decode == decode
  *   kda_extreme          KDA decode with g = -1000 stays finite and correct (early fold)
+ *   gdn_extreme          GDN replay, verify, materialise and prefill stay finite and within twice
+ *                        packed decode's error under g = -inf, overflowing sums, A_log = 88.5 and
+ *                        -1e4 spikes (early folds, gate floor), f32 and bf16 rings
  *   prefill_ragged       ragged prefill rows (cu_seqlens) == each row's own prefill, bit for bit
  */
 #include <math.h>
@@ -78,6 +82,11 @@ static void suite_bitexact(void)
                     r2 = rh_inputs_alloc(&in, &l, R, 1, step % 2);
                     if (r2) break;
                     rh_inputs_random(&in, &l, &rng);
+                    /* now and then an extreme gate: replay clamps it at the floor, packed does not,
+                     * and e^g = 0 either way */
+                    if (step % 4 == 1) in.g[0] = -INFINITY;
+                    if (step % 4 == 3) in.g[in.HV * in.gk - 1] = -1e4f;
+                    if (step % 8 == 2) in.A_log[0] = 88.5f;
                     r2 = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o1);
                     if (!r2) r2 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, o2);
                     if (!r2) r2 = rh_advance(ctx, &sr, R, slot, NULL);
@@ -287,16 +296,17 @@ static void reconstruct(const rssm_layer *l, const rh_snap *sn, int s, double *o
     const int group = HV / l->num_k_heads;
     const int32_t cur = ((const int32_t *)sn->t[RH_CURSOR])[s];
     for (int hv = 0; hv < HV; hv++) {
-        const int base = l->gate == RSSM_GATE_KDA ? ((const int32_t *)sn->t[RH_RING_BASE])[s * HV + hv] : 0;
+        const int base = ((const int32_t *)sn->t[RH_RING_BASE])[s * HV + hv];
         const int h = cur - base;
         double S[256 * 256], u[64][256], k[64][256], G[64][256], Gn[256];
         rh_unpack(sn->t[RH_CKPT] + rssm_ckpt_off(l, s, hv) * rssm_dtype_size(l->state_dtype), V * K, l->state_dtype, S);
         for (int i = 0; i < h; i++) {
-            rh_unpack(sn->t[RH_RING_U] + rssm_ring_u_off(l, s, hv, i) * rssm_dtype_size(l->ring_dtype), V,
+            const int pos = rssm_ring_pos(l, base + i, base); /* the entry of cursor value base + i */
+            rh_unpack(sn->t[RH_RING_U] + rssm_ring_u_off(l, s, hv, pos) * rssm_dtype_size(l->ring_dtype), V,
                       l->ring_dtype, u[i]);
-            rh_unpack(sn->t[RH_RING_K] + rssm_ring_k_off(l, s, hv, group, i) * rssm_dtype_size(l->ring_dtype), K,
+            rh_unpack(sn->t[RH_RING_K] + rssm_ring_k_off(l, s, hv, group, pos) * rssm_dtype_size(l->ring_dtype), K,
                       l->ring_dtype, k[i]);
-            rh_unpack(sn->t[RH_RING_G] + rssm_ring_g_off(l, s, hv, i, gk) * 4, gk, RSSM_DTYPE_F32, G[i]);
+            rh_unpack(sn->t[RH_RING_G] + rssm_ring_g_off(l, s, hv, pos, gk) * 4, gk, RSSM_DTYPE_F32, G[i]);
         }
         for (int c = 0; c < gk; c++)
             Gn[c] = h ? G[h - 1][c] : 0;
@@ -485,6 +495,197 @@ static void suite_kda_extreme(void)
     }
 }
 
+/* ---- GDN extreme gates ---------------------------------------------------------------------- */
+
+/* The extreme-gate modes of gdn_extreme (tokens counted from the start of the run, n):
+ *   0 g = -inf once (n = 5) on value heads 0 and 3 (and n = 21 on head 1)
+ *   1 g = -1e38 on tokens 5..12 (a running sum that overflows float32 after four)
+ *   2 raw A_log = 88.5 (-exp(A_log) softplus(..) is -inf in float32) on calls starting at 6..11
+ *   3 g = -1e4 spikes every 6th token (head 1: every 9th)
+ *   4 mild gates only (the control: no early fold, the arithmetic of before) */
+enum { XK = 32, XV = 32, XH = 2, XHV = 4, XL = 8, XTOKENS = 40, XMODES = 5 };
+static const char *xmode_name[XMODES] = {"g=-inf once", "g=-1e38 run", "raw A_log=88.5", "g=-1e4 spikes", "mild"};
+
+static void extreme_gates(rh_inputs *in, int mode, int n0)
+{
+    const int T = in->T;
+    if (mode == 2) {
+        for (int i = 0; i < T * XHV; i++)
+            in->a[i] -= 3.0; /* slow decay elsewhere */
+        if (n0 >= 6 && n0 < 12) in->A_log[0] = in->A_log[3] = 88.5f;
+        return;
+    }
+    for (int t = 0; t < T; t++)
+        for (int hv = 0; hv < XHV; hv++) {
+            float *g = &in->g[t * XHV + hv];
+            const int n = n0 + t, hot = hv == 0 || hv == 3;
+            *g *= 0.05f; /* mild: g in [-1, 0) */
+            if (mode == 0 && ((hot && n == 5) || (hv == 1 && n == 21))) *g = -INFINITY;
+            if (mode == 1 && hot && n >= 5 && n <= 12) *g = -1e38f;
+            if (mode == 3 && ((hot && n % 6 == 2) || (hv == 1 && n % 9 == 4))) *g = -1e4f;
+        }
+}
+
+/* One run: XTOKENS tokens of one row through replay decode (T = 1) or verify windows of T tokens
+ * with random acceptance, beside packed decode on the same device (f32 state) and the float64
+ * recurrence. Measures the worst per-token output error of replay and of packed against
+ * float64 (norm-relative), and of the materialised replay state and the packed state (every 8
+ * tokens and at the end), then a prefill of 2 tokens from the replay state (live rings of heads
+ * at different ring bases folded in). */
+typedef struct xresult {
+    double er, ep; /* output errors vs float64: replay, packed */
+    double sr, sp; /* state errors vs float64: materialised replay, packed */
+    int finite;    /* every replay output and state finite */
+    int early;     /* steps after which some head had a ring base > 0 */
+} xresult;
+
+static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtype ring, int verify, int T,
+                       uint64_t seed, xresult *x)
+{
+    const int precomputed = mode != 2;
+    rssm_layer l = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F32, ring, RSSM_DTYPE_F32);
+    rssm_layer lp = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32);
+    rssm_layer l64 = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64);
+    enum { NO = XL * XHV * XV, NS = XHV * XV * XK };
+    const int32_t slot[1] = {0};
+    rh_state sr, sp, s64;
+    memset(&sr, 0, sizeof sr), memset(&sp, 0, sizeof sp), memset(&s64, 0, sizeof s64);
+    memset(x, 0, sizeof *x);
+    x->finite = 1;
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    double orr[NO], op[NO], o64[NO], S[NS], Sp[NS], S64[NS];
+    int rc = rh_state_create(ctx, &l, 1, &sr);
+    if (!rc) rc = rh_state_create(ctx, &lp, 1, &sp);
+    if (!rc) rc = rh_state_create(ref, &l64, 1, &s64);
+    for (int n = 0; n < XTOKENS && !rc;) {
+        rh_inputs in, acc_in;
+        rc = rh_inputs_alloc(&in, &l, 1, T, precomputed);
+        if (rc) break;
+        rh_inputs_random(&in, &l, &rng);
+        round_inputs(&in);
+        extreme_gates(&in, mode, n);
+        int32_t acc[1] = {1};
+        if (verify) {
+            acc[0] = T == 1 ? 1 : (int)(rh_uniform(&rng) * (T + 1));
+            rc = rh_step(ctx, &sr, RH_OP_VERIFY, &in, slot, NULL, NULL, 0, orr);
+            if (!rc) rc = rh_commit(ctx, &sr, 1, T, slot, NULL, acc);
+        } else {
+            rc = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &in, slot, NULL, NULL, 0, orr);
+            if (!rc) rc = rh_advance(ctx, &sr, 1, slot, NULL);
+        }
+        if (!rc) x->finite &= rh_finite(orr, (int64_t)T * XHV * XV);
+        if (!rc && sr.t[RH_RING_BASE].bytes) {
+            int32_t base[XHV];
+            rc = rh_buf_get(ctx, &sr.t[RH_RING_BASE], base);
+            int any = 0;
+            for (int hv = 0; hv < XHV; hv++)
+                any |= base[hv] > 0;
+            x->early += any;
+        }
+        const int a = acc[0];
+        if (!rc && a > 0) {
+            rc = rh_inputs_slice(&in, 0, a, &acc_in);
+            if (!rc) rc = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &acc_in, slot, NULL, NULL, 0, op);
+            if (!rc) rc = rh_step(ref, &s64, RH_OP_DECODE_PACKED, &acc_in, slot, NULL, NULL, 0, o64);
+            for (int t = 0; t < a && !rc; t++) {
+                const int64_t off = (int64_t)t * XHV * XV;
+                x->er = fmax(x->er, rh_relerr(orr + off, o64 + off, XHV * XV));
+                x->ep = fmax(x->ep, rh_relerr(op + off, o64 + off, XHV * XV));
+            }
+            rh_inputs_free(&acc_in);
+        }
+        rh_inputs_free(&in);
+        const int before = n;
+        n += a;
+        if (!rc && (n / 8 != before / 8 || n >= XTOKENS)) {
+            rc = rh_materialized(ctx, &sr, 1, slot, S);
+            if (!rc) rc = rh_checkpoint(ctx, &sp, 1, slot, Sp);
+            if (!rc) rc = rh_checkpoint(ref, &s64, 1, slot, S64);
+            if (!rc) {
+                x->finite &= rh_finite(S, NS);
+                x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
+                x->sp = fmax(x->sp, rh_relerr(Sp, S64, NS));
+            }
+        }
+    }
+    /* prefill 2 tokens from the replay state (its live rings folded in first) */
+    if (!rc) {
+        rh_inputs in;
+        rc = rh_inputs_alloc(&in, &l, 1, 2, precomputed);
+        if (!rc) {
+            rh_inputs_random(&in, &l, &rng);
+            round_inputs(&in);
+            extreme_gates(&in, mode, 7);
+            rc = rh_step(ctx, &sr, RH_OP_PREFILL, &in, slot, NULL, NULL, 0, orr);
+            if (!rc) rc = rh_reset(ctx, &sr, 1, slot);
+            if (!rc) rc = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, op);
+            if (!rc) rc = rh_step(ref, &s64, RH_OP_DECODE_PACKED, &in, slot, NULL, NULL, 0, o64);
+            if (!rc) {
+                x->finite &= rh_finite(orr, 2 * XHV * XV);
+                x->er = fmax(x->er, rh_relerr(orr, o64, 2 * XHV * XV));
+                x->ep = fmax(x->ep, rh_relerr(op, o64, 2 * XHV * XV));
+            }
+            if (!rc) rc = rh_checkpoint(ctx, &sr, 1, slot, S);
+            if (!rc) rc = rh_checkpoint(ctx, &sp, 1, slot, Sp);
+            if (!rc) rc = rh_checkpoint(ref, &s64, 1, slot, S64);
+            if (!rc) {
+                x->finite &= rh_finite(S, NS);
+                x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
+                x->sp = fmax(x->sp, rh_relerr(Sp, S64, NS));
+            }
+            rh_inputs_free(&in);
+        }
+    }
+    rh_state_free(ctx, &sr), rh_state_free(ctx, &sp), rh_state_free(ref, &s64);
+    return rc;
+}
+
+static void suite_gdn_extreme(void)
+{
+    /* the floors' exponentials are exactly 0 at run time, with room (5 and 200 nats) */
+    volatile float f32 = RSSM_GATE_FLOOR_F32;
+    volatile double f64 = RSSM_GATE_FLOOR_F64;
+    t_case(RH_OK, expf(f32) == 0.0f && expf(f32 + 5.0f) == 0.0f && exp(f64) == 0.0 && exp(f64 + 200.0) == 0.0,
+           "gdn_extreme/gate floors: expf(%g) = %g, expf(%g) = %g, exp(%g) = %g, exp(%g) = %g", (double)f32,
+           (double)expf(f32), (double)(f32 + 5.0f), (double)expf(f32 + 5.0f), f64, exp(f64), f64 + 200.0,
+           exp(f64 + 200.0));
+    /* paths: replay decode, then verify windows of 1, 3 and 4 tokens (random acceptance) */
+    static const int path_T[4] = {1, 1, 3, 4};
+    for (int d = 0; d < 2; d++) {
+        rssm_context *ctx, *ref;
+        int rc = rh_context(devices[d], &ctx);
+        if (rh_context(RSSM_DEVICE_REFERENCE, &ref)) return;
+        for (int r = 0; r < 2; r++)
+            for (int mode = 0; mode < XMODES; mode++)
+                for (int path = 0; path < 4; path++) {
+                    const rssm_dtype ring = r ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+                    xresult x;
+                    memset(&x, 0, sizeof x);
+                    int r2 = rc;
+                    if (!r2)
+                        r2 = extreme_run(ctx, ref, mode, ring, path > 0, path_T[path], 7100 + 16 * mode + path, &x);
+                    /* f32 ring: replay within twice packed's error (plus 1e-7 for outputs near 0),
+                     * except inside windows of several tokens whose own decay passes -G_MAX (the
+                     * spike modes): there G differences of |G| ~ |floor| remain, bounded here by
+                     * 5e-5. bf16 ring: check's tolerance. Extreme modes must fold early; the
+                     * control must not. */
+                    const int window = path_T[path] > 1 && mode < 4;
+                    const double tol = r ? 2e-2 : window ? 5e-5 : 0;
+                    const int close =
+                        tol > 0 ? x.er <= tol && x.sr <= tol : x.er <= 2 * x.ep + 1e-7 && x.sr <= 2 * x.sp + 1e-7;
+                    t_case(r2, x.finite && close && (mode < 4 ? x.early > 0 : x.early == 0),
+                           "gdn_extreme/%s/ring=%s/%s/%s T=%d: finite %d, early folds %d; vs float64: output replay "
+                           "%.3g packed %.3g, state replay %.3g packed %.3g (%s%.0e)",
+                           rh_device_name(devices[d]), rh_dtype_name(ring), xmode_name[mode],
+                           path ? "verify" : "decode", path_T[path], x.finite, x.early, x.er, x.ep, x.sr, x.sp,
+                           tol > 0 ? "tol " : "replay <= 2 packed + ", tol > 0 ? tol : 1e-7);
+                }
+        rssm_context_free(ctx);
+        rssm_context_free(ref);
+    }
+}
+
 /* Rows of several lengths in one prefill call (cu_seqlens), live rings folded first, padding
  * rows with and without tokens, against each row's own call. */
 static void suite_prefill_ragged(void)
@@ -521,6 +722,7 @@ int main(int argc, char **argv)
     if (all || !strcmp(s, "verify_commit")) suite_verify_commit();
     if (all || !strcmp(s, "materialize_prefill")) suite_materialize_prefill();
     if (all || !strcmp(s, "kda_extreme")) suite_kda_extreme();
+    if (all || !strcmp(s, "gdn_extreme")) suite_gdn_extreme();
     if (all || !strcmp(s, "prefill_ragged")) suite_prefill_ragged();
     return t_end();
 }

@@ -72,7 +72,7 @@ class rssm_layer(ctypes.Structure):
         ("qk_l2norm", ctypes.c_int32),
         ("has_lower_bound", ctypes.c_int32),
         ("lower_bound", ctypes.c_float),
-        ("kda_fold_threshold", ctypes.c_float),
+        ("fold_threshold", ctypes.c_float),
     ]
 
 
@@ -168,7 +168,7 @@ class rssm_prefix_cache_stats(ctypes.Structure):
 
 RSSM_EXPORT_RING = 0
 RSSM_EXPORT_MATERIALIZED = 1
-RSSM_EXPORT_FORMAT_VERSION = 3
+RSSM_EXPORT_FORMAT_VERSION = 4
 RSSM_PLAN_DECODE, RSSM_PLAN_VERIFY = 0, 1
 RSSM_SNAPSHOT_CHECKPOINT, RSSM_SNAPSHOT_MATERIALIZE = 0, 1
 

@@ -132,13 +132,14 @@ class Layer:
     gate: "gdn" or "kda"; H, HV (a multiple of H), K, V head counts and dims; ring_len L;
     state_dtype (checkpoint), ring_dtype (ring u and k; default = state_dtype), io_dtype
     (q, k, v, a, b, o): "f32", "bf16" or "f64" (reference device only); scale (0 = K^-0.5);
-    qk_l2norm; lower_bound (KDA safe gate, None = plain gate); kda_fold_threshold (0 = 60).
+    qk_l2norm; lower_bound (KDA safe gate, None = plain gate); fold_threshold (G_MAX of the per-head
+    early folds of both gates: 0 = 60, else up to 80).
     The library validates it (ReplaySSMError on a bad layer)."""
 
     def __init__(self, gate: str = "gdn", H: int = 1, HV: Optional[int] = None, K: int = 128, V: Optional[int] = None,
                  ring_len: int = 16, state_dtype: str = "f32", ring_dtype: Optional[str] = None, io_dtype: str = "f32",
                  scale: float = 0.0, qk_l2norm: bool = True, lower_bound: Optional[float] = None,
-                 kda_fold_threshold: float = 0.0):
+                 fold_threshold: float = 0.0):
         g = str(gate).lower()
         if g not in _GATES:
             raise ValueError(f"unknown gate {gate!r} (use 'gdn' or 'kda')")
@@ -160,7 +161,7 @@ class Layer:
         c.qk_l2norm = 1 if qk_l2norm else 0
         c.has_lower_bound = 0 if lower_bound is None else 1
         c.lower_bound = 0.0 if lower_bound is None else float(lower_bound)
-        c.kda_fold_threshold = float(kda_fold_threshold)
+        c.fold_threshold = float(fold_threshold)
         _lib.call("rssm_layer_validate", ctypes.byref(c))
         self._c = c
 
@@ -171,7 +172,7 @@ class Layer:
                    ring_dtype=tz.DTYPE_NAMES[c.ring_dtype], io_dtype=tz.DTYPE_NAMES[c.io_dtype],
                    scale=c.scale, qk_l2norm=bool(c.qk_l2norm),
                    lower_bound=c.lower_bound if c.has_lower_bound else None,
-                   kda_fold_threshold=c.kda_fold_threshold)
+                   fold_threshold=c.fold_threshold)
 
     @classmethod
     def default(cls, gate, H, HV, K, V, ring_len) -> "Layer":
@@ -191,7 +192,7 @@ class Layer:
     scale = property(lambda s: s._c.scale)
     qk_l2norm = property(lambda s: bool(s._c.qk_l2norm))
     lower_bound = property(lambda s: s._c.lower_bound if s._c.has_lower_bound else None)
-    kda_fold_threshold = property(lambda s: s._c.kda_fold_threshold)
+    fold_threshold = property(lambda s: s._c.fold_threshold)
 
     @property
     def group(self) -> int:
@@ -212,7 +213,7 @@ class Layer:
         return "f64" if self.ring_dtype == "f64" else "f32"
 
     def state_shapes(self, num_slots: int) -> dict:
-        """name -> (shape, dtype name) of each state tensor (ring_base only for KDA)."""
+        """name -> (shape, dtype name) of each state tensor."""
         N, H, HV, K, V, L = num_slots, self.H, self.HV, self.K, self.V, self.ring_len
         kda = self.gate == "kda"
         shapes = {
@@ -220,10 +221,9 @@ class Layer:
             "ring_u": ((N, HV, L, V), self.ring_dtype),
             "ring_k": ((N, HV if kda else H, L, K), self.ring_dtype),
             "ring_g": ((N, HV, L, K) if kda else (N, HV, L), self.ring_g_dtype),
+            "ring_base": ((N, HV), "i32"),
             "cursor": ((N,), "i32"),
         }
-        if kda:
-            shapes["ring_base"] = ((N, HV), "i32")
         return shapes
 
     def state_bytes(self, num_slots: int) -> dict:
@@ -238,7 +238,7 @@ class Layer:
         return ",".join([self.gate, str(self.H), str(self.HV), str(self.K), str(self.V), str(self.ring_len),
                          self.state_dtype, self.ring_dtype, self.io_dtype, repr(float(c.scale)),
                          str(int(c.qk_l2norm)), "none" if not c.has_lower_bound else repr(float(c.lower_bound)),
-                         repr(float(c.kda_fold_threshold))])
+                         repr(float(c.fold_threshold))])
 
     @classmethod
     def from_spec(cls, spec: str) -> "Layer":
@@ -247,13 +247,13 @@ class Layer:
             raise ValueError(f"bad layer spec {spec!r}")
         return cls(gate=f[0], H=int(f[1]), HV=int(f[2]), K=int(f[3]), V=int(f[4]), ring_len=int(f[5]),
                    state_dtype=f[6], ring_dtype=f[7], io_dtype=f[8], scale=float(f[9]), qk_l2norm=f[10] == "1",
-                   lower_bound=None if f[11] == "none" else float(f[11]), kda_fold_threshold=float(f[12]))
+                   lower_bound=None if f[11] == "none" else float(f[11]), fold_threshold=float(f[12]))
 
     def replace(self, **kw) -> "Layer":
         d = dict(gate=self.gate, H=self.H, HV=self.HV, K=self.K, V=self.V, ring_len=self.ring_len,
                  state_dtype=self.state_dtype, ring_dtype=self.ring_dtype, io_dtype=self.io_dtype,
                  scale=self.scale, qk_l2norm=self.qk_l2norm, lower_bound=self.lower_bound,
-                 kda_fold_threshold=self.kda_fold_threshold)
+                 fold_threshold=self.fold_threshold)
         d.update(kw)
         return Layer(**d)
 
@@ -280,7 +280,7 @@ class State:
 
     Wrap caller tensors with State(layer, checkpoint=..., ring_u=..., ...) (numpy arrays or
     torch tensors, all on one device, contiguous; the ring tensors may be None for packed
-    decode only; ring_base is required for KDA replay), or allocate with State.allocate.
+    decode only; ring_base [slots, HV] i32 is required for replay), or allocate with State.allocate.
     The cursor is shared by every layer of a model: pass one layer's state.cursor to the
     others (allocate(..., cursor=...))."""
 
@@ -302,10 +302,7 @@ class State:
             setattr(self, name, x)
             if x is None:
                 continue
-            if name not in shapes:  # ring_base of a GDN layer: unused, accepted if [slots, HV] i32
-                shape, kind = (self.num_slots, layer.HV), "i32"
-            else:
-                shape, kind = shapes[name]
+            shape, kind = shapes[name]
             v = tz.view(x, name)
             tz.check_shape(v, name, shape)
             tz.check_kind(v, name, kind)

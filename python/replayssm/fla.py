@@ -714,7 +714,7 @@ class RingCache:
         n = len(s)
         like = self.checkpoint
         dst = State(self.base, checkpoint=_zeros((max(n, 1), self.HV, self.V, self.K), self.base.state_dtype, like),
-                    ring_base=_zeros((max(n, 1), self.HV), "i32", like) if self.gate == "kda" else None)
+                    ring_base=_zeros((max(n, 1), self.HV), "i32", like))
         if n:
             _ops.materialize(self.ctx, self.base, self.state, dst, _i32(s, like), _i32(np.arange(n), like))
         out = _f32(dst.checkpoint[:n]) if not _is_torch(like) else dst.checkpoint[:n].float()

@@ -22,7 +22,7 @@ def test_version():
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="offsets checked for LP64")
 def test_struct_layouts_match_the_header():
     # sizeof/offsetof as compiled from include/replayssm.h on LP64
-    assert ctypes.sizeof(_lib.rssm_layer) == 56 and _lib.rssm_layer.kda_fold_threshold.offset == 52
+    assert ctypes.sizeof(_lib.rssm_layer) == 56 and _lib.rssm_layer.fold_threshold.offset == 52
     assert ctypes.sizeof(_lib.rssm_state) == 56
     assert _lib.rssm_state.checkpoint.offset == 8 and _lib.rssm_state.cursor.offset == 48
     assert ctypes.sizeof(_lib.rssm_step_io) == 168 and _lib.rssm_step_io.fold_every.offset == 160
@@ -58,7 +58,7 @@ def test_state_allocation_matches_rssm_state_size(gate, dtypes):
         assert t.nbytes == sizes[name], name
         assert t.ctypes.data % 64 == 0
     assert sum(t.nbytes for t in st.tensors().values()) == sizes["total"]
-    assert (st.ring_base is None) == (gate == "gdn")
+    assert st.ring_base.shape == (3, 4) and st.ring_base.dtype == np.int32  # both gates
 
 
 def test_shared_cursor_between_layers():

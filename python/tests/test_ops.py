@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import replayssm as rs
+from replayssm import reference as R
 from _util import Problem, aligned, checkpoint_of, from_io, rel_err, to_io, tol
 
 SHAPE = dict(H=2, HV=4, K=16, V=8)  # grouped heads, V != K (catches a transposed state)
@@ -285,13 +286,35 @@ def test_kda_lower_bound_gate(ctx):
     assert rel_err(o, p.o) < tol("f32")
 
 
-def test_kda_early_fold_with_strong_decay(ctx):
+@pytest.mark.parametrize("gate", GATES)
+def test_early_fold_with_strong_decay(ctx, gate):
     """Gates far below -G_MAX over a ring: the per-head early fold keeps replay exact."""
-    layer = make_layer("kda", L=16, kda_fold_threshold=10.0)
+    layer = make_layer(gate, L=16, fold_threshold=10.0)
     st = rs.State.allocate(layer, 1, ctx)
     p = Problem(layer, [0], T=30, seed=15, gate_scale=4.0)
     p.load(st)
     o = decode_steps(ctx, layer, st, p, 0, 30)
+    assert rel_err(o, p.o) < tol("f32")
+    assert st.ring_base[0].any(), "some head folded early"
+    rs.materialize(ctx, layer, st, st, [0], [0])
+    assert rel_err(st.checkpoint[0], p.S[0]) < tol("f32")
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_infinite_gate_keeps_replay_finite(ctx, gate):
+    """A_log = 88.5 on one value head: its gate -exp(A_log) softplus(..) is -inf in float32 on every
+    token. Replay clamps it and folds that head early: no NaN, as exact as ever."""
+    layer = make_layer(gate, L=8)
+    st = rs.State.allocate(layer, 1, ctx)
+    p = Problem(layer, [0], T=20, seed=16)
+    p.io["A_log"] = p.io["A_log"].copy()
+    p.io["A_log"][1] = 88.5
+    p.exact["A_log"] = p.io["A_log"].astype(np.float64)
+    p.o, p.S = R.run_layer(layer.gate, initial_state=p.S0, scale=layer.effective_scale,
+                           qk_l2norm=layer.qk_l2norm, lower_bound=layer.lower_bound, **p.exact)
+    p.load(st)
+    o = decode_steps(ctx, layer, st, p, 0, 20)
+    assert np.isfinite(o).all()
     assert rel_err(o, p.o) < tol("f32")
     rs.materialize(ctx, layer, st, st, [0], [0])
     assert rel_err(st.checkpoint[0], p.S[0]) < tol("f32")

@@ -59,9 +59,9 @@ rssm_status rssm_layer_validate(const rssm_layer *l)
     if (l->has_lower_bound && (l->gate != RSSM_GATE_KDA || !isfinite(l->lower_bound) || l->lower_bound >= 0))
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "the safe gate needs KDA and a finite lower bound < 0 (got %g)",
                          (double)l->lower_bound);
-    if (!isfinite(l->kda_fold_threshold) || l->kda_fold_threshold < 0 || l->kda_fold_threshold > 80)
-        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "kda_fold_threshold %g (need 0 for the default, or up to 80)",
-                         (double)l->kda_fold_threshold);
+    if (!isfinite(l->fold_threshold) || l->fold_threshold < 0 || l->fold_threshold > 80)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "fold_threshold %g (need 0 for the default, or up to 80)",
+                         (double)l->fold_threshold);
     return RSSM_OK;
 }
 
@@ -71,7 +71,7 @@ rssm_status rssm_layer_resolve(const rssm_context *ctx, const rssm_layer *in, rs
     if (st != RSSM_OK) return st;
     *out = *in;
     if (out->scale == 0) out->scale = 1.0f / sqrtf((float)out->head_k_dim);
-    if (out->kda_fold_threshold == 0) out->kda_fold_threshold = RSSM_DEFAULT_KDA_FOLD_THRESHOLD;
+    if (out->fold_threshold == 0) out->fold_threshold = RSSM_DEFAULT_FOLD_THRESHOLD;
     return ctx ? ctx->backend->check_layer(out) : RSSM_OK;
 }
 
@@ -107,7 +107,7 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
     out->ring_u = n * l->num_v_heads * l->ring_len * l->head_v_dim * r;
     out->ring_k = n * heads_k * l->ring_len * l->head_k_dim * r;
     out->ring_g = n * l->num_v_heads * l->ring_len * rssm_layer_gk(l) * g;
-    out->ring_base = l->gate == RSSM_GATE_KDA ? n * l->num_v_heads * 4 : 0;
+    out->ring_base = n * l->num_v_heads * 4;
     out->cursor = n * 4;
     out->total = out->checkpoint + out->ring_u + out->ring_k + out->ring_g + out->ring_base + out->cursor;
     return RSSM_OK;

@@ -6,7 +6,7 @@
 
 #include "core/backend.h"
 
-/* The layer validated, with its defaults resolved (scale and kda_fold_threshold never 0) and
+/* The layer validated, with its defaults resolved (scale and fold_threshold never 0) and
  * checked against ctx's back end (ctx NULL: no back-end check). */
 rssm_status rssm_layer_resolve(const rssm_context *ctx, const rssm_layer *in, rssm_layer *out);
 /* The layer as the state's meaning depends on it: resolved (defaults filled in), and the gate's

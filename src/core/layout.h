@@ -34,8 +34,19 @@ RSSM_HD int64_t rssm_ring_g_off(const rssm_layer *l, int64_t s, int hv, int p, i
     return ((s * l->num_v_heads + hv) * l->ring_len + p) * (int64_t)gk;
 }
 
-/* ring_base [slots, HV] (KDA) */
+/* ring_base [slots, HV] (both gates) */
 RSSM_HD int64_t rssm_base_off(const rssm_layer *l, int64_t s, int hv) { return s * l->num_v_heads + hv; }
+
+/* The position rule of the ring, for every tensor of one value head (ring_u, ring_k, ring_g):
+ * the entry of the token committed when the shared cursor went from p to p + 1 is at
+ *   GDN  position p           (absolute: ring_k is one key head's, shared by the value heads
+ *                              of its group, which may have different bases; each position is
+ *                              written once, whatever the heads' bases)
+ *   KDA  position p - base    (relative: every tensor is the value head's own)
+ * where base = ring_base[slot, hv], the entries already folded into the head's checkpoint. A
+ * head's live entries are those of cursor values base .. cursor - 1, so positions
+ * rssm_ring_pos(l, base, base) .. rssm_ring_pos(l, cursor, base) - 1, in order. */
+RSSM_HD int rssm_ring_pos(const rssm_layer *l, int p, int base) { return l->gate == RSSM_GATE_GDN ? p : p - base; }
 
 /* Per-token inputs: the token index bt = b * T + t, or cu_seqlens[b] + t for ragged prefill rows. */
 RSSM_HD int64_t rssm_bt(const rssm_step_io *io, int b, int t)

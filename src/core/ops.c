@@ -39,7 +39,7 @@ static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_s
     NEED(s->ring_k, "state.ring_k");
     NEED(s->ring_g, "state.ring_g");
     NEED(s->cursor, "state.cursor");
-    if (l->gate == RSSM_GATE_KDA) NEED(s->ring_base, "state.ring_base (KDA)");
+    NEED(s->ring_base, "state.ring_base");
     ALIGNED(s->ring_u, "state.ring_u");
     ALIGNED(s->ring_k, "state.ring_k");
     ALIGNED(s->ring_g, "state.ring_g");
@@ -108,7 +108,6 @@ static rssm_status check_cursors(const char *fn, const rssm_layer *l, const rssm
         if (c < 0 || c > l->ring_len)
             return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: cursor of slot %d is %d, outside [0, L=%d]", fn, slot[b], c,
                              l->ring_len);
-        if (l->gate != RSSM_GATE_KDA) continue;
         for (int hv = 0; hv < l->num_v_heads; hv++) {
             const int32_t base = s->ring_base[rssm_base_off(l, slot[b], hv)];
             if (base < 0 || base > c)
@@ -350,7 +349,7 @@ static rssm_status materialize_locked(rssm_context *ctx, const rssm_layer *layer
     NEED(dst->checkpoint, "dst.checkpoint");
     ALIGNED(dst->checkpoint, "dst.checkpoint");
     if (dst->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: dst.num_slots %d < 1", fn, dst->num_slots);
-    if (p.layer.gate == RSSM_GATE_KDA) NEED(dst->ring_base, "dst.ring_base (KDA)");
+    NEED(dst->ring_base, "dst.ring_base");
     ALIGNED(dst->ring_base, "dst.ring_base");
     if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
     NEED(src_slot, "src_slot");

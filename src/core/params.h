@@ -32,7 +32,7 @@ typedef enum rssm_op {
 /* Step family: packed decode, replay decode, verify, prefill. */
 typedef struct rssm_params {
     rssm_op op;
-    rssm_layer layer; /* validated; scale and kda_fold_threshold resolved (never 0) */
+    rssm_layer layer; /* validated; scale and fold_threshold resolved (never 0) */
     rssm_state state;
     rssm_step_io io; /* strides resolved (never 0) */
     int32_t group;   /* HV / H */
@@ -107,7 +107,24 @@ RSSM_HD float rssm_gate_f32(float a, float A_log, float dt_bias, int safe, float
 /* Largest decay (nats, per channel) one KDA verify window may have on its own. */
 #define RSSM_KDA_WINDOW_DECAY 80.0
 
-/* Default KDA early-fold threshold G_MAX. */
-#define RSSM_DEFAULT_KDA_FOLD_THRESHOLD 60.0f
+/* Default early-fold threshold G_MAX (both gates). */
+#define RSSM_DEFAULT_FOLD_THRESHOLD 60.0f
+
+/* ---- the gate floor of replay's arithmetic ---------------------------------------------
+ * Replay, verify and their folds clamp every per-token log-gate below the floor to the floor
+ * before it enters a cumulative G: e^{floor} is exactly 0 in the arithmetic that uses it, so
+ * the clamp changes no decay (e^g = 0 = e^{floor} for g < floor; a gate above it is kept as
+ * is), but G stays finite: no -inf - (-inf) = NaN, no overflow of a running sum.
+ *   float32 (CPU, CUDA): expf(-110) = 0 (the smallest float32 subnormal is e^{-103.28}, and
+ *     anything below half of it, e^{-103.97}, rounds to 0), so replay at L = 1 (e^{floor})
+ *     still equals packed decode (e^{g}) bit for bit.
+ *   float64 (the reference): exp(-1000) = 0 (the smallest double subnormal is e^{-744.44}).
+ * Packed decode and prefill keep the raw gate. A NaN gate is not a clamped one: it stays NaN,
+ * as in packed decode. */
+#define RSSM_GATE_FLOOR_F32 (-110.0f)
+#define RSSM_GATE_FLOOR_F64 (-1000.0)
+
+RSSM_HD float rssm_gate_floor_f32(float g) { return g < RSSM_GATE_FLOOR_F32 ? RSSM_GATE_FLOOR_F32 : g; }
+RSSM_HD double rssm_gate_floor_f64(double g) { return g < RSSM_GATE_FLOOR_F64 ? RSSM_GATE_FLOOR_F64 : g; }
 
 #endif /* RSSM_PARAMS_H */

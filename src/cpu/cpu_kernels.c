@@ -231,10 +231,18 @@ typedef struct ring {
     float *G;  /* [h][gk] cumulative log-gates */
 } ring;
 
-static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv)
+/* The head's ring base (0 without a ring). Its live entries are cursor - base: those of cursor
+ * values base .. cursor - 1, at positions rssm_ring_pos (GDN absolute, KDA from 0). */
+static int head_base(const rssm_layer *l, const rssm_state *sp, int s, int hv)
 {
-    const int base = (l->gate == RSSM_GATE_KDA && sp->ring_base) ? sp->ring_base[rssm_base_off(l, s, hv)] : 0;
-    return sp->cursor ? sp->cursor[s] - base : 0;
+    return sp->ring_base ? sp->ring_base[rssm_base_off(l, s, hv)] : 0;
+}
+
+/* Keys of a head's live entries within the keys loaded by load_keys: GDN's start at the head's
+ * base (all committed positions of the key head are loaded), KDA's at 0. */
+static float *live_keys(const rssm_layer *l, float *Kr, int base)
+{
+    return Kr + (size_t)rssm_ring_pos(l, base, base) * l->head_k_dim;
 }
 
 /* ---- software prefetch ----------------------------------------------------------------------
@@ -273,34 +281,36 @@ static void prefetch_next_head(const rssm_params *p, int b, int hv, int ring)
         prefetch_lines(at(p->io.k, l->io_dtype, bt * p->io.k_stride + (int64_t)kh * K), (int64_t)K * ei);
     }
     if (!ring || !sp->cursor) return;
-    const int h = live_entries(l, sp, s, hv);
+    const int base = head_base(l, sp, s, hv), h = sp->cursor[s] - base, p0 = rssm_ring_pos(l, base, base);
     if (h <= 0) return;
-    prefetch_lines((const char *)sp->ring_u + rssm_ring_u_off(l, s, hv, 0) * er, (int64_t)h * V * er);
+    prefetch_lines((const char *)sp->ring_u + rssm_ring_u_off(l, s, hv, p0) * er, (int64_t)h * V * er);
     if (l->gate == RSSM_GATE_KDA || hv % p->group == 0)
-        prefetch_lines((const char *)sp->ring_k + rssm_ring_k_off(l, s, hv, p->group, 0) * er, (int64_t)h * K * er);
-    prefetch_lines((const float *)sp->ring_g + rssm_ring_g_off(l, s, hv, 0, p->gk), (int64_t)h * p->gk * 4);
+        prefetch_lines((const char *)sp->ring_k + rssm_ring_k_off(l, s, hv, p->group, p0) * er, (int64_t)h * K * er);
+    prefetch_lines((const float *)sp->ring_g + rssm_ring_g_off(l, s, hv, p0, p->gk), (int64_t)h * p->gk * 4);
 }
 
-/* Committed keys of entries 0..h-1 of (slot s, value head hv) (GDN: its key head's). */
-static void load_keys(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, int h,
+/* Keys of ring positions 0..n-1 of (slot s, value head hv) (GDN: its key head's, every
+ * committed position, n = cursor; KDA: the head's live entries, n = cursor - base). */
+static void load_keys(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, int n,
                       float *Kr)
 {
     const int K = l->head_k_dim;
-    if (h > 0) load_f32(vec, sp->ring_k, l->ring_dtype, rssm_ring_k_off(l, s, hv, group, 0), Kr, h * K);
+    if (n > 0) load_f32(vec, sp->ring_k, l->ring_dtype, rssm_ring_k_off(l, s, hv, group, 0), Kr, n * K);
 }
 
-/* u and G of entries 0..h-1 of (s, hv); keys must already be in rg->Kr. */
-static void load_ring(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int gk, int h,
-                      cpu_arena *a, ring *rg)
+/* u and G of the h live entries of (s, hv) from ring base `base`; keys must already be in
+ * rg->Kr. */
+static void load_ring(const cpu_vec *vec, const rssm_layer *l, const rssm_state *sp, int s, int hv, int gk, int base,
+                      int h, cpu_arena *a, ring *rg)
 {
-    const int V = l->head_v_dim;
+    const int V = l->head_v_dim, p0 = rssm_ring_pos(l, base, base);
     rg->h = h;
     rg->U = rssm_cpu_take(a, (size_t)h * V + 1);
     rg->UT = rssm_cpu_take(a, (size_t)h * V + 1);
     rg->G = rssm_cpu_take(a, (size_t)h * gk + 1);
     if (h == 0) return;
-    load_f32(vec, sp->ring_u, l->ring_dtype, rssm_ring_u_off(l, s, hv, 0), rg->U, h * V);
-    memcpy(rg->G, (const float *)sp->ring_g + rssm_ring_g_off(l, s, hv, 0, gk), sizeof(float) * (size_t)h * gk);
+    load_f32(vec, sp->ring_u, l->ring_dtype, rssm_ring_u_off(l, s, hv, p0), rg->U, h * V);
+    memcpy(rg->G, (const float *)sp->ring_g + rssm_ring_g_off(l, s, hv, p0, gk), sizeof(float) * (size_t)h * gk);
 }
 
 /* rg->UT [V][h] <- rg->U [h][V]: the per-row weights of a fold (only folds need it) */
@@ -375,7 +385,7 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
 
 static void base_store(const rssm_layer *l, const rssm_state *sp, int s, int hv, int32_t base)
 {
-    if (l->gate == RSSM_GATE_KDA && sp->ring_base) sp->ring_base[rssm_base_off(l, s, hv)] = base;
+    if (sp->ring_base) sp->ring_base[rssm_base_off(l, s, hv)] = base;
 }
 
 /* ---- packed decode and prefill ----------------------------------------------------------- */
@@ -445,10 +455,12 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
         if (p->op == RSSM_OP_PREFILL) {
             /* start from the materialised state: checkpoint with its live ring folded in */
             ring rg;
-            const int h = live_entries(l, sp, s, hv);
-            if (l->gate == RSSM_GATE_KDA || hv == kh * p->group) load_keys(vec, l, sp, s, hv, p->group, h, Kr);
-            load_ring(vec, l, sp, s, hv, gk, h, a, &rg);
-            rg.Kr = Kr;
+            const int base = head_base(l, sp, s, hv), h = sp->cursor[s] - base;
+            if (l->gate == RSSM_GATE_KDA) load_keys(vec, l, sp, s, hv, p->group, h, Kr);
+            if (l->gate == RSSM_GATE_GDN && hv == kh * p->group)
+                load_keys(vec, l, sp, s, hv, p->group, sp->cursor[s], Kr);
+            load_ring(vec, l, sp, s, hv, gk, base, h, a, &rg);
+            rg.Kr = live_keys(l, Kr, base);
             fold_head(vec, l, sp, s, hv, gk, &rg, a, S);
         } else {
             load_f32(vec, sp->checkpoint, sdt, rssm_ckpt_off(l, s, hv), S, V * K);
@@ -493,14 +505,14 @@ typedef struct replay_item {
     int forced;     /* the row's fold flag */
     int verify;     /* a verify step (T tokens kept or rejected later) */
     int uniform;    /* the shared start-fold rule fires (the same for every head of the row) */
-    float thr;      /* KDA's G_MAX: fold early when min(G) < -thr */
+    float thr;      /* G_MAX: a head folds early when min(G) < -thr */
     float *qn, *kn; /* [T][K] normalised q (scaled) and k of the key head */
     float *kq;      /* [T] k_t . q_t */
     float *Kr;      /* [L][K] committed keys (GDN: the key head's, loaded once; KDA: per value head) */
     float *ones;    /* [K] 1.0: the alpha of the end fold's last update */
-    /* GDN: k_i . k_t and k_i . q_t [T][L] of the committed entries are the key head's, shared
-     * by the group's value heads (which all read the same hw = c or 0 entries); made by the
-     * first head that needs them (wd_ready) */
+    /* GDN: k_i . k_t and k_i . q_t [T][L] of the committed positions 0..c-1 are the key head's,
+     * shared by the group's value heads (each reads its live positions base..c-1, or none after
+     * a start fold); made by the first head that needs them (wd_ready) */
     float *wkd, *wqd;
     int wd_ready;
     uint16_t *k16; /* [K] a key rounded to bf16 */
@@ -509,18 +521,20 @@ typedef struct replay_item {
 /* One value head's step. */
 typedef struct replay_head {
     int hv;
-    int h; /* live ring entries */
+    int base; /* the head's ring base before the step */
+    int h;    /* live ring entries (cursor values base .. c - 1) */
     ring rg;
     float *vv, *g, *beta;        /* the window's inputs: v [T][V], log-gates [T][gk], beta [T] */
     float Gh[RSSM_MAX_HEAD_DIM]; /* cumulative gate after the live entries */
     int start;                   /* fold the live entries into S0 before the window */
     int c0;                      /* the cursor the window starts from */
+    int wbase;                   /* the ring base during the window: c0 after a start fold, else base */
     int hw;                      /* committed entries the window reads */
     float *alphaS, *KWs;         /* start fold weights over the h live entries */
     float *Gt;                   /* [T][gk] G_t */
     float *xk, *xq;              /* [T][K] e^{G_t} k_t, e^{G_t} q_t */
     float *kst;                  /* [T][K] the keys as stored (KDA: k e^{-G_t}), rounded to the ring dtype */
-    int end;                     /* decode end fold: 0 none, 1 the shared rule, 2 KDA early fold */
+    int end;                     /* decode end fold: 0 none, 1 the shared rule, 2 the head's early fold */
     float *alphaN, *KWn;         /* end fold weights over the hw entries */
     float *rk, *rq;              /* [T][V] the committed ring's part of S_{t-1} alpha_t k_t, S_t q_t */
     float *wkk, *wqk;            /* [T][T] weights of the window's earlier entries t' < t */
@@ -544,7 +558,7 @@ static void replay_item_init(replay_item *it, const cpu_job *j, int b, int kh, c
     it->forced = p->io.fold ? p->io.fold[b] != 0 : 0;
     it->verify = p->op == RSSM_OP_VERIFY;
     it->uniform = rssm_start_fold(it->c, T, L, it->verify && it->forced);
-    it->thr = l->kda_fold_threshold;
+    it->thr = l->fold_threshold;
 
     float *qn = rssm_cpu_take(a, (size_t)T * K), *kn = rssm_cpu_take(a, (size_t)T * K), *kq = rssm_cpu_take(a, T);
     for (int t = 0; t < T; t++) {
@@ -552,7 +566,8 @@ static void replay_item_init(replay_item *it, const cpu_job *j, int b, int kh, c
         kq[t] = vec->dot(kn + (size_t)t * K, qn + (size_t)t * K, K);
     }
     it->qn = qn, it->kn = kn, it->kq = kq;
-    /* GDN: the group's committed keys, read before any head of the group writes ring_k */
+    /* GDN: the group's committed keys (positions 0..c-1), read before any head of the group
+     * writes ring_k */
     it->Kr = rssm_cpu_take(a, (size_t)L * K);
     if (l->gate == RSSM_GATE_GDN) load_keys(vec, l, sp, it->s, kh * p->group, p->group, it->c, it->Kr);
     it->ones = rssm_cpu_take(a, K);
@@ -563,8 +578,9 @@ static void replay_item_init(replay_item *it, const cpu_job *j, int b, int kh, c
     it->k16 = (uint16_t *)rssm_cpu_take(a, (size_t)K);
 }
 
-/* The head's live ring, the window's inputs and the start fold: the shared rule, or KDA's early
- * fold when the window would take min(G) past -G_MAX. */
+/* The head's live ring, the window's inputs (log-gates clamped at RSSM_GATE_FLOOR_F32) and the
+ * start fold: the shared rule, or the head's early fold when the window would take min(G) past
+ * -G_MAX. */
 static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu_arena *a)
 {
     const rssm_params *p = it->p;
@@ -572,20 +588,23 @@ static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu
     const rssm_layer *l = it->l;
     const int K = it->K, V = it->V, T = it->T, gk = it->gk, s = it->s;
     hd->hv = hv;
-    const int h = hd->h = live_entries(l, it->sp, s, hv);
+    const int base = hd->base = head_base(l, it->sp, s, hv);
+    const int h = hd->h = it->c - base;
     if (l->gate == RSSM_GATE_KDA) load_keys(vec, l, it->sp, s, hv, p->group, h, it->Kr);
-    load_ring(vec, l, it->sp, s, hv, gk, h, a, &hd->rg);
-    hd->rg.Kr = it->Kr;
+    load_ring(vec, l, it->sp, s, hv, gk, base, h, a, &hd->rg);
+    hd->rg.Kr = live_keys(l, it->Kr, base);
 
     /* the window's inputs */
     float *vv = rssm_cpu_take(a, (size_t)T * V), *g = rssm_cpu_take(a, (size_t)T * gk), *beta = rssm_cpu_take(a, T);
     for (int t = 0; t < T; t++)
         prep_head(p, vec, rssm_bt(&p->io, it->b, t), hv, vv + (size_t)t * V, g + (size_t)t * gk, beta + t);
+    for (int i = 0; i < T * gk; i++)
+        g[i] = rssm_gate_floor_f32(g[i]);
     hd->vv = vv, hd->g = g, hd->beta = beta;
     ring_G(&hd->rg, gk, hd->Gh);
 
     int early = 0;
-    if (!it->uniform && it->verify && gk > 1 && h > 0) {
+    if (!it->uniform && it->verify && h > 0) {
         float W[RSSM_MAX_HEAD_DIM];
         for (int i = 0; i < gk; i++) {
             W[i] = hd->Gh[i];
@@ -596,6 +615,7 @@ static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu
     }
     hd->start = it->uniform || early;
     hd->c0 = it->uniform ? 0 : it->c;
+    hd->wbase = hd->start ? hd->c0 : base;
     hd->hw = hd->start ? 0 : h;
     hd->alphaS = NULL, hd->KWs = NULL;
     if (hd->start && h > 0) {
@@ -643,16 +663,16 @@ static void replay_window_gates(const replay_item *it, replay_head *hd, cpu_aren
     hd->Gt = Gt, hd->xk = xk, hd->xq = xq, hd->kst = kst;
 }
 
-/* Decode end fold: 1 the shared rule (ring full or forced), 2 KDA's early fold when G_1 passes
- * -G_MAX (the entry is folded, never stored). Makes the per-row fold weights (the transposed
- * ring) when a start or an end fold reads them. */
+/* Decode end fold: 1 the shared rule (ring full or forced), 2 the head's early fold when G_1
+ * passes -G_MAX (the entry is folded, never stored). Makes the per-row fold weights (the
+ * transposed ring) when a start or an end fold reads them. */
 static void replay_end_plan(const replay_item *it, replay_head *hd, cpu_arena *a)
 {
     const int K = it->K, gk = it->gk, hw = hd->hw;
     hd->end = 0;
     if (!it->verify) {
         hd->end = (hd->c0 + 1 == it->L || it->forced) ? 1 : 0;
-        if (!hd->end && gk > 1 && min_of(hd->Gt, gk) < -it->thr) hd->end = 2;
+        if (!hd->end && min_of(hd->Gt, gk) < -it->thr) hd->end = 2;
     }
     if ((hd->start && hd->h > 0) || (hd->end && hw > 0)) ring_transpose(&hd->rg, it->V);
     hd->alphaN = NULL, hd->KWn = NULL;
@@ -664,13 +684,15 @@ static void replay_end_plan(const replay_item *it, replay_head *hd, cpu_arena *a
 
 /* Ring weights of the committed entries i < hw and of the window entries t' < t:
  *   GDN w = (k_i . x) e^{G_t - G_i};  KDA w = k~_i . (e^{G_t} x)
- * rk_t = sum_i w(k_t) u_i, rq_t = sum_i w(q_t) u_i [T][V]; the window's weights wkk, wqk [T][T]. */
+ * rk_t = sum_i w(k_t) u_i, rq_t = sum_i w(q_t) u_i [T][V]; the window's weights wkk, wqk [T][T].
+ * GDN's dot products k_i . x are those of the key head's committed positions 0..c-1, made once
+ * for the group; a head reads positions base..c-1 of them. */
 static void replay_ring_weights(replay_item *it, replay_head *hd, cpu_arena *a)
 {
     const cpu_vec *vec = it->vec;
     const int K = it->K, V = it->V, L = it->L, T = it->T, gk = it->gk, hw = hd->hw;
-    const float *kn = it->kn, *qn = it->qn, *Kr = it->Kr, *Gt = hd->Gt, *kst = hd->kst;
-    float *wkd = it->wkd, *wqd = it->wqd;
+    const float *kn = it->kn, *qn = it->qn, *Kr = hd->rg.Kr, *Gt = hd->Gt, *kst = hd->kst;
+    float *wkd = it->wkd + (gk == 1 ? hd->base : 0), *wqd = it->wqd + (gk == 1 ? hd->base : 0);
     const ring *rg = &hd->rg;
     float *rk = rssm_cpu_take(a, (size_t)T * V), *rq = rssm_cpu_take(a, (size_t)T * V);
     float *wkk = rssm_cpu_take(a, (size_t)T * T), *wqk = rssm_cpu_take(a, (size_t)T * T);
@@ -681,9 +703,9 @@ static void replay_ring_weights(replay_item *it, replay_head *hd, cpu_arena *a)
         const float *xa = gk == 1 ? kn + (size_t)t * K : hd->xk + (size_t)t * K;
         const float *xb = gk == 1 ? qn + (size_t)t * K : hd->xq + (size_t)t * K;
         if (gk == 1 && hw > 0 && !it->wd_ready)
-            for (int i = 0; i < hw; i++) {
-                wkd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xa, K);
-                wqd[(size_t)t * L + i] = vec->dot(Kr + (size_t)i * K, xb, K);
+            for (int i = 0; i < it->c; i++) {
+                it->wkd[(size_t)t * L + i] = vec->dot(it->Kr + (size_t)i * K, xa, K);
+                it->wqd[(size_t)t * L + i] = vec->dot(it->Kr + (size_t)i * K, xb, K);
             }
         for (int i = 0; i < hw; i++) {
             const float *ki = Kr + (size_t)i * K;
@@ -845,30 +867,31 @@ static void replay_tokens(const replay_item *it, const replay_head *hd, cpu_aren
     }
 }
 
-/* The outputs; the KDA fold base of a folded head; without an end fold, the window's entries at
- * ring positions hw .. hw+T-1. */
+/* The outputs; the fold base of a folded head; without an end fold, the window's entries at the
+ * positions of cursor values c0 .. c0+T-1 (rssm_ring_pos). GDN's keys are the key head's: the
+ * group's first value head writes them whenever the step stores entries (also when that head
+ * itself folds early: the group's other heads may store theirs). */
 static void replay_store(const replay_item *it, const replay_head *hd)
 {
     const rssm_params *p = it->p;
     const cpu_vec *vec = it->vec;
     const rssm_layer *l = it->l;
     const rssm_state *sp = it->sp;
-    const int K = it->K, V = it->V, T = it->T, gk = it->gk, s = it->s, hv = hd->hv, hw = hd->hw;
+    const int K = it->K, V = it->V, T = it->T, gk = it->gk, s = it->s, hv = hd->hv;
     const rssm_dtype rdt = l->ring_dtype;
     for (int t = 0; t < T; t++)
         store_o(p, vec, rssm_bt(&p->io, it->b, t), hv, hd->O + (size_t)t * V);
 
     if (hd->start) base_store(l, sp, s, hv, hd->c0);
-    if (hd->end) {
-        base_store(l, sp, s, hv, hd->end == 2 ? hd->c0 + 1 : 0);
-        return;
-    }
-    const int write_k = l->gate == RSSM_GATE_KDA || hv % p->group == 0;
+    if (hd->end) base_store(l, sp, s, hv, hd->end == 2 ? hd->c0 + 1 : 0);
+    const int write_k = l->gate == RSSM_GATE_KDA ? !hd->end : hv % p->group == 0 && hd->end != 1;
     for (int t = 0; t < T; t++) {
-        store_f32(vec, sp->ring_u, rdt, rssm_ring_u_off(l, s, hv, hw + t), hd->Uo + (size_t)t * V, V);
+        const int pos = rssm_ring_pos(l, hd->c0 + t, hd->wbase);
         if (write_k)
-            store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, hw + t), hd->kst + (size_t)t * K, K);
-        memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, hw + t, gk), hd->Gt + (size_t)t * gk,
+            store_f32(vec, sp->ring_k, rdt, rssm_ring_k_off(l, s, hv, p->group, pos), hd->kst + (size_t)t * K, K);
+        if (hd->end) continue;
+        store_f32(vec, sp->ring_u, rdt, rssm_ring_u_off(l, s, hv, pos), hd->Uo + (size_t)t * V, V);
+        memcpy((float *)sp->ring_g + rssm_ring_g_off(l, s, hv, pos, gk), hd->Gt + (size_t)t * gk,
                sizeof(float) * (size_t)gk);
     }
 }
@@ -911,10 +934,12 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
     for (int hv = kh * m->group; hv < (kh + 1) * m->group; hv++) {
         a->used = mark;
         ring rg;
-        const int h = live_entries(l, &m->src, s, hv);
-        if (l->gate == RSSM_GATE_KDA || hv == kh * m->group) load_keys(vec, l, &m->src, s, hv, m->group, h, Kr);
-        load_ring(vec, l, &m->src, s, hv, gk, h, a, &rg);
-        rg.Kr = Kr;
+        const int base = head_base(l, &m->src, s, hv), h = m->src.cursor[s] - base;
+        if (l->gate == RSSM_GATE_KDA) load_keys(vec, l, &m->src, s, hv, m->group, h, Kr);
+        if (l->gate == RSSM_GATE_GDN && hv == kh * m->group)
+            load_keys(vec, l, &m->src, s, hv, m->group, m->src.cursor[s], Kr);
+        load_ring(vec, l, &m->src, s, hv, gk, base, h, a, &rg);
+        rg.Kr = live_keys(l, Kr, base);
         float *alpha = rssm_cpu_take(a, K), *KW = rssm_cpu_take(a, (size_t)h * K + 1), G[RSSM_MAX_HEAD_DIM];
         ring_transpose(&rg, V);
         ring_G(&rg, gk, G);

@@ -144,12 +144,14 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
     A.NS = (l->head_v_dim + VS - 1) / VS;
     /* CTAs that share ring data form a cluster (<= 8, the portable size) */
     A.defer_k = 0;
-    /* GDN prefill writes nothing that another CTA reads (no ring keys, no ring base; each CTA
-     * stores its own checkpoint rows), so its sliced lanes need no cluster: without one, a row's
-     * 128 CTAs of 4 slices x 32 value heads start 28% sooner on the H200 (1 row x 256 tokens:
-     * 154 against 214 us, bench/results/gpu-prefill-nocluster.txt). Whole heads keep the
-     * group's cluster (8 x 256 tokens: 361 us with it, 372 us without). */
-    if (A.mode == MODE_PACKED || (A.mode == MODE_PREFILL && !kda && A.NS > 1))
+    /* GDN prefill writes no ring data another CTA reads (each CTA stores its own checkpoint
+     * rows; the ring bases, which every slice of a head reads, are reset by a small kernel after
+     * the step: defer_base), so its sliced lanes need no cluster: without one, a row's 128 CTAs
+     * of 4 slices x 32 value heads start 28% sooner on the H200 (1 row x 256 tokens: 154 against
+     * 214 us, bench/results/gpu-prefill-nocluster.txt). Whole heads keep the group's cluster
+     * (8 x 256 tokens: 361 us with it, 372 us without). */
+    A.defer_base = A.mode == MODE_PREFILL && !kda && A.NS > 1;
+    if (A.mode == MODE_PACKED || A.defer_base)
         A.cs = 1;
     else if (kda)
         A.cs = A.NS;
@@ -167,6 +169,10 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
        fn);
     if (A.defer_k) {
         gdn_write_k_kernel<<<dim3((unsigned)l->num_k_heads, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
+        CU(cudaGetLastError(), fn);
+    }
+    if (A.defer_base) {
+        gdn_reset_base_kernel<<<dim3(1, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
         CU(cudaGetLastError(), fn);
     }
     return RSSM_OK;

@@ -21,15 +21,17 @@
  *     warp's rows and the token inputs of warp t < T: raw k_t, q_t (and A_log, dt_bias for raw
  *     gates) staged by cp.async in shared memory, a/g and b/beta in registers;
  *   round 1 (slot known): cursor, ring_base and the warp's 8 rows of S0 (all in flight at once);
- *   round 2 (cursor known): the committed ring entries i < h (u of all rows, k, G: GDN G_i,
- *     KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held);
+ *   round 2 (cursor known): the h = cursor - base live ring entries (u of all rows, k, G: GDN
+ *     G_i, KDA G_{h-1}) copied whole into shared memory with cp.async (no registers held), live
+ *     entry i to shared entry i: KDA ring positions 0 .. h-1, GDN base .. cursor-1 (absolute
+ *     positions, replayssm.h);
  *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
  * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
  * B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
  * entries (u, k, G; KDA G of every entry) are copied in round 1 next to S0, without waiting
- * for the cursor; entries >= h are never used (they may be written concurrently by this step's
- * CTAs: a harmless read of unused bytes). Costs (L - h) entries of extra reads, so it is off
- * for other bandwidth-bound grids.
+ * for the cursor; entries outside the live ones are never used (they may be written concurrently
+ * by this step's CTAs: a harmless read of unused bytes; GDN's live entries then start at shared
+ * entry base). Costs (L - h) entries of extra reads, so it is off for other bandwidth-bound grids.
  * After that no global load depends on another: the start fold, the ring weights, the end
  * fold and the rows read the ring from shared memory. (Reading ring_k from global after two
  * barriers, the folds' u and k from global in a loop over i, and ring u held in 8 registers
@@ -45,10 +47,15 @@
  *
  * Races: ring reads complete (cp.async.wait_all, then a CTA barrier) before the fold decision;
  * GDN ring_k of a key head is shared by its group's value heads, which form a cluster, and on
- * steps with a start fold (overwriting positions 0..T-1) every CTA passes the cluster barrier
- * after its cp.async reads and before the weight phase writes the new keys. KDA: one CTA
- * holds a whole head unless split; split parts form a cluster, pass the same barrier on a
- * start fold, and part 0 writes ring_base only after a cluster barrier (every part has read it).
+ * steps with a shared start fold (overwriting positions 0..T-1; uniform over the row) every CTA
+ * passes the cluster barrier after its cp.async reads and before the weight phase writes the
+ * new keys (a GDN head's own early folds write only positions >= cursor, which no head reads as
+ * live). KDA: one CTA holds a whole head unless split; split parts form a cluster, pass the same
+ * barrier on any start fold (they decide alike), and part 0 writes ring_base only after a
+ * cluster barrier (every part has read it). GDN heads split over parts (their bases differ
+ * within the cluster): each CTA arrives on the cluster barrier once its reads are done and waits
+ * for the others before the weight phase on every step; part 0 writes the head's ring base after
+ * that wait (a one-token step in the weight phase, a verify window at the end).
  */
 #include "k128_common.cuh"
 
@@ -103,8 +110,8 @@ __device__ __forceinline__ int key_head(int hv, int group)
 }
 
 /* L2 prefetch of what the CTA of (slot, value head hv, part) will read: its R rows of the
- * checkpoint and (replay, verify) the committed ring entries (the cursor is read here, off
- * every critical path, so DRAM moves only the bytes of the byte model). */
+ * checkpoint and (replay, verify) the live ring entries (the cursor and ring base are read here,
+ * off every critical path, so DRAM moves only the bytes of the byte model). */
 template <bool KDA, bool SBF, int MODE>
 __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_layer &l, int slot, int hv, int part,
                                               int R, int group)
@@ -114,20 +121,23 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
                     (rssm_ckpt_off(&l, slot, hv) + (int64_t)part * R * K128_DIM) * ssz,
                 (unsigned)(R * K128_DIM * ssz));
     if (MODE != MODE_PACKED) {
-        int h = st.cursor[slot] - (KDA ? st.ring_base[(int64_t)slot * l.num_v_heads + hv] : 0);
-        if (h <= 0 || h > l.ring_len) return;
+        /* the live entries: KDA positions 0 .. h-1, GDN p0 = base .. cursor-1 */
+        const int base = st.ring_base[(int64_t)slot * l.num_v_heads + hv];
+        const int h = st.cursor[slot] - base, p0 = KDA ? 0 : base;
+        if (h <= 0 || h > l.ring_len || (!KDA && (base < 0 || base + h > l.ring_len))) return;
         const unsigned entries = (unsigned)(h * K128_DIM * rsz);
-        prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, 0) * rsz, entries);
+        prefetch_l2((const unsigned char *)st.ring_u + rssm_ring_u_off(&l, slot, hv, p0) * rsz, entries);
         const int64_t k0 =
             ((KDA ? (int64_t)slot * l.num_v_heads + hv : (int64_t)slot * l.num_k_heads + key_head(hv, group)) *
-             l.ring_len)
+                 l.ring_len +
+             p0)
             << 7;
         prefetch_l2((const unsigned char *)st.ring_k + k0 * rsz, entries);
         if (KDA)
             prefetch_l2((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, h - 1, K128_DIM),
                         (unsigned)(K128_DIM * 4));
-        else { /* G_0 .. G_{h-1}: 4 h bytes, widened to 16-byte alignment */
-            const uintptr_t g0 = (uintptr_t)((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, 0, 1));
+        else { /* G of positions p0 .. p0+h-1: 4 h bytes, widened to 16-byte alignment */
+            const uintptr_t g0 = (uintptr_t)((const float *)st.ring_g + rssm_ring_g_off(&l, slot, hv, p0, 1));
             const uintptr_t lo = g0 & ~(uintptr_t)15, hi = (g0 + 4 * (uintptr_t)h + 15) & ~(uintptr_t)15;
             prefetch_l2((const void *)lo, (unsigned)(hi - lo));
         }
@@ -370,8 +380,12 @@ __device__ __forceinline__ float inv_norm(const rssm_layer &l, const float *x)
 
 /* Token preparation (the roles of round 0, token t), independent of the state, while S0 and
  * the ring are in flight: normalised k into sm.kn[t] (kw), normalised and scaled q into
- * sm.qn[t] (qw), the gates g into sm.gt[t] and beta (gw); verify also k q. */
-template <bool KDA, bool ONE>
+ * sm.qn[t] (qw), the gates g into sm.gt[t] and beta (gw); verify also k q. FLOOR (GDN replay
+ * and verify): g clamped at RSSM_GATE_FLOOR_F32 (params.h), whose e^g is 0 as any g below it;
+ * packed decode keeps the raw gate. (KDA keeps it too: a KDA gate below the floor takes G past
+ * -G_MAX, so the step folds and multiplies by e^G = 0 either way, and the key it would pre-decay
+ * is never stored; its verify windows are bounded by contract.) */
+template <bool KDA, bool ONE, bool FLOOR>
 __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, int iobf, bool kw, bool qw, bool gw,
                                               const float (&ga)[4], float braw)
 {
@@ -399,16 +413,18 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     if (gw) {
         float g[4];
         if (A.io.g) {
+            const float x = FLOOR ? rssm_gate_floor_f32(ga[0]) : ga[0];
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                g[e] = KDA ? ga[e] : ga[0];
+                g[e] = KDA ? ga[e] : x;
         } else if (KDA) {
             const float alog = sm.gt[t][c4];
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 g[e] = rssm_gate_f32(ga[e], alog, sm.G[t][c4 + e], l.has_lower_bound, l.lower_bound);
         } else {
-            const float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
+            float x = rssm_gate_f32(ga[0], sm.gt[t][c4], sm.gt[t][c4 + 1], l.has_lower_bound, l.lower_bound);
+            if (FLOOR) x = rssm_gate_floor_f32(x);
             g[0] = g[1] = g[2] = g[3] = x;
         }
 #pragma unroll
@@ -426,11 +442,18 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     }
 }
 
-/* KDA verify: 1 when the window would take some channel's G below -G_MAX (an early start
- * fold): min over channels of G_{h-1} (Gl) + the window's T gates */
-__device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
+/* Verify: 1 when the window would take some channel's G below -G_MAX (the head's early start
+ * fold): min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl (KDA) or
+ * in Gl[0] (GDN, whose gates sm.gt are the same on every channel) */
+template <bool KDA> __device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
+    if (!KDA) {
+        float W = Gl[0];
+        for (int t = 0; t < T; t++)
+            W = W + sm.gt[t][0];
+        return W < -A.l.fold_threshold;
+    }
     const int c4 = lane * 4; /* the lane's first channel */
     float W[4];
 #pragma unroll
@@ -441,11 +464,12 @@ __device__ __forceinline__ int window_folds_early(const kargs &A, const float *G
         for (int e = 0; e < 4; e++)
             W[e] = W[e] + sm.gt[t][c4 + e];
     const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
-    return m < -A.l.kda_fold_threshold;
+    return m < -A.l.fold_threshold;
 }
 
-/* One token (ONE): every warp, in registers, for its lanes' 4 channels: G (G1: channel c4's) and
- * (KDA replay) the smallest G for the end-fold test (gmin1), and the vectors its ring weights
+/* One token (ONE): every warp, in registers, for its lanes' 4 channels: G (G1: channel c4's; GDN:
+ * the head's one G, its end-fold test) and (KDA replay) the smallest G for the end-fold test
+ * (gmin1), and the vectors its ring weights
  * take (wa4, wb4: KDA x_k = e^G k and x_q = e^G q, GDN k and q); warp 0 also stores x_k, x_q and
  * k q for the rows (read after the next barrier). G4_of(e): G of channel c4 + e. */
 template <bool KDA, int MODE>
@@ -622,12 +646,12 @@ __device__ __forceinline__ float window_token_chain(int rdt, int h, int t, bool 
  * channels 16 j + 4 (l % 4) + e of its row srow, A from S, B from column l / 4 of sXd), two
  * accumulators, then the ring in tiles of 4 entries (entry i0 + l % 4). Lane 4 r + t ends with
  * row r's two values of token t and finishes that row and token (window_token_chain): o_t of
- * row b, u_t into the ring of slot s. */
+ * row b, u_t into the ring of slot s at position wpos + t. */
 template <int TC>
 __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)[8][4], const double *sXd,
-                                                const unsigned char *sU, int rbf, int h, int T, int lane, int srow,
-                                                int sch, int b, int s, int HV, int hv, int L, const uint32_t (&vraw)[2],
-                                                int iobf)
+                                                const unsigned char *sU, int rbf, int h, int wpos, int T, int lane,
+                                                int srow, int sch, int b, int s, int HV, int hv, int L,
+                                                const uint32_t (&vraw)[2], int iobf)
 {
     fixed_smem &sm = k128_smem();
     const rssm_layer &l = A.l;
@@ -663,19 +687,19 @@ __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)
         window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
     if (live) {
         st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
-        st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + srow, uw);
+        st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + wpos + t) << 7) + srow, uw);
     }
 }
 
 /* Windows of 1-2 and 5-8 tokens, and replay without a fold: per group of RJ = 8 / TC rows, the
  * row dot products with x_k and x_q plus the ring's weighted u, summed by the butterfly; value
  * (row g0 + rr, token t, type) then sits on lane 4 (rr TC + t) + 2 type, and lane 4 (rr TC + t)
- * finishes (row, token t) (window_token_chain): o_t of row b, u_t into the ring of slot s.
- * vreg(jj): v of the lane's (token (lane >> 3) + 4 jj, row row0 + lane % 8). */
+ * finishes (row, token t) (window_token_chain): o_t of row b, u_t into the ring of slot s at
+ * position wpos + t. vreg(jj): v of the lane's (token (lane >> 3) + 4 jj, row row0 + lane % 8). */
 template <int TC>
 __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][4], const unsigned char *sU, int rbf,
-                                            int h, int T, int lane, int row0, int b, int s, int HV, int hv, int L,
-                                            const uint32_t (&vraw)[2], int iobf)
+                                            int h, int wpos, int T, int lane, int row0, int b, int s, int HV, int hv,
+                                            int L, const uint32_t (&vraw)[2], int iobf)
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
@@ -728,21 +752,23 @@ __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][
         if (live) {
             const int jr = row0 + g0 + rr;
             st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
-            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + h + t) << 7) + jr, uw);
+            st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + wpos + t) << 7) + jr, uw);
         }
     }
 }
 
-/* Copies of entries 0 .. n-1 of the ring into shared memory (GDN G: all n; KDA G: entry n - 1
- * into sG, or all n into sGall when speculative), cp.async by the CTA's nt threads: ring k at
- * element rk0 (ring dtype, rsz bytes), u of this part's R rows of head hd, G from ringg */
+/* Copies of ring positions p0 .. p0+n-1 into shared entries 0 .. n-1 (GDN G: all n; KDA G: entry
+ * n - 1 into sG, or all n into sGall when speculative), cp.async by the CTA's nt threads: ring k
+ * at element rk0 (position 0; ring dtype, rsz bytes), u of this part's R rows of head hd, G from
+ * ringg (position 0) */
 template <bool KDA>
 __device__ __forceinline__ void copy_ring_entries(const kargs &A, unsigned char *sK, unsigned char *sU, float *sG,
                                                   float *sGall, const float *ringg, int64_t rk0, int64_t hd, int L,
-                                                  int rsz, int R, int part, int tid, int nt, bool spec, int n)
+                                                  int rsz, int R, int part, int tid, int nt, bool spec, int p0, int n)
 {
-    const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + rk0 * rsz;
-    const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz;
+    const unsigned char *gk_ = (const unsigned char *)A.st.ring_k + (rk0 + ((int64_t)p0 << 7)) * rsz;
+    const unsigned char *gu_ = (const unsigned char *)A.st.ring_u + ((hd * L + p0) << 7) * rsz;
+    ringg += p0 * (KDA ? K128_DIM : 1);
     /* 16-byte chunks: nch of k; uch (a power of two) of this part's rows of each u entry */
     const int nch = n * K128_DIM * rsz / 16, uch = R * rsz / 16, uch_log2 = 31 - __clz(uch);
     for (int i = tid; i < nch; i += nt)
@@ -763,11 +789,13 @@ __device__ __forceinline__ void copy_ring_entries(const kargs &A, unsigned char 
     }
 }
 
-/* One token: the new entry's key as stored and G (from the token's gates), by one warp: k into
- * ring k at element rk0 + h K (GDN: by the group's first value head, first = 1), G at ringg */
+/* One token: the new entry's key as stored and G (from the token's gates and G_{h-1}), by one
+ * warp, at ring position pos: k into ring k at element rk0 + pos K (GDN: by the group's first
+ * value head, first = 1), G into ringg (GDN: only with entry = 1; a head folding early stores
+ * no entry, but its group's key) */
 template <bool KDA>
-__device__ __forceinline__ void write_new_entry(const kargs &A, int h, const float *Gl, const float *sG, int rbf,
-                                                int lane, float *ringg, int64_t rk0, bool first)
+__device__ __forceinline__ void write_new_entry(const kargs &A, int h, int pos, const float *Gl, const float *sG,
+                                                int rbf, int lane, float *ringg, int64_t rk0, bool first, bool entry)
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
@@ -779,8 +807,9 @@ __device__ __forceinline__ void write_new_entry(const kargs &A, int h, const flo
         G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
         ks4[e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G4[e]) : kv);
     }
-    if (KDA || first) st4(A.st.ring_k, rbf, rk0 + (int64_t)h * K128_DIM + c4, ks4);
-    float *rg = ringg + h * gk;
+    if (KDA || first) st4(A.st.ring_k, rbf, rk0 + (int64_t)pos * K128_DIM + c4, ks4);
+    if (!KDA && !entry) return;
+    float *rg = ringg + pos * gk;
     if (KDA)
         *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
     else if (lane == 0)
@@ -898,7 +927,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     int c = 0, base = 0;
     if (MODE != MODE_PACKED || CHK) {
         c = A.st.cursor[s];
-        base = KDA ? A.st.ring_base[hd] : 0;
+        base = A.st.ring_base[hd];
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
@@ -911,10 +940,10 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     const int gk = KDA ? K128_DIM : 1;
     float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
     const int64_t rk0 = MODE == MODE_PACKED ? 0 : ((KDA ? hd : (int64_t)s * l.num_k_heads + kh) * L) << 7;
-    auto copy_ring = [&](int n) {
-        copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, n);
+    auto copy_ring = [&](int p0, int n) {
+        copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, p0, n);
     };
-    if (spec) copy_ring(L);     /* needs only the slot */
+    if (spec) copy_ring(0, L);  /* needs only the slot */
     int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
@@ -922,23 +951,32 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         return true;
     }
 
-    /* ---- round 2: the committed ring entries into shared memory ---- */
-    if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(h);
+    /* ---- round 2: the live ring entries into shared memory (GDN from position base) ---- */
+    if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(KDA ? 0 : base, h);
     cp_commit(); /* group 1: the ring (possibly empty) */
+    /* GDN, speculative: every position copied, the live entries from shared entry base on */
+    if (!KDA && spec) {
+        sK += (size_t)base * K128_DIM * rsz, sU += (size_t)base * K128_DIM * rsz;
+        sG += base;
+    }
     /* KDA: G_{h-1} per channel (valid when h > 0) */
     const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG;
 
     /* token preparation, while S0 and the ring are in flight */
-    if (kw || qw || gw) prepare_token<KDA, ONE>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
+    if (kw || qw || gw) prepare_token<KDA, ONE, !KDA && MODE != MODE_PACKED>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
     cp_wait_all();
     __syncthreads(); /* ring in shared memory, token inputs prepared */
+    /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
+    const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
+    if (gdn_parts) cluster_arrive();
 
-    /* ---- fold decision (shared cursor, fold flag, KDA window check) ---- */
+    /* ---- fold decision (shared cursor, fold flag, the head's window check) ---- */
     int uniform = 0, early = 0, c0 = c;
     if (MODE != MODE_PACKED) {
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
-        if (KDA && MODE == MODE_VERIFY && !uniform && h > 0) early = window_folds_early(A, Gl, T, lane);
+        if (MODE == MODE_VERIFY && !uniform && h > 0)
+            early = window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
     }
     const bool sfold = uniform || early;
     int new_base = base;
@@ -963,6 +1001,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         h = 0;
         new_base = c0;
     }
+    /* the ring position of the step's first new entry (cursor value c0): KDA c0 - base = h, GDN c0 */
+    const int wpos = KDA ? h : c0;
 
     if (MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
 
@@ -978,18 +1018,23 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read
-     * before the barrier after the ring weights) */
-    if (MODE != MODE_PACKED && sfold && A.cs > 1)
+     * before the barrier after the ring weights). The cluster's CTAs decide alike: KDA's are one
+     * head's parts, GDN's pass it on the shared start fold only (uniform over the row), except
+     * that GDN heads split over parts always wait here (their ring base is written below). */
+    if (gdn_parts) {
+        cluster_wait();
+        if (!ONE) __syncthreads();
+    } else if (MODE != MODE_PACKED && (KDA ? sfold : uniform) && A.cs > 1) {
         cluster_sync_all();
-    else if (!ONE)
+    } else if (!ONE)
         __syncthreads();
 
-    int end = 0;
+    int end = 0; /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX) */
     if (MODE == MODE_PACKED)
         end = 1;
     else if (MODE == MODE_REPLAY) {
         end = (c0 + 1 == L || forced) ? 1 : 0;
-        if (!end && KDA && gmin1 < -l.kda_fold_threshold) end = 2;
+        if (!end && (KDA ? gmin1 : G1) < -l.fold_threshold) end = 2;
     }
 
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
@@ -997,9 +1042,15 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         ring_weights<KDA>(
             sm.wk[0], sm.wq[0], sK, rbf, sG, G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
             [&](int e) { return wb4[e]; });
-        if (MODE != MODE_PACKED && !end && part == 0 && w == NW - 1) { /* the new entry's k and G */
-            write_new_entry<KDA>(A, h, Gl, sG, rbf, lane, ringg, rk0, hv == kh * group);
+        /* the new entry's k and G; GDN: the group's key also when this head folds early */
+        if (MODE != MODE_PACKED && (KDA ? !end : end != 1) && part == 0 && w == NW - 1) {
+            write_new_entry<KDA>(A, h, wpos, Gl, sG, rbf, lane, ringg, rk0, hv == kh * group, !end);
         }
+        /* GDN: the head's ring base after a fold (every part of the head has read it: one CTA,
+         * or the cluster wait above), by the same warp (there, with its offset formed apart,
+         * the end fold keeps the registers it had without it: ptxas -v) */
+        if (!KDA && MODE != MODE_PACKED && (sfold || end) && part == 0 && w == NW - 1 && lane == 0)
+            A.st.ring_base[(int64_t)opaque(s) * HV + hv] = end ? (end == 2 ? c0 + 1 : 0) : c0;
         __syncthreads();
     } else {
         window_ring_weights<KDA>(sK, sG, rbf, T, h, w, NW, lane);
@@ -1007,8 +1058,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;
             const bool wk_ = KDA || hv == kh * group;
-            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(h + t) * K128_DIM + c4, &sm.ks[t][c4]);
-            float *rg = ringg + (h + t) * gk;
+            if (wk_) st4(A.st.ring_k, rbf, rk0 + (int64_t)(wpos + t) * K128_DIM + c4, &sm.ks[t][c4]);
+            float *rg = ringg + (wpos + t) * gk;
             if (KDA)
                 *((float4 *)(rg + c4)) = *((const float4 *)&sm.G[t][c4]);
             else if (lane == 0)
@@ -1031,10 +1082,13 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
                                 MODE == MODE_PACKED ? d : s);
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
-        rows_window_mma<TC>(A, S, sXd, sU, rbf, h, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
+        rows_window_mma<TC>(A, S, sXd, sU, rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
     } else if (MODE != MODE_PACKED) {
-        rows_window<TC>(A, S, sU, rbf, h, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
+        rows_window<TC>(A, S, sU, rbf, h, wpos, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
     }
+    /* GDN verify: the head's ring base after a start fold (here rather than before the rows:
+     * fewer registers held through them) */
+    if (!KDA && !ONE && sfold && part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = c0;
     if (KDA && MODE != MODE_PACKED && new_base != base) {
         if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
         if (part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
@@ -1053,7 +1107,8 @@ __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
  * such step of a row that has entries, or every row when a graph captured on a small step runs
  * a larger one). The decision depends on the row's slot, fold flag and cursor and the head's
  * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
- * heads, which share the ring base 0; KDA: one head's parts). */
+ * heads, whose bases are all 0 where the cursor is, 0 <= base <= cursor; KDA: one head's
+ * parts). */
 template <bool KDA, bool SBF> __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
     if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true>(A)) return;

@@ -28,19 +28,20 @@
  * 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). Larger grids are bound by bandwidth in
  * aggregate; there the balancing code measured slower even where it kept the plain order (GDN
  * B = 128: 85.7 -> 89.0 us, bench/results/gpu-ab-balance-small-tma.txt), so they run the BAL = false instantiation, the
- * plain round robin. rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (KDA's
- * early folds, by the gate threshold, are not known in advance.)
+ * plain round robin. rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
+ * heads' early folds, by the gate threshold, are not known in advance.)
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
- *   producer: reads slot, cursor and (KDA) ring base of its next 32 items at once, one lane
- *     each (so no per-item read depends on another); per item it loads the token inputs (k, q
- *     of the key head, v of the value head, gate inputs), waits until the consumers have taken
- *     stage j % NS's previous rows into registers (empty_s) and starts the TMA copy of the
- *     checkpoint (128 x 128, one contiguous block) into it, waits until they are done with the
- *     stage's previous item (empty_r) and starts the copies of the h committed ring entries
- *     (k, u, and G: GDN G_0..G_{h-1}, KDA G_{h-1}), then normalises k and q, evaluates the
- *     gates and writes the item's header; the stage's `full` barrier completes with its 32
- *     arrivals (the producer warp's lanes, after the header) and the last copied byte.
+ *   producer: reads slot, cursor and ring base of its next 32 items at once, one lane each (so
+ *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
+ *     head, v of the value head, gate inputs), waits until the consumers have taken stage
+ *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
+ *     (128 x 128, one contiguous block) into it, waits until they are done with the stage's
+ *     previous item (empty_r) and starts the copies of the h = cursor - base live ring entries
+ *     (k, u, and G: GDN G_base..G_{c-1} from ring position base, KDA G_{h-1}, positions from 0),
+ *     then normalises k and q, evaluates the gates (GDN: clamped at the gate floor) and writes
+ *     the item's header; the stage's `full` barrier completes with its 32 arrivals (the
+ *     producer warp's lanes, after the header) and the last copied byte.
  *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
  *     decode_k128.cu); per item they wait for `full`, take the rows into registers and release
  *     the state buffer (empty_s), fold, compute the ring weights (one named barrier), then the
@@ -49,9 +50,11 @@
  * give the same bits.
  *
  * Races: GDN ring_k of a key head is shared by the group's value heads, all in one unit of one
- * CTA; the new key (position h, or 0 after a start fold, which overwrites entries the other
- * heads read) is written by the unit's last value head, after every head of the group has
- * its copy. KDA ring_k, ring_g, ring_base and the checkpoint belong to one (slot, value head).
+ * CTA; the new key (position c, or 0 after a start fold, which overwrites entries the other
+ * heads read) is written by the unit's last value head whenever the shared end fold does not
+ * happen (also when that head folds early: the others may store the entry), after every head
+ * of the group has its copy. GDN ring_u, ring_g, ring_base and the checkpoint, and every KDA
+ * tensor, belong to one (slot, value head).
  * A stage is overwritten (TMA or producer stores) only after every consumer thread arrived on
  * its empty barrier, after its last read; consumers read it only after every lane of its
  * producer arrived on `full`, after its last store. Every thread arrives for itself: with one
@@ -242,7 +245,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                     win_s = A.io.slot[bl];
                     if (win_s >= 0 && win_s < A.st.num_slots) {
                         win_c = A.st.cursor[win_s];
-                        win_base = KDA ? A.st.ring_base[(int64_t)win_s * HV + hvl] : 0;
+                        win_base = A.st.ring_base[(int64_t)win_s * HV + hvl];
                     }
                 }
             }
@@ -298,13 +301,17 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             }
             if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
             if (copy_ring && lane == 0) {
+                /* KDA entries at positions 0 .. h-1; GDN at p0 = base .. base+h-1, its G copied
+                 * from position p0 & ~3 (16-byte aligned; the consumers read from sh.G[p0 & 3]) */
+                const int p0 = KDA ? 0 : base, g0 = p0 & ~3;
                 const unsigned eb = (unsigned)(h * PK * rsz);
-                const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L) << 7;
-                const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L);
-                const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * h + 15) & ~15);
+                const int64_t rk0 = ((KDA ? hd : (int64_t)s * H + kh) * L + p0) << 7;
+                const float *gsrc = (const float *)A.st.ring_g + (KDA ? (hd * L + h - 1) << 7 : hd * L + g0);
+                const unsigned gb = KDA ? PK * 4 : (unsigned)((4 * (p0 + h - g0) + 15) & ~15);
                 mbar_expect_tx(&ch.full[st], 2 * eb + gb);
                 bulk_copy(ring_k_of(st), (const unsigned char *)A.st.ring_k + rk0 * rsz, eb, &ch.full[st]);
-                bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L) << 7) * rsz, eb, &ch.full[st]);
+                bulk_copy(ring_u_of(st), (const unsigned char *)A.st.ring_u + ((hd * L + p0) << 7) * rsz, eb,
+                          &ch.full[st]);
                 bulk_copy(sh.G, gsrc, gb, &ch.full[st]);
             }
 
@@ -325,13 +332,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             if (A.io.g) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    g[e] = ga[e];
+                    g[e] = KDA ? ga[e] : rssm_gate_floor_f32(ga[e]); /* GDN: the gate floor */
             } else if (KDA) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     g[e] = rssm_gate_f32(ga[e], alog, dtb[e], l.has_lower_bound, l.lower_bound);
             } else {
-                g[0] = g[1] = g[2] = g[3] = rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound);
+                g[0] = g[1] = g[2] = g[3] =
+                    rssm_gate_floor_f32(rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound));
             }
             float kq = 0.0f;
 #pragma unroll
@@ -382,7 +390,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         }
         mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
-        const float *sG = sh.G;
+        const float *sG = sh.G + (KDA ? 0 : base & 3); /* GDN: G of the live entries (see the copies) */
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
 
         /* fold of the h committed entries into S (k128_common.cuh) */
@@ -405,6 +413,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             h = 0;
             new_base = c0;
         }
+        const int pos = KDA ? h : c0; /* the new entry's ring position (GDN: the cursor value c0) */
 
         /* cumulative gates of the lane's channels; x_k = e^G k, x_q = e^G q; the ring weights
          * take (KDA) x_k, x_q or (GDN) k, q */
@@ -423,8 +432,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
             }
         }
+        /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX) */
         int end = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
-        if (!end && KDA && gmin < -l.kda_fold_threshold) end = 2;
+        if (!end && (KDA ? gmin : G4[0]) < -l.fold_threshold) end = 2;
 
         /* ring weights w_p (p < h): warp p % 16; two buffers, so that the next computed item
          * writes its weights while slower warps still read these (a consumer barrier lies
@@ -434,19 +444,20 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         ring_weights<KDA>(
             wk, wq, sK, RBF, sG, G4[0], h, w, PNC, c4, lane, [&](int e) { return KDA ? xk4[e] : kn4[e]; },
             [&](int e) { return KDA ? xq4[e] : qn4[e]; });
-        /* the new entry's k (GDN: by the group's last value head, see Races) and G */
-        if (!end && w == PNC - 1) {
+        /* the new entry at ring position pos: its k (GDN: by the group's last value head, see
+         * Races, also when this head folds early) and, where the head keeps the entry, its G */
+        if ((KDA ? !end : end != 1) && w == PNC - 1) {
             float ks4[4];
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 ks4[e] = round_dt(l.ring_dtype, KDA ? kn4[e] * expf(-G4[e]) : kn4[e]);
             const int kh = hv / group;
             if (KDA || hv == kh * group + group - 1)
-                st4(A.st.ring_k, RBF, (((KDA ? hd : (int64_t)s * H + kh) * L + h) << 7) + c4, ks4);
-            float *rg = (float *)A.st.ring_g + (hd * L + h) * (KDA ? PK : 1);
+                st4(A.st.ring_k, RBF, (((KDA ? hd : (int64_t)s * H + kh) * L + pos) << 7) + c4, ks4);
+            float *rg = (float *)A.st.ring_g + (hd * L + pos) * (KDA ? PK : 1);
             if (KDA)
                 *((float4 *)(rg + c4)) = make_float4(G4[0], G4[1], G4[2], G4[3]);
-            else if (lane == 0)
+            else if (!end && lane == 0)
                 rg[0] = G4[0];
         }
         consumer_sync();
@@ -505,10 +516,10 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 const float uk = sh.beta * (sh.v[jr] - v[0]);
                 const float o = __fmaf_rn(uk, sh.kq, dq);
                 st_dt(A.io.o, l.io_dtype, ob + jr, o);
-                st_dt(A.st.ring_u, l.ring_dtype, ((hd * L + h) << 7) + jr, round_dt(l.ring_dtype, uk));
+                st_dt(A.st.ring_u, l.ring_dtype, ((hd * L + pos) << 7) + jr, round_dt(l.ring_dtype, uk));
             }
         }
-        if (KDA && new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
+        if (new_base != base && w == 0 && lane == 0) A.st.ring_base[hd] = new_base;
         if (tid == 0) PIPE_TRACE_ITEM(j, 2);
         mbar_arrive(&ch.empty_r[st]);
         if (++st == NS) st = 0, ph ^= 1;

@@ -14,12 +14,20 @@
  * memory; the ring part of every row is then a weighted sum of h stored u's.
  *
  * Races: the CTAs that share ring data (GDN: the group's value heads share ring_k; every
- * slice of a head shares ring_g and, for KDA, ring_base) form one thread-block cluster and
- * pass a cluster barrier after reading the committed entries and before anyone writes new
- * ones (a start fold overwrites positions 0..T-1). (GDN prefill writes no ring data another
- * CTA reads, so its sliced lanes run without a cluster: backend.cu, launch_step.) When a
+ * slice of a head shares ring_g and ring_base) form one thread-block cluster and pass a
+ * cluster barrier after reading the committed entries and before anyone writes new ones (a
+ * start fold overwrites positions 0..T-1) or a ring base. (GDN prefill writes no ring data
+ * another CTA reads, so its sliced lanes run without a cluster: backend.cu, launch_step; there
+ * the ring bases are reset by a second small kernel, gdn_reset_base_kernel, after it.) When a
  * GDN group does not fit one cluster (group * slices > 8), the step kernel writes no ring_k
  * and a second small kernel (gdn_write_k_kernel) writes the new keys after it.
+ *
+ * Ring positions (replayssm.h, rssm_ring_pos): a head's live entries are cursor values
+ * base .. c-1, at positions p0 .. p0+h-1 (p0 = KDA 0, GDN base); they are staged as local
+ * entries 0 .. h-1, and the step's new entries follow at local h + t, ring position p0 + h + t
+ * (after a start fold h = 0 and p0 = KDA 0, GDN c0: the position of cursor value c0 + t).
+ * Replay and verify clamp GDN's log-gates at RSSM_GATE_FLOOR_F32 (KDA keeps the raw gate: see
+ * decode_k128.cu's prepare_token); packed decode and prefill keep them raw.
  *
  * Packed decode runs the same code with an empty ring and an end fold on every token, so
  * replay at L = 1 (every step an end fold with h = 0) performs the same operations in the
@@ -50,6 +58,7 @@ typedef struct kargs {
     int mode;
     int group, NS, cs;                  /* HV/H, slices per head, cluster size */
     int defer_k;                        /* GDN: ring_k written by gdn_write_k_kernel */
+    int defer_base;                     /* GDN prefill without a cluster: ring_base reset by gdn_reset_base_kernel */
     rssm_state st;                      /* the state read (and written, except by materialise) */
     rssm_state dst;                     /* materialise destination (== st otherwise) */
     rssm_step_io io;                    /* strides resolved; tokens = 0 for materialise */
@@ -247,6 +256,12 @@ __device__ __forceinline__ float gate_of(const kargs &A, int64_t bt, int hv, int
     const float a = ld_dt(io.a, A.l.io_dtype, bt * io.a_stride + (int64_t)hv * gk + c);
     return rssm_gate_f32(a, io.A_log[hv], io.dt_bias[hv * gk + c], A.l.has_lower_bound, A.l.lower_bound);
 }
+/* The log-gate as replay and verify take it: GDN's clamped at RSSM_GATE_FLOOR_F32 */
+template <bool KDA> __device__ __forceinline__ float gate_replay(const kargs &A, int64_t bt, int hv, int gk, int c)
+{
+    const float g = gate_of(A, bt, hv, gk, c);
+    return KDA ? g : rssm_gate_floor_f32(g);
+}
 
 __device__ __forceinline__ float beta_of(const kargs &A, int64_t bt, int hv)
 {
@@ -296,6 +311,13 @@ __device__ __forceinline__ void cluster_sync_all()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+/* cluster_sync_all in two halves: what a thread did before cluster_arrive happens before what
+ * any thread of the cluster does after its cluster_wait; every thread calls both, in turn */
+__device__ __forceinline__ void cluster_arrive()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 
 /* x[i] = v[chan(li, e + i)], i < 4 (0 outside K), from shared memory; e a multiple of 4. One
  * 16-byte access where a lane's channels come in 16-byte blocks (then K = C * LANES, a
@@ -513,30 +535,31 @@ __device__ __forceinline__ void resolve_row(const kargs &A, const step_cta &C, i
     /* cursor and ring base (0 <= base <= c <= L), else the row is counted and padded */
     if (s >= 0 && mode != MODE_PACKED) {
         c = A.st.cursor[s];
-        base = KDA ? A.st.ring_base[(int64_t)s * C.HV + C.hv] : 0;
+        base = A.st.ring_base[(int64_t)s * C.HV + C.hv];
         h = c - base;
         if (c < 0 || c > C.L || base < 0 || h < 0) bad = true, s = -1;
     }
 }
 
-/* Phase 1: the h committed entries into shared memory (keys, this slice's u, GDN G; Gcur =
- * G_{h-1}, or 0 on an empty ring) */
+/* Phase 1: the h live entries (ring positions p0 .. p0+h-1) into shared memory as local entries
+ * 0 .. h-1 (keys, this slice's u, GDN G; Gcur = G_{h-1}, or 0 on an empty ring) */
 template <class CF, bool KDA>
-__device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &C, const step_smem &M, int s, int h)
+__device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &C, const step_smem &M, int s, int p0,
+                                                int h)
 {
     constexpr int VS = CF::VS;
     const rssm_layer &l = A.l;
     const int tid = C.tid, K = C.K, V = C.V, gk = C.gk, hv = C.hv, rdt = C.rdt;
     if (C.mode != MODE_PACKED && h > 0) {
-        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, 0);
+        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, p0);
         for (int i = tid; i < h * K; i += RSSM_NT)
             M.ek[i] = ld_dt_rw(A.st.ring_k, rdt, rk0 + i);
-        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+        const int64_t ru0 = rssm_ring_u_off(&l, s, hv, p0);
         for (int i = tid; i < h * VS; i += RSSM_NT) {
             const int p = i / VS, j = C.j0 + i % VS;
             M.ringu[i] = j < V ? ld_dt_rw(A.st.ring_u, rdt, ru0 + (int64_t)p * V + j) : 0.0f;
         }
-        const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
+        const float *rg0 = (const float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, p0, gk);
         if (!KDA)
             for (int p = tid; p < h; p += RSSM_NT)
                 M.eG[p] = rg0[p];
@@ -548,23 +571,24 @@ __device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &
     }
 }
 
-/* KDA verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (an early start fold) */
-template <int TC>
-__device__ __forceinline__ int kda_window_early(const kargs &A, const step_cta &C, const step_smem &M, int s, int h,
-                                                int T)
+/* Verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (the head's early start fold);
+ * G_c is the G of the last live entry, ring position p0 + h - 1 (GDN: one channel) */
+template <bool KDA, int TC>
+__device__ __forceinline__ int window_early(const kargs &A, const step_cta &C, const step_smem &M, int s, int p0, int h,
+                                            int T)
 {
     const rssm_layer &l = A.l;
     const int tid = C.tid, K = C.K, gk = C.gk, hv = C.hv;
     float m = 3.0e38f;
-    if (tid < K) {
-        float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, h - 1, gk) + tid);
+    if (tid < (KDA ? K : 1)) {
+        float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, p0 + h - 1, gk) + tid);
         for (int t = 0; t < T; t++)
-            W += gate_of(A, (int64_t)C.b * T + t, hv, gk, tid);
+            W += gate_replay<KDA>(A, (int64_t)C.b * T + t, hv, gk, tid);
         m = W;
     }
     float mv[1] = {m};
     block_reduce<1>(mv, 1u, M.red, M.nrm + 2 * TC + 1);
-    return M.nrm[2 * TC + 1] < -l.kda_fold_threshold;
+    return M.nrm[2 * TC + 1] < -l.fold_threshold;
 }
 
 /* Phase 2: the h committed entries folded into the thread's rows (start fold, materialise,
@@ -630,9 +654,11 @@ __device__ __forceinline__ void chunk_inputs(const kargs &A, const step_cta &C, 
         part[2 * t] = kraw[t] * kraw[t];
         part[2 * t + 1] = qraw[t] * qraw[t];
     }
+    const bool replay = C.mode == MODE_REPLAY || C.mode == MODE_VERIFY; /* GDN: the gate floor */
     for (int i = tid; i < nt * gk; i += RSSM_NT) {
         const int t = i / gk, cc = i % gk;
-        M.Gt[t * gk + cc] = gate_of(A, bt0 + t, hv, gk, cc); /* g_t for now; G_t below */
+        const float g = gate_of(A, bt0 + t, hv, gk, cc);
+        M.Gt[t * gk + cc] = !KDA && replay ? rssm_gate_floor_f32(g) : g; /* g_t for now; G_t below */
     }
     if (tid < nt) M.sbeta[tid] = beta_of(A, bt0 + tid, hv);
     for (int i = tid; i < nt * VS; i += RSSM_NT) {
@@ -659,7 +685,7 @@ __device__ __forceinline__ void chunk_normalise(const kargs &A, const step_cta &
             G = G + M.Gt[t], M.Gt[t] = G;
     }
     float part2[TC + 1];
-    float Gc = KDA && tid < K ? M.Gcur[tid] : 0.0f;
+    float Gc = KDA && tid < K ? M.Gcur[tid] : 0.0f, Gend = 3.0e38f; /* GDN: G of the chunk's last token */
     __syncthreads();
 #pragma unroll
     for (int t = 0; t < TC; t++) {
@@ -672,7 +698,7 @@ __device__ __forceinline__ void chunk_normalise(const kargs &A, const step_cta &
             if (KDA)
                 Gc = Gc + M.Gt[t * gk + tid], G = Gc;
             else
-                G = M.Gt[t];
+                G = M.Gt[t], Gend = G;
             const float eg = expf(G);
             M.kn[t * K + tid] = kv;
             M.qn[t * K + tid] = qv;
@@ -682,7 +708,7 @@ __device__ __forceinline__ void chunk_normalise(const kargs &A, const step_cta &
             part2[t] = kv * qv;
         }
     }
-    part2[TC] = KDA && tid < K ? Gc : 3.0e38f;
+    part2[TC] = KDA ? (tid < K ? Gc : 3.0e38f) : Gend;
     __syncthreads(); /* all reads of Gt (GDN) and Gcur done */
     if (KDA && tid < K) {
         /* G_t per channel: recompute the running sum in the same order */
@@ -691,15 +717,17 @@ __device__ __forceinline__ void chunk_normalise(const kargs &A, const step_cta &
             G = G + M.Gt[t * gk + tid], M.Gt[t * gk + tid] = G;
     }
     if (!KDA && tid < nt) M.eG[hp + tid] = M.Gt[tid];
-    block_reduce<TC + 1>(part2, 1u << TC, M.red, M.skq); /* skq[0..TC) = k.q, skq[TC] = min G (KDA) */
+    block_reduce<TC + 1>(part2, 1u << TC, M.red, M.skq); /* skq[0..TC) = k.q, skq[TC] = min G of the last token */
     /* note: skq has TC entries and nrm follows it; min G lands in nrm[0] (norms are consumed) */
 }
 
 /* P3: ring weights of every token for every earlier position (one warp per (token, position));
- * unless the chunk ends in a fold, slice 0 writes the new entries' keys and G to memory */
+ * unless the chunk ends in a fold, slice 0 writes the new entries' keys and G to memory at ring
+ * positions p0 + hp + t (GDN: the group's key also when this head folds early, end = 2: the
+ * group's other heads may store that entry) */
 template <bool KDA, int TC>
 __device__ __forceinline__ void chunk_ring_weights(const kargs &A, const step_cta &C, const step_smem &M, int s, int nt,
-                                                   int hp, int end)
+                                                   int p0, int hp, int end)
 {
     const rssm_layer &l = A.l;
     const int tid = C.tid, w = C.w, lane = C.lane, K = C.K, L = C.L, gk = C.gk, hv = C.hv;
@@ -721,15 +749,15 @@ __device__ __forceinline__ void chunk_ring_weights(const kargs &A, const step_ct
             M.wq[t * L + p] = dq * f;
         }
     }
-    if (!end && C.slice == 0) {
+    if ((KDA ? !end : end != 1) && C.slice == 0) {
         const bool wk_ = KDA || (hv % A.group == 0 && !A.defer_k);
-        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, hp);
-        const int64_t rg0 = rssm_ring_g_off(&l, s, hv, hp, gk);
+        const int64_t rk0 = rssm_ring_k_off(&l, s, hv, A.group, p0 + hp);
+        const int64_t rg0 = rssm_ring_g_off(&l, s, hv, p0 + hp, gk);
         for (int i = tid; i < nt * K; i += RSSM_NT) {
             if (wk_) st_dt(A.st.ring_k, C.rdt, rk0 + i, M.ek[hp * K + i]);
             if (KDA) ((float *)A.st.ring_g)[rg0 + i] = M.Gt[i];
         }
-        if (!KDA && tid < nt) ((float *)A.st.ring_g)[rg0 + tid] = M.Gt[tid];
+        if (!KDA && !end && tid < nt) ((float *)A.st.ring_g)[rg0 + tid] = M.Gt[tid];
     }
 }
 
@@ -791,18 +819,18 @@ __device__ __forceinline__ float end_fold_row(const step_cta &C, const step_smem
 }
 
 /* P5: the thread's rows: S0 products, u_t and o_t of every token of the chunk, in order; the
- * new entries' u (no fold) or the end fold (the row's registers become S_n; replay stores it
- * as the new checkpoint at element offset ck0) */
+ * new entries' u (no fold; ring positions p0 + hp + t) or the end fold (the row's registers
+ * become S_n; replay stores it as the new checkpoint at element offset ck0) */
 template <class CF, bool KDA, int TC>
 __device__ __forceinline__ void chunk_rows(const kargs &A, const step_cta &C, const step_smem &M,
-                                           float (&sreg)[CF::RPT][CF::C], int s, int64_t bt0, int nt, int hp, int end,
-                                           bool seq, int64_t ck0)
+                                           float (&sreg)[CF::RPT][CF::C], int s, int64_t bt0, int nt, int p0, int hp,
+                                           int end, bool seq, int64_t ck0)
 {
     constexpr int C_ = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     const rssm_layer &l = A.l;
     const int K = C.K, V = C.V, L = C.L, li = C.li, hv = C.hv, rdt = C.rdt;
     const size_t esz = CF::BF16 ? 2 : 4;
-    const int64_t ru0 = rssm_ring_u_off(&l, s, hv, 0);
+    const int64_t ru0 = rssm_ring_u_off(&l, s, hv, p0);
 #pragma unroll
     for (int r = 0; r < RPT; r++) {
         const int jl = (C.w * RG + C.rg) * RPT + r, j = C.j0 + jl;
@@ -909,14 +937,15 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         c0 = uniform ? 0 : c;
     }
 
-    /* ---- phase 1: committed entries into shared memory (before anyone writes) ---- */
-    stage_committed<CF, KDA>(A, C, M, s, h);
-    int early = 0; /* KDA verify: early start fold */
-    if (KDA && mode == MODE_VERIFY && !uniform && h > 0) early = kda_window_early<TC>(A, C, M, s, h, T);
+    /* ---- phase 1: live entries into shared memory (before anyone writes) ---- */
+    int p0 = KDA ? 0 : base; /* ring position of local entry 0 (the live entries, then the new ones) */
+    stage_committed<CF, KDA>(A, C, M, s, p0, h);
+    int early = 0; /* verify: the head's early start fold */
+    if (mode == MODE_VERIFY && !uniform && h > 0) early = window_early<KDA, TC>(A, C, M, s, p0, h, T);
     __syncthreads();
-    if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it */
+    if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it (and the ring bases) */
 
-    int new_base = base; /* KDA: this head's ring_base at the end of the step */
+    int new_base = base; /* KDA: this head's ring_base at the end of the step (GDN writes it at once) */
 
     /* ---- phase 2: fold the committed entries at the start (start fold, materialise, prefill) ---- */
     const bool form = (mode == MODE_MAT || mode == MODE_PREFILL || uniform || early);
@@ -937,13 +966,18 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
             }
         }
         if (mode == MODE_MAT) {
-            if (KDA && slice == 0 && tid == 0 && A.dst.ring_base) A.dst.ring_base[(int64_t)d * HV + hv] = 0;
+            if (slice == 0 && tid == 0 && A.dst.ring_base) A.dst.ring_base[(int64_t)d * HV + hv] = 0;
             return;
         }
         new_base = c0;
+        /* GDN: the ring base written as soon as it is known (every slice has read it: the
+         * cluster barrier above), unconditionally, so that nothing is held through the tokens
+         * for it (ptxas -v) */
+        if (!KDA && slice == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = c0;
     }
     if (form) {
         h = 0;
+        if (!KDA) p0 = c0; /* the window's entries at the positions of cursor values c0 .. */
         for (int i = tid; i < gk; i += RSSM_NT)
             M.Gcur[i] = 0.0f;
     }
@@ -963,18 +997,20 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         float qraw[TC], kraw[TC];
         chunk_inputs<CF, KDA, TC>(A, C, M, bt0, nt, qraw, kraw);      /* P1 */
         chunk_normalise<KDA, TC>(A, C, M, nt, hp, scale, qraw, kraw); /* P2 */
-        int end = 0;
+        int end = 0; /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX) */
         if (seq)
             end = 1;
         else if (mode == MODE_REPLAY) {
             end = (c0 + 1 == L || forced) ? 1 : 0;
-            if (!end && KDA && M.skq[TC] < -l.kda_fold_threshold) end = 2;
+            if (!end && M.skq[TC] < -l.fold_threshold) end = 2;
         }
-        chunk_ring_weights<KDA, TC>(A, C, M, s, nt, hp, end); /* P3 */
+        if (!KDA && end && !seq && slice == 0 && tid == 0) /* GDN: the ring base after an end fold */
+            A.st.ring_base[(int64_t)s * HV + hv] = end == 2 ? c0 + 1 : 0;
+        chunk_ring_weights<KDA, TC>(A, C, M, s, nt, p0, hp, end); /* P3 */
         __syncthreads();
         chunk_ring_part<CF, TC>(C, M, nt, hp); /* P4 */
         __syncthreads();
-        chunk_rows<CF, KDA, TC>(A, C, M, sreg, s, bt0, nt, hp, end, seq, ck0); /* P5 */
+        chunk_rows<CF, KDA, TC>(A, C, M, sreg, s, bt0, nt, p0, hp, end, seq, ck0); /* P5 */
         if (end && !seq) new_base = end == 2 ? c0 + 1 : 0;
         if (!seq) hp += nt; /* packed/prefill keep no ring: every token folds into the registers */
         __syncthreads();
@@ -987,12 +1023,35 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         store_rows<CF>(A.st.checkpoint, rssm_ckpt_off(&l, d, hv), C, sreg);
         if (mode == MODE_PREFILL) new_base = 0;
     }
+    /* GDN prefill: the ring base back to 0, unconditionally (without a cluster,
+     * gdn_reset_base_kernel does it) */
+    if (!KDA && mode == MODE_PREFILL && slice == 0 && tid == 0 && !A.defer_base)
+        A.st.ring_base[(int64_t)s * HV + hv] = 0;
     if (KDA && mode != MODE_PACKED && slice == 0 && tid == 0 && new_base != base)
         A.st.ring_base[(int64_t)s * HV + hv] = new_base;
 }
 
+/* GDN prefill of sliced heads without a cluster (backend.cu, launch_step): the slices of a head
+ * read its ring base with no barrier before slice 0 could write it, so the bases go back to 0
+ * here, after the step kernel: one thread per (row, value head) of every row the step kernel
+ * prefilled (the same checks, resolve_row). */
+static __global__ void __launch_bounds__(RSSM_NT) gdn_reset_base_kernel(const kargs A)
+{
+    step_cta C = {};
+    C.L = A.l.ring_len, C.HV = A.l.num_v_heads, C.b = blockIdx.y, C.mode = MODE_PREFILL;
+    for (int hv = threadIdx.x; hv < C.HV; hv += RSSM_NT) {
+        C.hv = hv;
+        int s, d, T = A.io.tokens, c = 0, base = 0, h = 0;
+        bool bad = false;
+        resolve_row<false>(A, C, s, d, T, c, base, h, bad);
+        if (s >= 0 && base != 0) A.st.ring_base[(int64_t)s * C.HV + hv] = 0;
+    }
+}
+
 /* GDN keys when a group does not fit one cluster: after the step kernel, one CTA per
- * (row, key head) writes the normalised keys of the step's new entries. */
+ * (row, key head) writes the normalised keys of the step's new entries, at the positions of
+ * cursor values c0 + t, whenever the shared end fold does not happen (also where value heads
+ * fold early: the group's others may store the entry). */
 static __global__ void __launch_bounds__(RSSM_NT) gdn_write_k_kernel(const kargs A)
 {
     __shared__ float red[RSSM_NW * 16];

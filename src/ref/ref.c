@@ -3,8 +3,10 @@
  *
  * It reads tensors in their stored dtype, computes in double, and rounds once when it stores.
  * It keeps the exact ring format of the fast back ends (pre-decayed KDA keys, per-head ring
- * base, the shared fold rules of replayssm.h), so states written by any back end can be read
- * by any other. With every dtype RSSM_DTYPE_F64 it is the float64 recurrence itself.
+ * base and its position rule, the shared fold rules of replayssm.h), so states written by any
+ * back end can be read by any other. With every dtype RSSM_DTYPE_F64 it is the float64
+ * recurrence itself. Replay and verify clamp each log-gate at RSSM_GATE_FLOOR_F64 (exp of it
+ * is 0 in double), packed decode and prefill do not.
  *
  * Notation per row b and value head hv (kh = hv / group):
  *   S0 [V][K] checkpoint, entries i < h: u_i [V], k_i [K] (KDA: k~_i = k_i e^{-G_i}), G_i [GK]
@@ -125,6 +127,7 @@ static double round_to(rssm_dtype dt, double x)
 
 typedef struct head {
     int V, K, gk, h;   /* h = live entries */
+    int base;          /* ring base: local entry i is the one of cursor value base + i */
     double *S;         /* [V][K] */
     double *u, *k, *G; /* [L][V], [L][K] (KDA: pre-decayed), [L][gk] */
 } head;
@@ -142,26 +145,30 @@ static int head_alloc(head *hd, const rssm_layer *l, int gk)
 
 static void head_free(head *hd) { free(hd->S), free(hd->u), free(hd->k), free(hd->G); }
 
-/* The head's live entry count: cursor - base. */
-static int live_entries(const rssm_layer *l, const rssm_state *sp, int s, int hv)
+/* The head's ring base (0 without a ring). */
+static int head_base(const rssm_layer *l, const rssm_state *sp, int s, int hv)
 {
-    int base = (l->gate == RSSM_GATE_KDA && sp->ring_base) ? sp->ring_base[rssm_base_off(l, s, hv)] : 0;
-    return sp->cursor ? sp->cursor[s] - base : 0;
+    return sp->ring_base ? sp->ring_base[rssm_base_off(l, s, hv)] : 0;
 }
 
-/* Reads S0 and entries 0..h-1 of (slot s, value head hv). Keys come from `kring` when given
- * (a copy of the row's ring_k taken before any head of the row wrote to it), else from sp. */
-static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const double *kring, int s, int hv, int h,
+/* Reads S0 and the live entries of (slot s, value head hv): with live = 1 those of cursor
+ * values base .. cursor - 1 (positions by rssm_ring_pos), with live = 0 none. Keys come from
+ * `kring` when given (a copy of the row's ring_k taken before any head of the row wrote to
+ * it), else from sp. */
+static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const double *kring, int s, int hv, int live,
                       int group)
 {
     const int V = hd->V, K = hd->K, gk = hd->gk;
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
     for (int i = 0; i < V * K; i++)
         hd->S[i] = ld(sp->checkpoint, l->state_dtype, c0 + i);
+    const int base = live ? head_base(l, sp, s, hv) : 0, h = live ? sp->cursor[s] - base : 0;
+    hd->base = base;
     hd->h = h;
     for (int i = 0; i < h; i++) {
-        const int64_t ru = rssm_ring_u_off(l, s, hv, i), rk = rssm_ring_k_off(l, s, hv, group, i);
-        const int64_t rg = rssm_ring_g_off(l, s, hv, i, gk);
+        const int pos = rssm_ring_pos(l, base + i, base);
+        const int64_t ru = rssm_ring_u_off(l, s, hv, pos), rk = rssm_ring_k_off(l, s, hv, group, pos);
+        const int64_t rg = rssm_ring_g_off(l, s, hv, pos, gk);
         const int64_t rk0 = rssm_ring_k_off(l, s, 0, group, 0);
         for (int j = 0; j < V; j++)
             hd->u[i * V + j] = ld(sp->ring_u, l->ring_dtype, ru + j);
@@ -173,14 +180,15 @@ static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const
 }
 
 /* Appends entry h = hd->h (u, k, G; k pre-decayed for KDA) to memory and to the head, as
- * stored (rounded). GDN's k is written by the first value head of its group only. */
+ * stored (rounded), at the position of cursor value base + h. GDN's k is the key head's, written
+ * apart (gdn_key_store); here only the head's copy. */
 static void head_append(head *hd, const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, const double *u,
                         const double *k, const double *G)
 {
-    const int V = hd->V, K = hd->K, gk = hd->gk, i = hd->h;
-    const int64_t ru = rssm_ring_u_off(l, s, hv, i), rk = rssm_ring_k_off(l, s, hv, group, i);
-    const int64_t rg = rssm_ring_g_off(l, s, hv, i, gk);
-    const int write_k = l->gate == RSSM_GATE_KDA || hv % group == 0;
+    const int V = hd->V, K = hd->K, gk = hd->gk, i = hd->h, pos = rssm_ring_pos(l, hd->base + i, hd->base);
+    const int64_t ru = rssm_ring_u_off(l, s, hv, pos), rk = rssm_ring_k_off(l, s, hv, group, pos);
+    const int64_t rg = rssm_ring_g_off(l, s, hv, pos, gk);
+    const int write_k = l->gate == RSSM_GATE_KDA;
     for (int j = 0; j < V; j++) {
         st(sp->ring_u, l->ring_dtype, ru + j, u[j]);
         hd->u[i * V + j] = round_to(l->ring_dtype, u[j]);
@@ -241,7 +249,17 @@ static void checkpoint_store(const rssm_layer *l, const rssm_state *sp, int64_t 
 
 static void base_store(const rssm_layer *l, const rssm_state *sp, int s, int hv, int32_t base)
 {
-    if (l->gate == RSSM_GATE_KDA && sp->ring_base) sp->ring_base[rssm_base_off(l, s, hv)] = base;
+    if (sp->ring_base) sp->ring_base[rssm_base_off(l, s, hv)] = base;
+}
+
+/* GDN: a key at ring position pos of the key head's ring_k. Written by the group's first value
+ * head whether or not that head folds early, since the group's other heads may store entries of
+ * that cursor value. */
+static void gdn_key_store(const rssm_layer *l, const rssm_state *sp, int s, int hv, int group, int pos, const double *k)
+{
+    const int64_t rk = rssm_ring_k_off(l, s, hv, group, pos);
+    for (int c = 0; c < l->head_k_dim; c++)
+        st(sp->ring_k, l->ring_dtype, rk + c, k[c]);
 }
 
 /* Replay read of the ring for a vector x at cumulative gate Gn:
@@ -319,7 +337,7 @@ static rssm_status ref_packed_or_prefill(const rssm_params *p, head *hd)
             if (p->op == RSSM_OP_PREFILL) {
                 /* start from the materialised state: checkpoint with the live ring folded in */
                 double G[RSSM_MAX_HEAD_DIM];
-                head_load(hd, l, &p->state, NULL, s, hv, live_entries(l, &p->state, s, hv), p->group);
+                head_load(hd, l, &p->state, NULL, s, hv, 1, p->group);
                 head_G(hd, G);
                 head_fold(hd, G, NULL, NULL, hd->S);
             } else {
@@ -335,6 +353,14 @@ static rssm_status ref_packed_or_prefill(const rssm_params *p, head *hd)
 
 /* ---- replay decode and verify ---------------------------------------------------------- */
 
+/* Token (b, t) of value head hv as replay reads it: each log-gate clamped at the floor. */
+static void load_token_replay(const rssm_params *p, int b, int t, int hv, token *tk)
+{
+    load_token(p, b, t, hv, tk);
+    for (int c = 0; c < p->gk; c++)
+        tk->g[c] = rssm_gate_floor_f64(tk->g[c]);
+}
+
 /* One (row, value head) of a replay decode (T = 1) or a verify (T tokens). */
 static void replay_head(const rssm_params *p, int b, int hv, head *hd, const double *kring, double *scratch)
 {
@@ -344,25 +370,27 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
     const int s = p->io.slot[b], c = sp->cursor[s];
     const int forced = p->io.fold ? p->io.fold[b] != 0 : 0;
     const int verify = p->op == RSSM_OP_VERIFY;
+    /* GDN keys: the group's first value head writes the key head's */
+    const int gdn_keys = l->gate == RSSM_GATE_GDN && hv % p->group == 0;
     token tk;
     double G[RSSM_MAX_HEAD_DIM], u[RSSM_MAX_HEAD_DIM], o[RSSM_MAX_HEAD_DIM], kst[RSSM_MAX_HEAD_DIM];
 
-    head_load(hd, l, sp, kring, s, hv, live_entries(l, sp, s, hv), p->group);
+    head_load(hd, l, sp, kring, s, hv, 1, p->group);
     head_G(hd, G);
 
-    /* start fold: the shared rule, or KDA's early fold when the window would pass -G_MAX */
+    /* start fold: the shared rule, or the head's early fold when the window would pass -G_MAX */
     const int uniform = rssm_start_fold(c, T, L, verify && forced);
     int early = 0;
-    if (!uniform && verify && gk > 1 && hd->h > 0) {
-        double W[RSSM_MAX_HEAD_DIM];
+    if (!uniform && verify && hd->h > 0) {
+        double W[RSSM_MAX_HEAD_DIM] = {0};
         for (int i = 0; i < gk; i++)
             W[i] = G[i];
         for (int t = 0; t < T; t++) {
-            load_token(p, b, t, hv, &tk);
+            load_token_replay(p, b, t, hv, &tk);
             for (int i = 0; i < gk; i++)
                 W[i] += tk.g[i];
         }
-        early = min_of(W, gk) < -l->kda_fold_threshold;
+        early = min_of(W, gk) < -l->fold_threshold;
     }
     const int c0 = uniform ? 0 : c; /* the cursor the window starts from */
     if (uniform || early) {
@@ -370,12 +398,13 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
         checkpoint_store(l, sp, s, hv, scratch); /* continue from the stored (rounded) values */
         memcpy(hd->S, scratch, sizeof(double) * V * K);
         hd->h = 0;
+        hd->base = c0;
         head_G(hd, G);
         base_store(l, sp, s, hv, c0);
     }
 
     for (int t = 0; t < T; t++) {
-        load_token(p, b, t, hv, &tk);
+        load_token_replay(p, b, t, hv, &tk);
         for (int i = 0; i < gk; i++)
             G[i] += tk.g[i];
         /* u_t = beta (v - [S0 (e^G k) + sum_i u_i w_i(k)]) */
@@ -383,11 +412,12 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
         for (int j = 0; j < V; j++)
             u[j] = tk.beta * (tk.v[j] - o[j]);
 
-        int end = 0; /* decode only: 1 shared end fold, 2 KDA early fold */
+        int end = 0; /* decode only: 1 shared end fold, 2 the head's early fold */
         if (!verify) {
             end = (c0 + 1 == L || forced) ? 1 : 0;
-            if (!end && gk > 1 && min_of(G, gk) < -l->kda_fold_threshold) end = 2;
+            if (!end && min_of(G, gk) < -l->fold_threshold) end = 2;
         }
+        if (gdn_keys && end != 1) gdn_key_store(l, sp, s, hv, p->group, rssm_ring_pos(l, c0 + t, hd->base), tk.k);
         if (end) {
             /* fold with the new entry: S_n; o = S_n q */
             head_fold(hd, G, u, tk.k, scratch);
@@ -477,7 +507,7 @@ static rssm_status ref_materialize(rssm_context *ctx, const rssm_materialize_par
             if (s < 0 || d < 0) continue;
             for (int hv = 0; hv < l->num_v_heads; hv++) {
                 double G[RSSM_MAX_HEAD_DIM];
-                head_load(&hd, l, &p->src, NULL, s, hv, live_entries(l, &p->src, s, hv), p->group);
+                head_load(&hd, l, &p->src, NULL, s, hv, 1, p->group);
                 head_G(&hd, G);
                 head_fold(&hd, G, NULL, NULL, hd.S);
                 checkpoint_store(l, &p->dst, d, hv, hd.S);

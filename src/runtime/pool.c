@@ -12,6 +12,7 @@
 
 #include "core/device.h"
 #include "core/layer.h"
+#include "core/layout.h"
 #include "runtime/runtime.h"
 
 static size_t align_up(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RSSM_RT_ALIGN; }
@@ -440,9 +441,10 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
  *  48  per layer 16 x u32: every property of the layer that gives the payload its meaning, as
  *      resolved (defaults filled in): H, HV, K, V, gate, L, state dtype, ring dtype, io dtype,
  *      scale (f32 bits), qk_l2norm, has_lower_bound, lower_bound (f32 bits),
- *      kda_fold_threshold (f32 bits), 0, 0
- * payload, per layer: checkpoint slot bytes, ring_base slot bytes (KDA), and in the ring
- * form ring_u, ring_k, ring_g slot bytes (the stored bits, as on the device).
+ *      fold_threshold (f32 bits), 0, 0
+ * payload, per layer: checkpoint slot bytes, ring_base slot bytes ([HV] i32, both gates since
+ * format 4), and in the ring form ring_u, ring_k, ring_g slot bytes (the stored bits, as on
+ * the device).
  * Import trusts nothing of a blob: besides the checksum (which only catches corruption) it
  * requires the pool's layers exactly, a cursor and ring bases of a consistent ring, and finite
  * values wherever a later step reads: the checkpoint and the live ring entries.
@@ -591,13 +593,11 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
     for (int32_t l = 0; l < p->n_layers; l++) {
         const rssm_layer ly = rssm_layer_canonical(&p->lm[l].layer);
         unsigned char *d = h + HDR_FIXED + (size_t)HDR_LAYER * l;
-        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,
-                                (uint32_t)ly.head_k_dim,  (uint32_t)ly.head_v_dim,
-                                (uint32_t)ly.gate,        (uint32_t)ly.ring_len,
-                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,
-                                (uint32_t)ly.io_dtype,    f32_bits(ly.scale),
-                                (uint32_t)ly.qk_l2norm,   (uint32_t)ly.has_lower_bound,
-                                f32_bits(ly.lower_bound), f32_bits(ly.kda_fold_threshold)};
+        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,   (uint32_t)ly.head_k_dim,
+                                (uint32_t)ly.head_v_dim,  (uint32_t)ly.gate,          (uint32_t)ly.ring_len,
+                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,    (uint32_t)ly.io_dtype,
+                                f32_bits(ly.scale),       (uint32_t)ly.qk_l2norm,     (uint32_t)ly.has_lower_bound,
+                                f32_bits(ly.lower_bound), f32_bits(ly.fold_threshold)};
         for (int i = 0; i < 16; i++)
             put32(d + 4 * i, v[i]);
     }
@@ -660,7 +660,9 @@ static int all_finite(const unsigned char *p, rssm_dtype d, size_t first, size_t
 }
 
 /* Finite values wherever a later step reads this layer's payload (at `pl`): the checkpoint and
- * the ring entries below each head's live count (cursor minus the head's ring base). */
+ * each head's live ring entries, those of cursor values base .. cursor - 1 (at the positions of
+ * rssm_ring_pos: GDN base .. cursor - 1, KDA 0 .. cursor - base - 1; a GDN key head's keys at
+ * the live positions of any of its value heads). Bases are already within [0, cursor]. */
 static rssm_status check_layer_payload(const char *fn, const rssm_pool *pool, int32_t l, uint32_t form,
                                        const unsigned char *pl, int32_t cursor)
 {
@@ -675,11 +677,11 @@ static rssm_status check_layer_payload(const char *fn, const rssm_pool *pool, in
     const unsigned char *base = pl + m->per_slot.checkpoint, *u = base + m->per_slot.ring_base;
     const unsigned char *k = u + m->per_slot.ring_u, *g = k + m->per_slot.ring_k;
     for (int hv = 0; hv < HV; hv++) {
-        const int32_t h = cursor - (kda ? (int32_t)get32(base + 4 * (size_t)hv) : 0);
-        const size_t kh = kda ? (size_t)hv : (size_t)(hv / group);
-        if (!all_finite(u, ly->ring_dtype, (size_t)hv * L * V, (size_t)h * V) ||
-            !all_finite(k, ly->ring_dtype, kh * L * K, (size_t)h * K) ||
-            !all_finite(g, g_dtype, (size_t)hv * L * gk, (size_t)h * gk))
+        const int32_t b = (int32_t)get32(base + 4 * (size_t)hv), h = cursor - b;
+        const size_t kh = kda ? (size_t)hv : (size_t)(hv / group), p0 = (size_t)rssm_ring_pos(ly, b, b);
+        if (!all_finite(u, ly->ring_dtype, ((size_t)hv * L + p0) * V, (size_t)h * V) ||
+            !all_finite(k, ly->ring_dtype, (kh * L + p0) * K, (size_t)h * K) ||
+            !all_finite(g, g_dtype, ((size_t)hv * L + p0) * gk, (size_t)h * gk))
             return rssm_fail(RSSM_ERROR_BAD_FORMAT,
                              "%s: layer %d head %d: a live ring entry holds a NaN or an infinity", fn, l, hv);
     }
@@ -740,7 +742,7 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
     hash_update(&bh, in + hb, want);
     if (hash_final(&bh) != get64(in + 40))
         return rssm_fail(RSSM_ERROR_CHECKSUM, "%s: checksum mismatch (corrupted blob)", fn);
-    /* semantic checks: cursor and KDA ring bases */
+    /* semantic checks: cursor and ring bases */
     const int32_t L = pool->lm[0].layer.ring_len;
     if (form == RSSM_EXPORT_MATERIALIZED ? cursor != 0 : (cursor < 0 || cursor > L))
         return rssm_fail(RSSM_ERROR_BAD_FORMAT, "%s: cursor %d outside [0, %d]", fn, cursor,

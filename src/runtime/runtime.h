@@ -2,7 +2,7 @@
  * runtime.h — private structures of the runtime (state pool, step planner, prefix cache).
  *
  * Pool memory is one device allocation laid out as, per layer l:
- *   checkpoint_l, ring_u_l, ring_k_l, ring_g_l, ring_base_l (KDA)   each [slots_total, ...]
+ *   checkpoint_l, ring_u_l, ring_k_l, ring_g_l, ring_base_l   each [slots_total, ...]
  * then cursor [slots_total] i32 and idx [8] i32 (slot indices for the pool's own kernel
  * calls: idx[0] source, idx[4] destination). Every tensor starts on a 256-byte boundary.
  * slots_total = n_slots + 1: the last slot is scratch (materialised export).

@@ -32,15 +32,15 @@ static void *decode(void *arg)
     rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 1, 1, K, V, L);
     rssm_state_bytes sz;
     rssm_state_size(&l, ROWS, &sz);
-    void *t[5] = {NULL};
-    const size_t n[5] = {sz.checkpoint, sz.ring_u, sz.ring_k, sz.ring_g, sz.cursor};
+    void *t[6] = {NULL};
+    const size_t n[6] = {sz.checkpoint, sz.ring_u, sz.ring_k, sz.ring_g, sz.ring_base, sz.cursor};
     w->ok = 1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         w->ok = w->ok && rssm_mem_alloc(w->ctx, n[i], &t[i]) == RSSM_OK;
     _Alignas(16) float q[ROWS * K], k[ROWS * K], v[ROWS * V], o[ROWS * V];
     _Alignas(16) float a[4], b[4], A_log[4] = {0.5f}, dt[4] = {0.1f}; /* 16-byte aligned, as every pointer */
     _Alignas(16) int32_t slot[4] = {0, 1};
-    rssm_state st = {ROWS, t[0], t[1], t[2], t[3], NULL, t[4]};
+    rssm_state st = {ROWS, t[0], t[1], t[2], t[3], t[4], t[5]};
     rssm_step_io io = {.batch = ROWS,
                        .tokens = 1,
                        .q = q,
@@ -64,7 +64,7 @@ static void *decode(void *arg)
                 rssm_advance(w->ctx, &l, &st, ROWS, slot, NULL, NULL) == RSSM_OK;
         memcpy(w->out[step], o, sizeof o);
     }
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         rssm_mem_free(w->ctx, t[i]);
     return NULL;
 }
