@@ -277,6 +277,7 @@ static int run_setup(config_run *r, const bench_options *o)
     r->ckpt_bytes = sb.checkpoint;
     r->state_bytes = sb.total;
     r->st.num_slots = M * B;
+    r->st.bytes = sb;
     if (alloc_dev(r, sb.checkpoint, &r->st.checkpoint) || alloc_dev(r, sb.ring_u, &r->st.ring_u) ||
         alloc_dev(r, sb.ring_k, &r->st.ring_k) || alloc_dev(r, sb.ring_g, &r->st.ring_g) ||
         alloc_dev(r, sb.cursor, (void **)&r->st.cursor))

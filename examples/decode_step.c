@@ -39,7 +39,8 @@ int main(void)
                      .ring_k = zalloc(sz.ring_k),
                      .ring_g = zalloc(sz.ring_g),
                      .ring_base = zalloc(sz.ring_base),
-                     .cursor = zalloc(sz.cursor)};
+                     .cursor = zalloc(sz.cursor),
+                     .bytes = sz}; /* checked against the layer by every call */
 
     /* one token per row: q, k [B, H, K], v [B, HV, V], raw gates a, b [B, HV] */
     float *q = zalloc(sizeof(float) * B * H * K), *k = zalloc(sizeof(float) * B * H * K);

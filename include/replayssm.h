@@ -249,6 +249,17 @@ RSSM_API size_t rssm_dtype_size(rssm_dtype dtype);
  * For packed decode only `checkpoint` is used (it is then simply the state).
  * On the reference device every dtype may also be RSSM_DTYPE_F64 and ring_g is double.
  */
+/* Bytes of each state tensor for `num_slots` slots (for sizing caller-owned memory). */
+typedef struct rssm_state_bytes {
+    size_t checkpoint, ring_u, ring_k, ring_g, ring_base, cursor, total;
+} rssm_state_bytes;
+RSSM_API rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out);
+
+/* `bytes`: how many bytes lie behind each pointer (`total` is not read). Every call checks the
+ * tensors it uses against what rssm_state_size gives for the layer and num_slots, and refuses a
+ * smaller one with RSSM_ERROR_BAD_SHAPE (a state allocated for another layer shape or fewer
+ * slots), before anything runs. Filling it from rssm_state_size where the memory was sized by it
+ * is the usual way: rssm_state_size(&layer, n, &st.bytes). */
 typedef struct rssm_state {
     int32_t num_slots;
     void *checkpoint;
@@ -257,13 +268,8 @@ typedef struct rssm_state {
     void *ring_g;
     int32_t *ring_base;
     int32_t *cursor;
+    rssm_state_bytes bytes;
 } rssm_state;
-
-/* Bytes of each state tensor for `num_slots` slots (for sizing caller-owned memory). */
-typedef struct rssm_state_bytes {
-    size_t checkpoint, ring_u, ring_k, ring_g, ring_base, cursor, total;
-} rssm_state_bytes;
-RSSM_API rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_state_bytes *out);
 
 /* ------------------------------------------------------------------------------------ */
 /* Per-step inputs and outputs                                                            */

@@ -203,6 +203,7 @@ int rh_state_create(rssm_context *ctx, const rssm_layer *layer, int32_t slots, r
     s->st.ring_g = s->t[RH_RING_G].p;
     s->st.ring_base = n[RH_RING_BASE] ? s->t[RH_RING_BASE].p : NULL;
     s->st.cursor = s->t[RH_CURSOR].p;
+    s->st.bytes = sz;
     return RH_OK;
 }
 

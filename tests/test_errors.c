@@ -119,7 +119,7 @@ static void fixture_init(fixture *x, rssm_device device, int g)
     rssm_state_bytes sz;
     rssm_state_size(&x->l, SLOTS, &sz);
     rssm_state st = {SLOTS,          buf(sz.checkpoint), buf(sz.ring_u), buf(sz.ring_k),
-                     buf(sz.ring_g), buf(sz.ring_base),  buf(sz.cursor)};
+                     buf(sz.ring_g), buf(sz.ring_base),  buf(sz.cursor), sz};
     for (size_t i = 0; i < sz.checkpoint / 4; i++)
         ((float *)st.checkpoint)[i] = (float)(i % 7) * 0.1f;
     st.cursor[0] = 1, st.cursor[1] = 2;
@@ -207,6 +207,18 @@ static void errors_step_basic(const fixture *x, int f)
     STEP(RSSM_ERROR_BAD_SLOT, "slot out of range", (bad[0] = 0, bad[1] = SLOTS, io.slot = bad));
     STEP(RSSM_ERROR_BAD_SLOT, "slot -2", (bad[0] = -2, bad[1] = 1, io.slot = bad));
     STEP(RSSM_ERROR_BAD_SLOT, "duplicate slot", (bad[0] = 1, bad[1] = 1, io.slot = bad));
+    /* a state sized for another layer shape or fewer slots: caught before any kernel runs */
+    STEP(RSSM_ERROR_BAD_SHAPE, "state sized for K/2", l2.head_k_dim = 2 * K);
+    STEP(RSSM_ERROR_BAD_SHAPE, "state sized for HV/2", (l2.num_v_heads = 2 * HV, l2.num_k_heads = 2 * H));
+    STEP(RSSM_ERROR_BAD_SHAPE, "more slots than allocated", s2.num_slots = SLOTS + 1);
+    STEP(RSSM_ERROR_BAD_SHAPE, "checkpoint one byte short", s2.bytes.checkpoint -= 1);
+    STEP(RSSM_ERROR_BAD_SHAPE, "bytes unset", memset(&s2.bytes, 0, sizeof s2.bytes));
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "ring_u short", s2.bytes.ring_u -= 4);
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "ring_k short", s2.bytes.ring_k -= 4);
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "ring_g short", s2.bytes.ring_g -= 4);
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "ring_base short", s2.bytes.ring_base -= 4);
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "cursor short", s2.bytes.cursor -= 4);
+    if (f) STEP(RSSM_ERROR_BAD_SHAPE, "ring sized for L/2", l2.ring_len = 2 * L);
 }
 
 /* write_slot, fold_every and cu_seqlens where they do not apply or are wrong, and corrupt
@@ -315,6 +327,20 @@ static void errors_state_calls(const fixture *x)
            "%s/materialize/src ring_base NULL", gn);
     EXPECT(RSSM_ERROR_NULL_POINTER, rssm_materialize(ctx, &l, &st, &nobase, B, slot, slot2, NULL),
            "%s/materialize/dst ring_base NULL", gn);
+    rssm_state small = st;
+    small.bytes.checkpoint -= 1;
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_materialize(ctx, &l, &small, &st, B, slot, slot2, NULL),
+           "%s/materialize/src checkpoint short", gn);
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_materialize(ctx, &l, &st, &small, B, slot, slot2, NULL),
+           "%s/materialize/dst checkpoint short", gn);
+    small = st, small.bytes.ring_base -= 4;
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_materialize(ctx, &l, &st, &small, B, slot, slot2, NULL),
+           "%s/materialize/dst ring_base short", gn);
+    small = st, small.bytes.cursor -= 4;
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_advance(ctx, &l, &small, B, slot, NULL, NULL), "%s/advance/cursor short", gn);
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_commit(ctx, &l, &small, B, 2, slot, NULL, acc, NULL), "%s/commit/cursor short",
+           gn);
+    EXPECT(RSSM_ERROR_BAD_SHAPE, rssm_reset_cursors(ctx, &small, B, slot, NULL), "%s/reset_cursors/cursor short", gn);
 }
 
 /* Every step function, the cursor moves and materialise, for both gates, on one device. */

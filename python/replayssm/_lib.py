@@ -101,18 +101,6 @@ class rssm_context_info(ctypes.Structure):
     ]
 
 
-class rssm_state(ctypes.Structure):
-    _fields_ = [
-        ("num_slots", ctypes.c_int32),
-        ("checkpoint", ctypes.c_void_p),
-        ("ring_u", ctypes.c_void_p),
-        ("ring_k", ctypes.c_void_p),
-        ("ring_g", ctypes.c_void_p),
-        ("ring_base", ctypes.c_void_p),  # int32_t *
-        ("cursor", ctypes.c_void_p),  # int32_t *
-    ]
-
-
 class rssm_state_bytes(ctypes.Structure):
     _fields_ = [
         ("checkpoint", ctypes.c_size_t),
@@ -122,6 +110,19 @@ class rssm_state_bytes(ctypes.Structure):
         ("ring_base", ctypes.c_size_t),
         ("cursor", ctypes.c_size_t),
         ("total", ctypes.c_size_t),
+    ]
+
+
+class rssm_state(ctypes.Structure):
+    _fields_ = [
+        ("num_slots", ctypes.c_int32),
+        ("checkpoint", ctypes.c_void_p),
+        ("ring_u", ctypes.c_void_p),
+        ("ring_k", ctypes.c_void_p),
+        ("ring_g", ctypes.c_void_p),
+        ("ring_base", ctypes.c_void_p),  # int32_t *
+        ("cursor", ctypes.c_void_p),  # int32_t *
+        ("bytes", rssm_state_bytes),  # checked against the layer by every call
     ]
 
 

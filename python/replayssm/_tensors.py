@@ -125,6 +125,10 @@ class View:
     def where(self) -> str:
         return "cuda:%d" % self.index if self.device == "cuda" else "host"
 
+    def nbytes(self) -> int:
+        """Bytes of the elements (of a contiguous tensor: the memory behind ptr)."""
+        return int(math.prod(self.shape)) * {"bf16": 2, "f64": 8}.get(self.kind, 4)
+
 
 def view(x, name: str) -> View:
     if is_torch(x):

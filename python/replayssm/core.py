@@ -313,6 +313,7 @@ class State:
                 raise ValueError(f"{name}: on {v.where()}, the checkpoint is on "
                                  f"{'cuda:%d' % self.device_index if self.memory == 'cuda' else 'host'}")
             setattr(c, name, v.ptr)
+            setattr(c.bytes, name, v.nbytes())
         self._c = c
 
     @classmethod

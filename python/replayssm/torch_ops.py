@@ -188,6 +188,7 @@ def _cursor_state(layer, cursor):
     c = _lib.rssm_state()
     c.num_slots = st.num_slots
     c.cursor = v.ptr
+    c.bytes.cursor = v.nbytes()
     st._c = c
     return st
 

@@ -23,7 +23,7 @@ def test_version():
 def test_struct_layouts_match_the_header():
     # sizeof/offsetof as compiled from include/replayssm.h on LP64
     assert ctypes.sizeof(_lib.rssm_layer) == 56 and _lib.rssm_layer.fold_threshold.offset == 52
-    assert ctypes.sizeof(_lib.rssm_state) == 56
+    assert ctypes.sizeof(_lib.rssm_state) == 112 and _lib.rssm_state.bytes.offset == 56
     assert _lib.rssm_state.checkpoint.offset == 8 and _lib.rssm_state.cursor.offset == 48
     assert ctypes.sizeof(_lib.rssm_step_io) == 168 and _lib.rssm_step_io.fold_every.offset == 160
     assert _lib.rssm_step_io.q.offset == 8 and _lib.rssm_step_io.A_log.offset == 48

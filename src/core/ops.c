@@ -28,13 +28,42 @@
 static int host_device(const rssm_context *ctx) { return ctx->backend->host_memory; }
 
 /* The state tensors an op needs are present and aligned. `ring`: replay tensors needed. */
+/* The state's tensors that a call uses */
+enum { USES_CHECKPOINT = 1, USES_RING = 2, USES_RING_BASE = 4, USES_CURSOR = 8, USES_ALL = 15 };
+
+/* The bytes behind the used tensors of state `name` against what the layer needs for its
+ * num_slots (rssm_state_size): a state sized for another shape or fewer slots is refused before
+ * a kernel reads past its end. */
+static rssm_status check_bytes(const char *fn, const char *name, const rssm_layer *l, const rssm_state *s, int uses)
+{
+    rssm_state_bytes need;
+    const rssm_status st = rssm_state_size(l, s->num_slots, &need);
+    if (st != RSSM_OK) return st;
+    const rssm_state_bytes *have = &s->bytes;
+    const struct {
+        int use;
+        const char *what;
+        size_t have, need;
+    } t[] = {{USES_CHECKPOINT, "checkpoint", have->checkpoint, need.checkpoint},
+             {USES_RING, "ring_u", have->ring_u, need.ring_u},
+             {USES_RING, "ring_k", have->ring_k, need.ring_k},
+             {USES_RING, "ring_g", have->ring_g, need.ring_g},
+             {USES_RING_BASE, "ring_base", have->ring_base, need.ring_base},
+             {USES_CURSOR, "cursor", have->cursor, need.cursor}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if ((uses & t[i].use) && t[i].have < t[i].need)
+            return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: %s.bytes.%s is %zu; the layer needs %zu for %d slots", fn, name,
+                             t[i].what, t[i].have, t[i].need, s->num_slots);
+    return RSSM_OK;
+}
+
 static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_state *s, int ring)
 {
     NEED(s, "state");
     if (s->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, s->num_slots);
     NEED(s->checkpoint, "state.checkpoint");
     ALIGNED(s->checkpoint, "state.checkpoint");
-    if (!ring) return RSSM_OK;
+    if (!ring) return check_bytes(fn, "state", l, s, USES_CHECKPOINT);
     NEED(s->ring_u, "state.ring_u");
     NEED(s->ring_k, "state.ring_k");
     NEED(s->ring_g, "state.ring_g");
@@ -45,7 +74,7 @@ static rssm_status check_state(const char *fn, const rssm_layer *l, const rssm_s
     ALIGNED(s->ring_g, "state.ring_g");
     ALIGNED(s->ring_base, "state.ring_base");
     ALIGNED(s->cursor, "state.cursor");
-    return RSSM_OK;
+    return check_bytes(fn, "state", l, s, USES_ALL);
 }
 
 /* A bitmap of num_slots bits in the context's scratch, all clear; grown (the only allocation)
@@ -351,6 +380,7 @@ static rssm_status materialize_locked(rssm_context *ctx, const rssm_layer *layer
     if (dst->num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: dst.num_slots %d < 1", fn, dst->num_slots);
     NEED(dst->ring_base, "dst.ring_base");
     ALIGNED(dst->ring_base, "dst.ring_base");
+    if ((st = check_bytes(fn, "dst", &p.layer, dst, USES_CHECKPOINT | USES_RING_BASE)) != RSSM_OK) return st;
     if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
     NEED(src_slot, "src_slot");
     NEED(dst_slot, "dst_slot");
@@ -412,6 +442,9 @@ static rssm_status cursor_locked(const char *fn, rssm_cursor_op op, rssm_context
     ALIGNED(fold, "fold");
     if (state->num_slots < 1)
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.num_slots %d < 1", fn, state->num_slots);
+    if (state->bytes.cursor < (size_t)state->num_slots * sizeof(int32_t))
+        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: state.bytes.cursor is %zu; %d slots need %zu", fn,
+                         state->bytes.cursor, state->num_slots, (size_t)state->num_slots * sizeof(int32_t));
     if (batch < 0) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: batch %d < 0", fn, batch);
     if (op == RSSM_CURSOR_COMMIT) {
         NEED(accepted, "accepted");

@@ -101,7 +101,7 @@ static int decode_steps(rssm_context *ctx, int32_t slots, int steps)
     float *q = in, *k = q + B * H * K, *v = k + B * H * K, *a = v + B * HV * V, *b = a + B * HV;
     float *A_log = b + B * HV, *dt = A_log + HV, *o = dt + HV;
     int32_t slot[B] = {0, slots - 1, -1, slots / 2};
-    rssm_state st = {slots, t[0], t[1], t[2], t[3], t[4], t[5]};
+    rssm_state st = {slots, t[0], t[1], t[2], t[3], t[4], t[5], sz};
     rssm_step_io io = {.batch = B,
                        .tokens = 1,
                        .q = q,

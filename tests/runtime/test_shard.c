@@ -83,6 +83,7 @@ static void alloc_state(const rssm_layer *l, tensors *t)
         s[i]->ring_g = zalloc(t->sz.ring_g);
         s[i]->ring_base = zalloc(t->sz.ring_base);
         s[i]->cursor = zalloc(t->sz.cursor);
+        s[i]->bytes = t->sz;
     }
 }
 

@@ -40,7 +40,7 @@ static void *decode(void *arg)
     _Alignas(16) float q[ROWS * K], k[ROWS * K], v[ROWS * V], o[ROWS * V];
     _Alignas(16) float a[4], b[4], A_log[4] = {0.5f}, dt[4] = {0.1f}; /* 16-byte aligned, as every pointer */
     _Alignas(16) int32_t slot[4] = {0, 1};
-    rssm_state st = {ROWS, t[0], t[1], t[2], t[3], t[4], t[5]};
+    rssm_state st = {ROWS, t[0], t[1], t[2], t[3], t[4], t[5], sz};
     rssm_step_io io = {.batch = ROWS,
                        .tokens = 1,
                        .q = q,
