@@ -362,14 +362,15 @@ def main(argv=None):
     ap.add_argument("--min-time", type=float, default=0.2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--commit", default=None, help="the tree's commit for the records (default: git's HEAD)")
     a = ap.parse_args(argv)
     batches = [int(b) for b in a.batch.split(",")]
     os.makedirs(a.out, exist_ok=True)
     kernels, notes = load_kernels()
     bw = copy_bandwidth()
     gpu = torch.cuda.get_device_name()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "?"
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                        cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "?"
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# replayssm {rs.version()} ({commit}), torch {torch.__version__}, {gpu}, {date}",
             f"# peers: {'; '.join(notes)}",
