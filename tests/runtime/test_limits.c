@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "replayssm_runtime.h"
 
 extern void *__libc_malloc(size_t);
@@ -88,20 +89,15 @@ static int decode_steps(rssm_context *ctx, int32_t slots, int steps)
 {
     enum { B = 4, H = 2, HV = 4, K = 32, V = 32, L = 4 };
     rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, H, HV, K, V, L);
-    rssm_state_bytes sz;
-    if (rssm_state_size(&l, slots, &sz) != RSSM_OK) return 0;
-    void *t[7] = {NULL};
-    const size_t n[7] = {sz.checkpoint, sz.ring_u, sz.ring_k, sz.ring_g, sz.ring_base, sz.cursor, 16384};
-    int ok = 1;
-    for (int i = 0; i < 7 && ok; i++)
-        ok = rssm_mem_alloc(ctx, n[i], &t[i]) == RSSM_OK;
-    for (int i = 4; i < 6 && ok; i++) /* ring bases and cursors 0: empty rings */
-        ok = rssm_mem_set(ctx, t[i], 0, n[i]) == RSSM_OK;
-    float *in = t[6]; /* q, k, v, a, b, A_log, dt_bias, o: small, zero but for the gates */
+    rh_state hs; /* zeroed: empty rings */
+    if (rh_state_create(ctx, &l, slots, &hs) != RH_OK) return 0;
+    void *in_ = NULL;
+    int ok = rssm_mem_alloc(ctx, 16384, &in_) == RSSM_OK;
+    float *in = in_; /* q, k, v, a, b, A_log, dt_bias, o: small, zero but for the gates */
     float *q = in, *k = q + B * H * K, *v = k + B * H * K, *a = v + B * HV * V, *b = a + B * HV;
     float *A_log = b + B * HV, *dt = A_log + HV, *o = dt + HV;
     int32_t slot[B] = {0, slots - 1, -1, slots / 2};
-    rssm_state st = {slots, t[0], t[1], t[2], t[3], t[4], t[5], sz};
+    rssm_state st = hs.st;
     rssm_step_io io = {.batch = B,
                        .tokens = 1,
                        .q = q,
@@ -116,8 +112,8 @@ static int decode_steps(rssm_context *ctx, int32_t slots, int steps)
     for (int s = 0; s < steps && ok; s++)
         ok = rssm_decode_replay(ctx, &l, &st, &io, NULL) == RSSM_OK &&
              rssm_advance(ctx, &l, &st, B, slot, NULL, NULL) == RSSM_OK;
-    for (int i = 0; i < 7; i++)
-        rssm_mem_free(ctx, t[i]);
+    rssm_mem_free(ctx, in_);
+    rh_state_free(ctx, &hs);
     return ok;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness.h"
 #include "replayssm_runtime.h"
 
 enum { THREADS = 4, STEPS = 300, ROWS = 2, K = 64, V = 64, L = 8 };
@@ -30,17 +31,13 @@ static void *decode(void *arg)
 {
     worker *w = arg;
     rssm_layer l = rssm_layer_default(RSSM_GATE_GDN, 1, 1, K, V, L);
-    rssm_state_bytes sz;
-    rssm_state_size(&l, ROWS, &sz);
-    void *t[6] = {NULL};
-    const size_t n[6] = {sz.checkpoint, sz.ring_u, sz.ring_k, sz.ring_g, sz.ring_base, sz.cursor};
-    w->ok = 1;
-    for (int i = 0; i < 6; i++)
-        w->ok = w->ok && rssm_mem_alloc(w->ctx, n[i], &t[i]) == RSSM_OK;
+    rh_state hs;
+    w->ok = rh_state_create(w->ctx, &l, ROWS, &hs) == RH_OK;
+    if (!w->ok) return NULL;
     _Alignas(16) float q[ROWS * K], k[ROWS * K], v[ROWS * V], o[ROWS * V];
     _Alignas(16) float a[4], b[4], A_log[4] = {0.5f}, dt[4] = {0.1f}; /* 16-byte aligned, as every pointer */
     _Alignas(16) int32_t slot[4] = {0, 1};
-    rssm_state st = {ROWS, t[0], t[1], t[2], t[3], t[4], t[5], sz};
+    rssm_state st = hs.st;
     rssm_step_io io = {.batch = ROWS,
                        .tokens = 1,
                        .q = q,
@@ -64,8 +61,7 @@ static void *decode(void *arg)
                 rssm_advance(w->ctx, &l, &st, ROWS, slot, NULL, NULL) == RSSM_OK;
         memcpy(w->out[step], o, sizeof o);
     }
-    for (int i = 0; i < 6; i++)
-        rssm_mem_free(w->ctx, t[i]);
+    rh_state_free(w->ctx, &hs);
     return NULL;
 }
 
