@@ -425,8 +425,10 @@ RSSM_API rssm_status rssm_materialize(rssm_context *ctx, const rssm_layer *layer
 
 /* Prefill of T tokens per row with the recurrent form: starts from the slot's current state
  * (checkpoint with its live ring folded in; zero the slot first for a fresh sequence), writes
- * o for every token, the final state as the checkpoint and resets ring_base. After the last
- * layer reset the cursors (rssm_reset_cursors) so the ring starts empty. */
+ * o for every token, the final state as the checkpoint, resets ring_base and makes the slot's
+ * ring entries below its cursor neutral (u = 0, G = 0), so that a decode after prefill is right
+ * whether or not the cursors are reset. After the last layer reset the cursors
+ * (rssm_reset_cursors) so that the ring starts empty and holds a full L entries. */
 RSSM_API rssm_status rssm_prefill(rssm_context *ctx, const rssm_layer *layer, const rssm_state *state,
                                   const rssm_step_io *io, void *stream);
 

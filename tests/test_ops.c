@@ -379,6 +379,49 @@ static void suite_materialize_prefill(void)
                        rh_device_name(devices[d]), gname(gate, g == 2), nsteps, e1, e2);
                 rh_snap_free(&sn);
 
+                /* prefill into slots whose rings hold live entries, and decode on without resetting
+                 * the cursors == packed decode of the same tokens (rssm_prefill clears the slot's
+                 * ring entries below its cursor) */
+                {
+                    enum { P2 = 3, D2 = 4 };
+                    double *oc = malloc(sizeof(double) * R * (P2 + D2) * HV * V),
+                           *od = malloc(sizeof(double) * R * (P2 + D2) * HV * V),
+                           *ot2 = malloc(sizeof(double) * R * (P2 + D2) * HV * V);
+                    int32_t cur[2] = {0, 0};
+                    rh_inputs more;
+                    int r4 = r2 || !oc || !od || !ot2;
+                    if (!r4) r4 = rh_inputs_alloc(&more, &l, R, P2 + D2, 0);
+                    if (!r4) rh_inputs_random(&more, &l, &rng);
+                    if (!r4) r4 = rh_state_cursors(ctx, &sr, cur);
+                    if (!r4) r4 = rh_step(ctx, &sp, RH_OP_DECODE_PACKED, &more, slot, NULL, NULL, 0, od);
+                    if (!r4) {
+                        rh_inputs pre;
+                        r4 = rh_inputs_slice(&more, 0, P2, &pre);
+                        if (!r4) r4 = rh_step(ctx, &sr, RH_OP_PREFILL, &pre, slot, NULL, NULL, 0, ot2);
+                        for (int b = 0; b < R && !r4; b++)
+                            memcpy(oc + (int64_t)b * (P2 + D2) * HV * V, ot2 + (int64_t)b * P2 * HV * V,
+                                   sizeof(double) * P2 * HV * V);
+                        if (!r4) rh_inputs_free(&pre);
+                    }
+                    for (int t = P2; t < P2 + D2 && !r4; t++) {
+                        rh_inputs one;
+                        r4 = rh_inputs_slice(&more, t, 1, &one);
+                        if (!r4) r4 = rh_step(ctx, &sr, RH_OP_DECODE_REPLAY, &one, slot, NULL, NULL, 0, ot2);
+                        if (!r4) r4 = rh_advance(ctx, &sr, R, slot, NULL);
+                        for (int b = 0; b < R && !r4; b++)
+                            memcpy(oc + ((int64_t)b * (P2 + D2) + t) * HV * V, ot2 + (int64_t)b * HV * V,
+                                   sizeof(double) * HV * V);
+                        if (!r4) rh_inputs_free(&one);
+                    }
+                    const double e5 = r4 ? INFINITY : rh_relerr(oc, od, (int64_t)R * (P2 + D2) * HV * V);
+                    t_case(r4, e5 <= 1e-5,
+                           "prefill/%s/%s/into rings of %d and %d entries, decode on without a cursor reset: o %.3g "
+                           "against packed decode (tol 1e-5)",
+                           rh_device_name(devices[d]), gname(gate, g == 2), cur[1], cur[0], e5);
+                    if (!r2 && oc && od && ot2) rh_inputs_free(&more);
+                    free(oc), free(od), free(ot2);
+                }
+
                 /* prefill P tokens then decode D == replay decode of all P + D tokens from zero */
                 const int P0 = nsteps, D = 5, T = P0 + D;
                 double *oa = malloc(sizeof(double) * R * T * HV * V), *ob = malloc(sizeof(double) * R * T * HV * V);

@@ -668,7 +668,7 @@ class RingCache:
             a = acc[sel]
             if np.any(a < 0) or np.any(a > T):
                 raise ValueError(f"RingCache.commit: accepted {a.tolist()} outside [0, {T}]")
-            _ops.commit(self.ctx, self.base, self.state, _i32(s[sel], self.checkpoint), _i32(a, self.checkpoint), T)
+            _ops.commit(self.ctx, self.base, self.state, T, _i32(s[sel], self.checkpoint), None, _i32(a, self.checkpoint))
             for x in s[sel].tolist():
                 del self._pending[x]
 

@@ -261,9 +261,10 @@ def advance(ctx: Context, layer: Layer, state: State, slot: Index, fold: Optiona
               _stream(ctx, stream, keep))
 
 
-def commit(ctx: Context, layer: Layer, state: State, slot: Index, accepted: Index, tokens: int,
-           fold: Optional[Index] = None, *, stream: Stream = None) -> None:
-    """Cursor move after a verify of `tokens` tokens keeping accepted[b] of them (rssm_commit)."""
+def commit(ctx: Context, layer: Layer, state: State, tokens: int, slot: Index, fold: Optional[Index],
+           accepted: Index, *, stream: Stream = None) -> None:
+    """Cursor move after a verify of `tokens` tokens keeping accepted[b] of them (rssm_commit; the
+    arguments in C's order, the batch taken from slot; fold may be None)."""
     _check_ctx(ctx, layer, state)
     keep = []
     B = _batch_of(slot)

@@ -16,7 +16,7 @@ once per (back end, device ordinal) and cached. Every op runs on the current CUD
     torch.ops.replayssm.prefill(q, k, v, a, b, A_log, dt_bias, g, beta,
         checkpoint, ring_u, ring_k, ring_g, ring_base, cursor, slot, layer_spec, backend) -> o
     torch.ops.replayssm.advance(cursor, slot, fold, layer_spec, backend)
-    torch.ops.replayssm.commit(cursor, slot, fold, accepted, tokens, layer_spec, backend)
+    torch.ops.replayssm.commit(cursor, tokens, slot, fold, accepted, layer_spec, backend)
     torch.ops.replayssm.materialize(checkpoint, ring_u, ring_k, ring_g, ring_base, cursor, src_slot,
         dst_slot, dst_checkpoint, dst_ring_base, layer_spec, backend)   (dst None = in place)
     torch.ops.replayssm.reset_cursors(cursor, slot, backend)
@@ -135,11 +135,11 @@ if AVAILABLE:
         _ops.advance(ctx, layer, _cursor_state(layer, cursor), slot, fold)
 
     @torch.library.custom_op("replayssm::commit", mutates_args=("cursor",))
-    def _commit(cursor: Tensor, slot: Tensor, fold: Optional[Tensor], accepted: Tensor, tokens: int,
+    def _commit(cursor: Tensor, tokens: int, slot: Tensor, fold: Optional[Tensor], accepted: Tensor,
                 layer_spec: str, backend: str) -> None:
         layer = _layer(layer_spec)
         ctx = context_for(backend, cursor)
-        _ops.commit(ctx, layer, _cursor_state(layer, cursor), slot, accepted, tokens, fold)
+        _ops.commit(ctx, layer, _cursor_state(layer, cursor), tokens, slot, fold, accepted)
 
     @torch.library.custom_op("replayssm::materialize",
                              mutates_args=("checkpoint", "ring_base", "dst_checkpoint", "dst_ring_base"))
@@ -246,9 +246,10 @@ def advance(layer: Layer, state: State, slot, fold=None, backend: str = "auto"):
     torch.ops.replayssm.advance(state.cursor, slot, fold, layer.spec(), backend)
 
 
-def commit(layer: Layer, state: State, slot, accepted, tokens: int, fold=None, backend: str = "auto"):
+def commit(layer: Layer, state: State, tokens: int, slot, fold, accepted, backend: str = "auto"):
+    """rssm_commit's arguments in C's order (fold may be None)."""
     _need()
-    torch.ops.replayssm.commit(state.cursor, slot, fold, accepted, int(tokens), layer.spec(), backend)
+    torch.ops.replayssm.commit(state.cursor, int(tokens), slot, fold, accepted, layer.spec(), backend)
 
 
 def materialize(layer: Layer, src: State, dst: State, src_slot, dst_slot, backend: str = "auto"):

@@ -41,7 +41,7 @@ def test_token_counts(ctx):
     expect("RSSM_ERROR_BAD_TOKENS", rs.verify, ctx, layer, st, slot=p.slot(), **p.tokens(0, 3))
     expect("RSSM_ERROR_BAD_TOKENS", rs.decode_replay, ctx, layer, st, slot=p.slot(), match="rssm_verify",
            **p.tokens(0, 2))
-    expect("RSSM_ERROR_BAD_TOKENS", rs.commit, ctx, layer, st, p.slot(), [3, 0], 2)
+    expect("RSSM_ERROR_BAD_TOKENS", rs.commit, ctx, layer, st, 2, p.slot(), None, [3, 0])
 
 
 def test_bad_cursor(ctx):

@@ -53,7 +53,7 @@ def run_case(ctx, c, path, dtype):
             acc = min(pattern[i % len(pattern)], n)
             i += 1
             produced[:, t:t + n] = o  # rejected tokens are re-verified (and overwritten) next window
-            rs.commit(ctx, layer, st, slot, np.full(B, acc, np.int32), n)
+            rs.commit(ctx, layer, st, n, slot, None, np.full(B, acc, np.int32))
             t += acc
         outs = [produced]
     else:  # prefill the first half, decode the rest

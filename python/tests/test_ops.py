@@ -101,7 +101,7 @@ def test_verify_commit_matches_sequential(ctx, gate, L, T):
             assert rel_err(o[b], p.o[b, pos[b]:pos[b] + T]) < tol("f32"), (b, pos[b])
         acc = rng.integers(0, T + 1, 2).astype(np.int32)
         acc[pos >= N] = 0  # a finished row waits (its window is re-verified unchanged)
-        rs.commit(ctx, layer, st, p.slot(), acc, T)
+        rs.commit(ctx, layer, st, T, p.slot(), None, acc)
         pos += acc
         checked += 1
     # then plain decode continues from the committed position

@@ -141,3 +141,76 @@ def test_cuda_tensors_on_the_current_stream(gate):
 @pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
 def test_cuda_custom_ops():
     run(rs.Context("cuda", device_ordinal=torch.cuda.current_device()), "gdn", "cuda", custom_op=True)
+
+
+def layer_step(layer, st, d, slot, t, backend):
+    """One decode step of a layer through the custom ops: replay decode, then the cursor move."""
+    kw = {n: d[n][:, t].contiguous() for n in ("q", "k", "v", "a", "b")}
+    o = torch_ops.decode_replay(layer, st, A_log=d["A_log"], dt_bias=d["dt_bias"], slot=slot, backend=backend, **kw)
+    torch_ops.advance(layer, st, slot, backend=backend)
+    return o
+
+
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_torch_compile_fullgraph_traces_the_custom_ops(gate):
+    """torch.compile(fullgraph=True) traces a step that calls the ops (their fake implementations
+    give the shapes; aot_eager runs the traced graph without a C++ toolchain), and the compiled
+    step gives the eager step's outputs and state."""
+    layer = rs.Layer(gate=gate, H=2, HV=4, K=16, V=16, ring_len=4)
+    d = inputs(gate, "cpu")
+    slot = torch.tensor([2, 0], dtype=torch.int32)
+    states = []
+    for _ in range(2):
+        st = rs.State.allocate(layer, 3, "cpu")
+        states.append(rs.State(layer, **{n: torch.from_numpy(t) for n, t in st.tensors().items()}))
+
+    spec = layer.spec()
+
+    def step(q, k, v, a, b, checkpoint, ring_u, ring_k, ring_g, ring_base, cursor):
+        """A layer's decode as a model would write it: the ops on its own tensors."""
+        o = torch.ops.replayssm.decode_replay(q, k, v, a, b, d["A_log"], d["dt_bias"], None, None, checkpoint, ring_u,
+                                              ring_k, ring_g, ring_base, cursor, slot, None, spec, "reference")
+        torch.ops.replayssm.advance(cursor, slot, None, spec, "reference")
+        return o * 1.0
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")
+    names = ("checkpoint", "ring_u", "ring_k", "ring_g", "ring_base", "cursor")
+    for t in range(6):
+        x = [d[n][:, t].contiguous() for n in ("q", "k", "v", "a", "b")]
+        ea = step(*x, *[states[0].tensors()[n] for n in names])
+        co = compiled(*x, *[states[1].tensors()[n] for n in names])
+        assert torch.equal(ea, co), t
+    for n, x in states[0].tensors().items():
+        assert torch.equal(x, states[1].tensors()[n]), n
+
+
+@cuda
+@pytest.mark.skipif(not torch_ops.AVAILABLE, reason="torch.library.custom_op needs torch >= 2.4")
+@pytest.mark.parametrize("gate", ["gdn", "kda"])
+def test_cuda_graph_capture_on_the_current_stream(gate):
+    """A decode step captured in a torch CUDA graph (the ops enqueue on torch's current stream,
+    the capture stream) and replayed gives the eager steps' outputs bit for bit."""
+    layer = rs.Layer(gate=gate, H=2, HV=4, K=128, V=128, ring_len=4)
+    dev = "cuda"
+    d = inputs(gate, dev, K=128, V=128, T=9)
+    slot = torch.tensor([2, 0], dtype=torch.int32, device=dev)
+    backend = "cuda"
+    eager, graphed = rs.State.allocate(layer, 3, dev), rs.State.allocate(layer, 3, dev)
+    ref = [layer_step(layer, eager, d, slot, t, backend).clone() for t in range(9)]
+    x = {n: d[n][:, 0].clone() for n in ("q", "k", "v", "a", "b")}
+    static = dict(d, **{n: x[n][:, None] for n in x})
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side), torch.cuda.graph(graph):
+        out = layer_step(layer, graphed, static, slot, 0, backend)
+    for t in range(9):
+        for n in x:
+            x[n].copy_(d[n][:, t])
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, ref[t]), t
+    for n, t in eager.tensors().items():
+        assert torch.equal(t, graphed.tensors()[n]), n

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "core/host.h"
+#include "core/layer.h"
+#include "core/layout.h"
 #include "runtime/plan_rules.h"
 
 /* Host memory is handed out zeroed. Large blocks are mapped pages, zero and committed only as
@@ -137,4 +139,13 @@ rssm_status rssm_host_plan_seq(rssm_context *ctx, const rssm_plan_params *p, voi
     for (int32_t b = 0; b < p->batch; b++)
         p->seq_len[b] = rssm_rt_seq_rule(p->slot[b], p->n_slots, p->seq_len[b], p->accepted ? p->accepted[b] : 1);
     return RSSM_OK;
+}
+
+void rssm_host_ring_clear(const rssm_layer *l, const rssm_state *st, int64_t s, int hv, int n)
+{
+    if (n <= 0) return;
+    const size_t r = rssm_dtype_size(l->ring_dtype), g = l->ring_dtype == RSSM_DTYPE_F64 ? 8 : 4;
+    const int gk = rssm_layer_gk(l);
+    memset((char *)st->ring_u + rssm_ring_u_off(l, s, hv, 0) * r, 0, (size_t)n * l->head_v_dim * r);
+    memset((char *)st->ring_g + rssm_ring_g_off(l, s, hv, 0, gk) * g, 0, (size_t)n * gk * g);
 }

@@ -22,6 +22,11 @@ rssm_status rssm_host_cursor(rssm_context *ctx, const rssm_cursor_params *p, voi
 rssm_status rssm_host_plan_fold(rssm_context *ctx, const rssm_plan_params *p, void *stream);
 rssm_status rssm_host_plan_seq(rssm_context *ctx, const rssm_plan_params *p, void *stream);
 
+/* Prefill's end on one value head of slot s: the ring entries of cursor values 0 .. n-1 (n =
+ * the cursor, ring base 0 after prefill) become neutral, u = 0 and G = 0 (all-zero bits are 0 in
+ * every dtype), so that a decode after prefill is right whether or not the cursors are reset. */
+void rssm_host_ring_clear(const rssm_layer *l, const rssm_state *st, int64_t s, int hv, int n);
+
 /* The host entries of a back-end table, for designated initialisers. */
 #define RSSM_HOST_BACKEND_ENTRIES                                                                                      \
     .host_memory = 1, .cursor = rssm_host_cursor, .plan_fold = rssm_host_plan_fold, .plan_seq = rssm_host_plan_seq,    \

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/host.h"
 #include "core/layout.h"
 #include "cpu/cpu_internal.h"
 
@@ -478,7 +479,10 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             store_o(p, vec, bt, hv, o);
         }
         store_f32(vec, sp->checkpoint, sdt, rssm_ckpt_off(l, w, hv), S, V * K);
-        if (p->op == RSSM_OP_PREFILL) base_store(l, sp, s, hv, 0);
+        if (p->op == RSSM_OP_PREFILL) {
+            base_store(l, sp, s, hv, 0);
+            rssm_host_ring_clear(l, sp, s, hv, sp->cursor[s]);
+        }
     }
 }
 

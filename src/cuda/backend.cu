@@ -175,6 +175,10 @@ static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStrea
         gdn_reset_base_kernel<<<dim3(1, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
         CU(cudaGetLastError(), fn);
     }
+    if (A.mode == MODE_PREFILL) {
+        prefill_ring_clear_kernel<<<dim3((unsigned)l->num_v_heads, (unsigned)batch), RSSM_NT, 0, stream>>>(A);
+        CU(cudaGetLastError(), fn);
+    }
     return RSSM_OK;
 }
 

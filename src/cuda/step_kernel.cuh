@@ -1048,6 +1048,27 @@ static __global__ void __launch_bounds__(RSSM_NT) gdn_reset_base_kernel(const ka
     }
 }
 
+/* Prefill's end (after the step kernel, which read the live ring): the ring entries of cursor
+ * values 0 .. c-1 of every prefilled (row, value head) become neutral, u = 0 and G = 0, so that a
+ * decode after prefill is right whether or not the cursors are reset (replayssm.h,
+ * rssm_prefill; the host back ends: rssm_host_ring_clear). One CTA per (value head, row). */
+static __global__ void __launch_bounds__(RSSM_NT) prefill_ring_clear_kernel(const kargs A)
+{
+    const rssm_layer &l = A.l;
+    const int b = blockIdx.y, hv = blockIdx.x;
+    const int s = A.io.slot[b];
+    if (s < 0 || s >= A.st.num_slots) return;
+    const int c = A.st.cursor[s];
+    if (c <= 0 || c > l.ring_len) return;
+    const int gk = l.gate == RSSM_GATE_KDA ? l.head_k_dim : 1;
+    const int64_t u0 = rssm_ring_u_off(&l, s, hv, 0);
+    for (int i = threadIdx.x; i < c * l.head_v_dim; i += RSSM_NT)
+        st_dt(A.st.ring_u, l.ring_dtype, u0 + i, 0.0f);
+    float *g = (float *)A.st.ring_g + rssm_ring_g_off(&l, s, hv, 0, gk);
+    for (int i = threadIdx.x; i < c * gk; i += RSSM_NT)
+        g[i] = 0.0f;
+}
+
 /* GDN keys when a group does not fit one cluster: after the step kernel, one CTA per
  * (row, key head) writes the normalised keys of the step's new entries, at the positions of
  * cursor values c0 + t, whenever the shared end fold does not happen (also where value heads

@@ -345,7 +345,10 @@ static rssm_status ref_packed_or_prefill(const rssm_params *p, head *hd)
             }
             recur(p, b, hv, hd->S);
             checkpoint_store(l, &p->state, w, hv, hd->S);
-            if (p->op == RSSM_OP_PREFILL) base_store(l, &p->state, s, hv, 0);
+            if (p->op == RSSM_OP_PREFILL) {
+                base_store(l, &p->state, s, hv, 0);
+                rssm_host_ring_clear(l, &p->state, s, hv, p->state.cursor[s]);
+            }
         }
     }
     return RSSM_OK;
