@@ -286,6 +286,9 @@ typedef struct rssm_state {
  *   or precomputed (as FLA's kernels take them; used when `g` is not NULL):
  *     g    GDN [B, T, HV]; KDA [B, T, HV, K]   f32   log-gate (<= 0)
  *     beta [B, T, HV]                           f32
+ *   Gates outside (-inf, 0] get one behaviour in packed and replay decode on every device: a
+ *   log-gate above 0 is applied as given (the state grows by e^g); a NaN makes that head's
+ *   outputs and state NaN from its token on, as the recurrence does.
  *   o      [B, T, HV, V]  io dtype   output (written for every row; zero for padding rows)
  * Strides: q_stride, k_stride, v_stride, a_stride, b_stride are the element distance
  * between consecutive tokens (b, t) -> (b, t+1) and (b, T-1) -> (b+1, 0); 0 means packed

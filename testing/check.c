@@ -404,8 +404,10 @@ static int build_matrix(int quick, mcase *out)
     return n;
 }
 
-/* Extreme gates of decode step i (mcase.extreme): -inf, -1e38 and -1e4 on some value heads
- * (precomputed), or A_log = 88.5 (-exp(A_log) softplus(..) is -inf in float32) and a = 1e4. */
+/* Extreme gates of decode step i (mcase.extreme): -inf, -1e38 and -1e4 on some value heads and
+ * a log-gate above 0 (+0.2: the state grows by e^0.2, applied as given on every device) on
+ * another (precomputed), or A_log = 88.5 (-exp(A_log) softplus(..) is -inf in float32) and
+ * a = 1e4. */
 static void extreme_gates(rh_inputs *in, int i)
 {
     const int HV = in->HV, gk = in->gk;
@@ -417,6 +419,7 @@ static void extreme_gates(rh_inputs *in, int i)
                     if (i % 3 == 1 && hv == 0) in->g[j] = -INFINITY;
                     if (i % 4 == 3 && hv == 1) in->g[j] = -1e38f;
                     if (i % 3 == 2 && hv == HV - 1 && r != 1) in->g[j] = -1e4f;
+                    if (i % 5 == 0 && hv == 2 && hv < HV - 1) in->g[j] = 0.2f;
                 } else if (i % 3 == 2 && hv == HV - 1) {
                     in->a[j] = 1e4;
                 }

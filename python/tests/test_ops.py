@@ -328,3 +328,42 @@ def test_empty_batch_is_a_no_op(ctx):
                          A_log=z(4), dt_bias=z(4), slot=np.zeros(0, np.int32))
     assert o.shape == (0, 4, 8)
     rs.advance(ctx, layer, st, [])
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_nan_and_positive_gates_are_passed_through_alike(ctx, gate):
+    """Gates outside (-inf, 0]: one behaviour for packed and replay decode on every host device.
+    A log-gate above 0 is applied as given (the state grows by e^g): replay equals packed. A NaN
+    log-gate makes that head's outputs NaN from its step on, in both, as the recurrence does;
+    the other heads stay finite and equal."""
+    layer = make_layer(gate, L=4, io_dtype="f32")
+    B, T, HV, K = 2, 9, layer.HV, layer.K
+    rng = np.random.default_rng(5)
+    x = dict(q=rng.standard_normal((B, T, layer.H, K)), k=rng.standard_normal((B, T, layer.H, K)),
+             v=rng.standard_normal((B, T, HV, layer.V)))
+    gshape = (B, T, HV, K) if gate == "kda" else (B, T, HV)
+    g = -0.1 * rng.random(gshape)
+    g[:, 2, 1] = 0.3  # growth on head 1
+    g[:, 5, 1] = 0.2
+    g[0, 4, 2] = np.nan  # row 0, head 2, token 4
+    x = {n: aligned(v.astype(np.float32)) for n, v in x.items()}
+    g, beta = aligned(g.astype(np.float32)), aligned(rng.random((B, T, HV)).astype(np.float32))
+    slot = np.array([1, 0], np.int32)
+    outs = {}
+    for replay in (False, True):
+        st = rs.State.allocate(layer, 2, ctx, ring=replay)
+        o = []
+        for t in range(T):
+            tok = {n: aligned(v[:, t].copy()) for n, v in x.items()}
+            gt, bt = aligned(g[:, t].copy()), aligned(beta[:, t].copy())
+            fn = rs.decode_replay if replay else rs.decode_packed
+            o.append(fn(ctx, layer, st, tok["q"], tok["k"], tok["v"], g=gt, beta=bt, slot=slot))
+            if replay:
+                rs.advance(ctx, layer, st, slot)
+        outs[replay] = np.stack(o, 1)
+    pk, rp = outs[False], outs[True]
+    nan = np.zeros(pk.shape, bool)
+    nan[0, 4:, 2] = True
+    assert np.isnan(pk[nan]).all() and np.isnan(rp[nan]).all()
+    assert np.isfinite(pk[~nan]).all() and np.isfinite(rp[~nan]).all()
+    assert rel_err(rp[~nan], pk[~nan]) < 1e-5
