@@ -9,6 +9,7 @@ Kernels (each skipped, with the reason printed, when its package is missing):
   fla                    fla-core's fused_recurrent_gated_delta_rule (GDN) and fused_recurrent_kda
                          (KDA), state K-first [.., K, V] and V-first (state_v_first=True)
   sgl-packed             SGLang's packed decode (fused qkv row, V-first state pool, in place)
+  sgl-replay             SGLang's ReplaySSM decode (checkpoint + d/k/g ring caches, write position)
 
 Method (as the project's CLI bench): Qwen3-Next GDN (H=16, HV=32) and Kimi-Linear KDA (H=HV=32),
 K=V=128, f32 state, bf16 q/k/v and raw gate inputs a, b (every kernel evaluates the gates and
@@ -239,7 +240,7 @@ class SGLangPacked(Kernel):
         B = x["q"].shape[0]
         qkv = torch.cat([x["q"].reshape(B, -1), x["k"].reshape(B, -1), x["v"].reshape(B, -1)], -1)
         return dict(qkv=qkv, a=x["a"].reshape(B, -1).contiguous(), b=x["b"].reshape(B, -1).contiguous(),
-                    A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1))
+                    A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1), HV=x["v"].shape[2])
 
     def step1(self, gate, r, h, slot, out):
         self.fns[gate](r["qkv"], r["a"], r["b"], r["A_log"], r["dt_bias"], K ** -0.5, h, out, slot,
@@ -269,6 +270,64 @@ class SGLangPacked(Kernel):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+class SGLangReplay(SGLangPacked):
+    """SGLang's ReplaySSM decode (fused_recurrent_linear_replayssm_decode: the checkpoint read every
+    step and written on the flush step, ring caches d / k / g of L entries in bf16 / bf16 / f32 as
+    replayssm's, a per-row write position the caller moves, (p + 1) mod L, after every step)."""
+
+    name = "sgl-replay"
+
+    def __init__(self):
+        super().__init__()
+        from sglang.kernels.ops.attention.linear.fused_recurrent_linear_replayssm import (
+            fused_recurrent_linear_replayssm_decode)
+
+        self.decode = fused_recurrent_linear_replayssm_decode
+
+    def caches(self, gate, n, H, HV):
+        gshape = (n, HV, L, K) if gate == "kda" else (n, HV, L)
+        return (torch.zeros(n, HV, L, V, dtype=torch.bfloat16, device="cuda"),
+                torch.zeros(n, H, L, K, dtype=torch.bfloat16, device="cuda"),
+                torch.zeros(gshape, device="cuda"))
+
+    def step1(self, gate, r, h, slot, out, cache=None, pos=None):
+        kda = gate == "kda"
+        B = r["qkv"].shape[0]
+        a = r["a"].reshape(B, r["HV"], K) if kda else r["a"]
+        dt = r["dt_bias"].reshape(r["HV"], K) if kda else r["dt_bias"]
+        self.decode(r["qkv"], a, r["b"], r["A_log"], dt, K ** -0.5, h, *cache, out, slot, pos,
+                    use_qk_l2norm_in_kernel=True, is_kda=kda)
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        slot = slot_rows(B, order, gen)
+        rows_ = [self.rows(make_inputs(gate, B, H, HV, 1, gen)) for _ in range(nl)]
+        pools = [torch.zeros(2 * B, HV, V, K, device="cuda") for _ in range(nl)]
+        caches = [self.caches(gate, 2 * B, H, HV) for _ in range(nl)]
+        outs = [torch.empty(B, 1, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+        pos = (torch.arange(B, device="cuda") % L).to(torch.int32)  # staggered rows
+
+        def step():
+            for r, h, c, o in zip(rows_, pools, caches, outs):
+                self.step1(gate, r, h, slot, o, c, pos)
+            torch.remainder(pos + 1, L, out=pos)
+
+        return step, L
+
+    def run_steps(self, gate, H, HV, S0, x):
+        B, T = x["q"].shape[:2]
+        h = torch.from_numpy(S0).float().cuda().contiguous()
+        cache = self.caches(gate, B, H, HV)
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        pos = torch.zeros(B, dtype=torch.int32, device="cuda")
+        out = []
+        for t in range(T):
+            o = torch.empty(B, 1, HV, V, dtype=x["v"].dtype, device="cuda")
+            self.step1(gate, self.rows(token(x, t)), h, slot, o, cache, pos)
+            torch.remainder(pos + 1, L, out=pos)
+            out.append(o)
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
 def load_kernels():
     ks, notes = [ReplaySSM(False), ReplaySSM(True)], []
     try:
@@ -282,8 +341,11 @@ def load_kernels():
         import sglang
 
         ks.append(SGLangPacked())
-        notes.append(f"sglang {getattr(sglang, '__version__', '?')} (packed decode; its ReplaySSM kernels are not"
-                     " wired in yet)")
+        notes.append(f"sglang {getattr(sglang, '__version__', '?')}")
+        try:
+            ks.append(SGLangReplay())
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"sgl-replay: skipped ({type(e).__name__}: {e})")
     except Exception as e:  # noqa: BLE001
         notes.append(f"sglang: skipped ({type(e).__name__}: {e})")
     return ks, notes
