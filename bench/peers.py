@@ -506,10 +506,12 @@ def write_outputs(out, head, rows):
     fig, axes = plt.subplots(1, len(models), figsize=(7 * len(models), 5), squeeze=False)
     for ax, model in zip(axes[0], models):
         rs_ = [r for r in rows if r["model"] == model]
+        kernels = list(dict.fromkeys(r["kernel"] for r in rows))  # one colour per kernel, dashed: random order
         for key in dict.fromkeys((r["kernel"], r["order"]) for r in rs_):
             pts = [(r["B"], r["us"]) for r in rs_ if (r["kernel"], r["order"]) == key and r["us"] == r["us"]]
             if pts:
-                ax.plot(*zip(*pts), marker="o", label=f"{key[0]} {key[1]}")
+                ax.plot(*zip(*pts), marker="o", markersize=3, color=f"C{kernels.index(key[0]) % 10}",
+                        linestyle="--" if key[1] == "rnd" else "-", label=f"{key[0]} {key[1]}")
         ax.plot([r["B"] for r in rs_ if r["kernel"] == rs_[0]["kernel"] and r["order"] == rs_[0]["order"]],
                 [r["floor_packed_us"] for r in rs_ if r["kernel"] == rs_[0]["kernel"] and r["order"] == rs_[0]["order"]],
                 "k--", label="packed byte floor")
