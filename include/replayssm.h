@@ -286,6 +286,7 @@ typedef struct rssm_state {
  *   or precomputed (as FLA's kernels take them; used when `g` is not NULL):
  *     g    GDN [B, T, HV]; KDA [B, T, HV, K]   f32   log-gate (<= 0)
  *     beta [B, T, HV]                           f32
+ *   With the f64 io dtype (the reference device) g and beta are double as well.
  *   Gates outside (-inf, 0] get one behaviour in packed and replay decode on every device: a
  *   log-gate above 0 is applied as given (the state grows by e^g); a NaN makes that head's
  *   outputs and state NaN from its token on, as the recurrence does.

@@ -552,6 +552,19 @@ static int put_tokens(rssm_context *ctx, const double *x, int64_t bt, int64_t w,
 
 static int64_t stride_of(int64_t w, int strided) { return strided ? (w + 7) / 8 * 8 + 8 : w; }
 
+/* Precomputed gates g or beta as the step takes them: float, or double with the f64 io dtype. */
+static int put_gates(rssm_context *ctx, const float *x, int64_t n, rssm_dtype io, rh_buf *out)
+{
+    if (io != RSSM_DTYPE_F64) return rh_buf_from(ctx, x, sizeof(float) * (size_t)n, out);
+    double *d = malloc(sizeof(double) * (size_t)n + 1);
+    if (!d) return rh_set(RH_FAIL, "out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        d[i] = x[i];
+    const int rc = rh_buf_from(ctx, d, sizeof(double) * (size_t)n, out);
+    free(d);
+    return rc;
+}
+
 int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const int32_t *slot, const int32_t *wslot,
             const uint8_t *fold, int strided, double *o_out)
 {
@@ -573,8 +586,8 @@ int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const
     if (!rc) rc = put_tokens(ctx, in->k, bt, nq, stride_of(nq, strided), io, &b[K_]);
     if (!rc) rc = put_tokens(ctx, in->v, bt, nv, stride_of(nv, strided), io, &b[V_]);
     if (in->g) {
-        if (!rc) rc = rh_buf_from(ctx, in->g, sizeof(float) * (size_t)(bt * na), &b[G]);
-        if (!rc) rc = rh_buf_from(ctx, in->beta, sizeof(float) * (size_t)(bt * in->HV), &b[BETA]);
+        if (!rc) rc = put_gates(ctx, in->g, bt * na, io, &b[G]);
+        if (!rc) rc = put_gates(ctx, in->beta, bt * in->HV, io, &b[BETA]);
     } else {
         if (!rc) rc = put_tokens(ctx, in->a, bt, na, stride_of(na, strided), io, &b[A]);
         if (!rc) rc = put_tokens(ctx, in->b, bt, in->HV, in->HV, io, &b[B_]);

@@ -5,7 +5,8 @@ Tensors (replayssm.h "Per-step inputs and outputs"):
   v      [B, T, HV, V]  io dtype
   a      GDN [B, T, HV], KDA [B, T, HV, K]  io dtype;  b [B, T, HV] io dtype
   A_log  [HV] f32;  dt_bias GDN [HV], KDA [HV, K] f32
-  or precomputed g (like a, f32, contiguous) and beta [B, T, HV] f32 (used when g is given)
+  or precomputed g (like a, f32, contiguous) and beta [B, T, HV] f32 (used when g is given; float64
+  with the f64 io dtype of the reference device)
   slot   [B] int32 (-1 = padding row); fold [B] uint8/bool; accepted [B] int32
 q, k, v, a, b may be strided views along the token axes (e.g. slices of a fused projection):
 their per-token part must be contiguous; the token stride becomes q_stride etc.
@@ -141,10 +142,11 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     c.k, c.k_stride = _tensor_in(ctx, k, "k", (B, T, H, K), io, keep, True)
     c.v, c.v_stride = _tensor_in(ctx, v, "v", (B, T, HV, V), io, keep, True)
     if g is not None:
-        c.g, _ = _tensor_in(ctx, g, "g", gshape, "f32", keep, False)
+        gk = "f64" if io == "f64" else "f32"  # precomputed gates follow an f64 io dtype (the reference)
+        c.g, _ = _tensor_in(ctx, g, "g", gshape, gk, keep, False)
         if beta is None:
             raise ValueError("beta is required with g")
-        c.beta, _ = _tensor_in(ctx, beta, "beta", (B, T, HV), "f32", keep, False)
+        c.beta, _ = _tensor_in(ctx, beta, "beta", (B, T, HV), gk, keep, False)
     else:
         if a is None or b is None or A_log is None or dt_bias is None:
             raise ValueError("pass the raw gates a, b, A_log, dt_bias, or the precomputed g and beta")

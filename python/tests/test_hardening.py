@@ -36,7 +36,7 @@ def test_index_arrays_do_not_wrap():
     layer = rs.Layer(gate="gdn", H=1, HV=1, K=8, V=8, ring_len=4, io_dtype="f64", state_dtype="f64")
     st = rs.State.allocate(layer, 2, ctx)
     q = np.zeros((1, 1, 8)), np.zeros((1, 1, 8)), np.zeros((1, 1, 8))
-    g = dict(g=np.zeros((1, 1), np.float32), beta=np.zeros((1, 1), np.float32))
+    g = dict(g=np.zeros((1, 1)), beta=np.zeros((1, 1)))  # float64 gates with the f64 io dtype
     for slot in ([2**32], np.array([2**32], np.int64), np.array([2**32 - 1], np.uint32)):
         with pytest.raises(ValueError, match="slot: values"):
             rs.decode_replay(ctx, layer, st, *q, **g, slot=slot)

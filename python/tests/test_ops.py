@@ -367,3 +367,31 @@ def test_nan_and_positive_gates_are_passed_through_alike(ctx, gate):
     assert np.isnan(pk[nan]).all() and np.isnan(rp[nan]).all()
     assert np.isfinite(pk[~nan]).all() and np.isfinite(rp[~nan]).all()
     assert rel_err(rp[~nan], pk[~nan]) < 1e-5
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_float64_gates_on_the_float64_device(gate):
+    """With the f64 io dtype (the reference device) precomputed gates are float64 too: replay decode
+    from float64 g and beta equals the float64 recurrence to rounding, and float32 gates are
+    refused naming g."""
+    ctx = rs.Context("reference")
+    layer = make_layer(gate, L=4, io_dtype="f64", state_dtype="f64", ring_dtype="f64")
+    B, T, HV, K = 2, 7, layer.HV, layer.K
+    rng = np.random.default_rng(11)
+    q, k = (aligned(rng.standard_normal((B, T, layer.H, K))) for _ in range(2))
+    v = aligned(rng.standard_normal((B, T, HV, layer.V)))
+    g = aligned(-rng.random((B, T, HV, K) if gate == "kda" else (B, T, HV)) * 3)
+    beta = aligned(rng.random((B, T, HV)))
+    st = rs.State.allocate(layer, 2, ctx)
+    slot = np.array([1, 0], np.int32)
+    o = []
+    for t in range(T):
+        tok = [aligned(x[:, t].copy()) for x in (q, k, v)]
+        o.append(rs.decode_replay(ctx, layer, st, *tok, g=aligned(g[:, t].copy()), beta=aligned(beta[:, t].copy()),
+                                  slot=slot))
+        rs.advance(ctx, layer, st, slot)
+    ref, _ = R.recurrent(q, k, v, g, beta)
+    assert rel_err(np.stack(o, 1), ref) < 1e-13
+    with pytest.raises(TypeError, match="g: dtype f32, expected f64"):
+        rs.decode_replay(ctx, layer, st, *[aligned(x[:, 0].copy()) for x in (q, k, v)],
+                         g=aligned(g[:, 0].astype(np.float32)), beta=aligned(beta[:, 0].copy()), slot=slot)

@@ -257,7 +257,8 @@ static rssm_status check_kda_window(const char *fn, const rssm_params *p)
                 for (int t = 0; t < io->tokens; t++) {
                     const int64_t bt = rssm_bt(io, b, t);
                     if (io->g) {
-                        W += io->g[rssm_g_off(l, bt, hv, K) + c];
+                        const int64_t gi = rssm_g_off(l, bt, hv, K) + c;
+                        W += l->io_dtype == RSSM_DTYPE_F64 ? ((const double *)io->g)[gi] : io->g[gi];
                     } else {
                         const int64_t ai = bt * io->a_stride + (int64_t)hv * K + c;
                         const float a = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->a)[ai])
