@@ -696,16 +696,41 @@ static void row_bytes(engine *e, sim_result *res, request *r, int row, int every
     }
 }
 
-/* Snapshots of request r's step in row `row`: packed verify copies the accepted state back
- * (and snapshots it on a track boundary); a step that made the checkpoint the state after a
- * multiple of the interval snapshots it. */
+/* Packed verify's commit as the engines do it: every row's accepted state (its scratch slot of
+ * token a - 1) goes into the request's slot in one scatter on the device per layer (a
+ * materialise of slots whose rings are empty: a copy; the slot tables of the forward in d_slot
+ * are spent by now), not a copy call per row and layer. */
+static int accept_packed(engine *e)
+{
+    const int B = e->cfg->max_batch, T = e->T;
+    int32_t *tab = malloc(sizeof(int32_t) * 2 * (size_t)B);
+    if (!tab) return -1;
+    for (int row = 0; row < B; row++) {
+        const request *r = e->rows[row];
+        tab[row] = r ? e->scratch_slot[row * T + e->acc[row] - 1] : -1;
+        tab[B + row] = r ? r->slot : -1;
+    }
+    const int bad = upload(e, e->d_slot, tab, sizeof(int32_t) * 2 * (size_t)B);
+    free(tab);
+    if (bad) return -1;
+    void *stream = rssm_context_stream(e->ctx);
+    for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
+        for (int l = 0; l < e->model->cfg.n_layers; l++) {
+            rssm_state st;
+            CHECK(rssm_pool_state(h->pool, l, &st));
+            CHECK(rssm_materialize(e->ctx, &h->layers[l], &st, &st, B, e->d_slot, e->d_slot + B, stream));
+        }
+    return 0;
+}
+
+/* Snapshots of request r's step in row `row`: packed verify's accepted state (in the slot since
+ * accept_packed) is snapshotted on a track boundary; a step that made the checkpoint the state
+ * after a multiple of the interval snapshots it. */
 static int row_snapshots(engine *e, request *r, int row)
 {
     const int T = e->T, a = e->acc[row];
     void *stream = rssm_context_stream(e->ctx);
     if (!e->replay && T > 1) {
-        for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
-            CHECK(rssm_pool_copy_checkpoint(h->pool, e->scratch_slot[row * T + a - 1], h->pool, r->slot));
         if ((r->seq_len + a) % e->cfg->track_interval == 0) {
             for (int t = 0; t < a; t++)
                 if (sim_hist_push(r, e->next[tok_index(e, row, t)])) return -1;
@@ -729,6 +754,7 @@ static int row_snapshots(engine *e, request *r, int row)
  * done leave (their slots released). */
 static int step_book(engine *e, sim_result *res, int every)
 {
+    if (!e->replay && e->T > 1 && accept_packed(e)) return -1;
     for (int row = 0; row < e->cfg->max_batch; row++) {
         request *r = e->rows[row];
         if (!r) continue;
