@@ -1,0 +1,178 @@
+"""transformers' linear-attention layers through replayssm.
+
+    from transformers import AutoModelForCausalLM
+    import replayssm.hf
+
+    model = AutoModelForCausalLM.from_pretrained(...)   # Qwen3-Next, Qwen3.5 or Kimi-Linear
+    replayssm.hf.enable(model, ring_len=16)
+    out = model.generate(**inputs, max_new_tokens=300)
+
+enable() finds the model's Gated DeltaNet layers (Qwen3-Next, Qwen3.5, Qwen3.5-MoE) and Kimi Delta
+Attention layers (Kimi-Linear) and runs their recurrences through replayssm: a prompt through
+replayssm's prefill, every decoded token through ReplaySSM decode. Each layer's state lives in a
+replayssm.fla.RingCache (a V-first checkpoint, a ring of the last ring_len tokens and a cursor per
+row) kept on the generation cache object, so a new generate() starts new rings and a cache passed
+back in continues them. transformers' own delta-rule functions no longer run for those layers;
+everything around the recurrence (projections, convolution, gates, norms) is transformers' own.
+
+The generation cache's recurrent-state tensors are not kept up to date while enabled (the state is
+the ring's; writing it back every step would cost the traffic replay saves): states(cache, layer)
+reads a layer's state. Not supported: reordering the cache (beam search), packed sequences
+(cu_seqlens) with a cache. Tested with transformers 5.24 on the CPU (float32 and bfloat16 weights).
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+import sys
+from typing import Any, Optional
+
+__all__ = ["enable", "disable", "states", "FAMILIES"]
+
+# the layer whose forward is running: (module, generation cache or None, ring_len)
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("replayssm_hf_active", default=None)
+
+# modeling module, layer class, gate, decode function, prefill function (module-level names the
+# layer's forward calls)
+FAMILIES = (
+    ("transformers.models.qwen3_next.modeling_qwen3_next", "Qwen3NextGatedDeltaNet", "gdn",
+     "torch_recurrent_gated_delta_rule", "torch_chunk_gated_delta_rule"),
+    ("transformers.models.qwen3_5.modeling_qwen3_5", "Qwen3_5GatedDeltaNet", "gdn",
+     "torch_recurrent_gated_delta_rule", "torch_chunk_gated_delta_rule"),
+    ("transformers.models.qwen3_5_moe.modeling_qwen3_5_moe", "Qwen3_5MoeGatedDeltaNet", "gdn",
+     "torch_recurrent_gated_delta_rule", "torch_chunk_gated_delta_rule"),
+    ("transformers.models.kimi_linear.modeling_kimi_linear", "KimiLinearDeltaAttention", "kda",
+     "recurrent_kimi_delta_attention", "chunk_kimi_delta_attention"),
+)
+
+
+def _family(module) -> Optional[tuple]:
+    cls = type(module)
+    for fam in FAMILIES:
+        if cls.__module__ == fam[0] and cls.__name__ == fam[1]:
+            return fam
+    return None
+
+
+def _patch_functions(fam) -> None:
+    """Replaces the modeling module's delta-rule functions (once) by dispatchers that take
+    replayssm's path inside an enabled layer's forward and transformers' own elsewhere."""
+    mod = sys.modules[fam[0]]
+    for name, decode in ((fam[3], True), (fam[4], False)):
+        f = getattr(mod, name)
+        if not getattr(f, "_replayssm_original", None):
+            setattr(mod, name, _dispatcher(f, fam[2], decode))
+
+
+def _dispatcher(original, gate: str, decode: bool):
+    @functools.wraps(original)
+    def run(query, key, value, g, beta, initial_state=None, output_final_state=False,
+            use_qk_l2norm_in_kernel=False, **kwargs):
+        active = _ACTIVE.get()
+        if active is None:
+            return original(query, key, value, g=g, beta=beta, initial_state=initial_state,
+                            output_final_state=output_final_state, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                            **kwargs)
+        return _replayssm_step(active, gate, decode, query, key, value, g, beta, initial_state, output_final_state,
+                               use_qk_l2norm_in_kernel, kwargs.get("cu_seqlens"))
+
+    run._replayssm_original = original
+    return run
+
+
+def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, output_final_state, l2norm, cu_seqlens):
+    from . import fla
+
+    module, cache, ring_len = active
+    kda = gate == "kda"
+    if decode:
+        fn = fla.fused_recurrent_kda if kda else fla.fused_recurrent_gated_delta_rule
+    else:
+        fn = fla.chunk_kda if kda else fla.chunk_gated_delta_rule
+    if cache is None:  # a forward without a generation cache: the packed recurrence, state as FLA gives it
+        return fn(q, k, v, g, beta, initial_state=initial_state, output_final_state=output_final_state,
+                  use_qk_l2norm_in_kernel=l2norm, cu_seqlens=cu_seqlens)
+    if cu_seqlens is not None:
+        raise NotImplementedError("replayssm.hf: packed sequences (cu_seqlens) with a generation cache are not "
+                                  "supported; call replayssm.hf.disable(model) for them")
+    B, _, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    rings = cache.__dict__.setdefault("_replayssm_rings", {})
+    ring = rings.get(module.layer_idx)
+    if ring is None or ring.num_slots != B or (initial_state is None and not decode):
+        # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
+        # the given state when there is one
+        ring = fla.RingCache(B, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device)
+        if initial_state is not None:
+            ring.load(list(range(B)), initial_state.float())
+        rings[module.layer_idx] = ring
+    o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring)
+    if not output_final_state:
+        return o, None
+    # The cache copies what is returned into its own tensor: that tensor itself (a copy onto
+    # itself moves nothing), or on the first call a zero placeholder of the state's shape.
+    if initial_state is None:
+        import torch
+
+        initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(B, HV, K, V)
+    return o, initial_state
+
+
+def _wrap_forward(module, ring_len: int) -> None:
+    original = module.__dict__.get("_replayssm_forward") or module.forward
+
+    def forward(*args, **kwargs):
+        cache = kwargs.get("cache", kwargs.get("cache_params"))
+        if cache is None and len(args) > 1:
+            cache = args[1]
+        token = _ACTIVE.set((module, cache, ring_len))
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _ACTIVE.reset(token)
+
+    module._replayssm_forward = original
+    module.forward = forward
+
+
+def enable(model: Any, ring_len: int = 16) -> Any:
+    """Routes the model's Qwen3-Next / Qwen3.5 Gated DeltaNet and Kimi-Linear KDA layers through
+    replayssm (see the module's text). ring_len: the ring's length L (the checkpoint is written
+    every L tokens). Returns the model; raises ValueError when it has no such layer."""
+    ring_len = int(ring_len)
+    if ring_len < 1:
+        raise ValueError(f"replayssm.hf.enable: ring_len {ring_len} < 1")
+    n = 0
+    for m in model.modules():
+        fam = _family(m)
+        if fam is None:
+            continue
+        _patch_functions(fam)
+        _wrap_forward(m, ring_len)
+        n += 1
+    if n == 0:
+        raise ValueError("replayssm.hf.enable: the model has no Qwen3-Next, Qwen3.5 or Kimi-Linear linear-attention "
+                         "layer (" + ", ".join(f[1] for f in FAMILIES) + ")")
+    model._replayssm_layers = n
+    return model
+
+
+def disable(model: Any) -> Any:
+    """Gives the model's layers back to transformers' own path (caches made while enabled hold no
+    usable recurrent state for it)."""
+    for m in model.modules():
+        original = m.__dict__.pop("_replayssm_forward", None)
+        if original is not None:
+            m.__dict__.pop("forward", None)
+    model.__dict__.pop("_replayssm_layers", None)
+    return model
+
+
+def states(cache: Any, layer_idx: int, *, state_v_first: bool = False):
+    """The recurrent state of every row of layer layer_idx held by an enabled generation
+    (K-first [B, HV, K, V] as transformers keeps it, or V-first), materialised from its ring."""
+    rings = cache.__dict__.get("_replayssm_rings", {})
+    if layer_idx not in rings:
+        raise KeyError(f"replayssm.hf.states: layer {layer_idx} has no replayssm state in this cache")
+    ring = rings[layer_idx]
+    return ring.read(list(range(ring.num_slots)), state_v_first=state_v_first)

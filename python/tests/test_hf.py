@@ -1,0 +1,113 @@
+"""replayssm.hf.enable on transformers' own models: tiny random Qwen3-Next, Qwen3.5 and Kimi-Linear
+configurations on the CPU, a ragged batch (left padding), 300 greedy tokens: the same tokens as
+transformers' own path, the recurrences run by replayssm's rings (checked in the cache), and the
+ring's state equal to transformers' recurrent state. Skipped without torch and transformers."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+import replayssm.hf as hf  # noqa: E402
+
+NEW_TOKENS = 300
+VOCAB = 96
+
+
+def qwen3_next():
+    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
+
+    cfg = Qwen3NextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_key_heads=2,
+                          linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4,
+                          num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32,
+                          layer_types=["linear_attention", "full_attention", "linear_attention"],
+                          max_position_embeddings=1024)
+    return Qwen3NextForCausalLM(cfg)
+
+
+def qwen3_5():
+    from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
+
+    cfg = Qwen3_5TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+                            num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_key_heads=2,
+                            linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+                            layer_types=["linear_attention", "full_attention", "linear_attention"],
+                            max_position_embeddings=1024)
+    return Qwen3_5ForCausalLM(cfg)
+
+
+def kimi_linear():
+    from transformers import KimiLinearConfig, KimiLinearForCausalLM
+
+    cfg = KimiLinearConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, moe_intermediate_size=32,
+                           num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=16,
+                           q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+                           num_local_experts=4, num_experts_per_tok=2, linear_head_dim=16, linear_num_heads=4,
+                           layer_types=["linear_attention", "full_attention", "linear_attention"],
+                           mlp_layer_types=["dense"] * 3, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                           max_position_embeddings=1024)
+    return KimiLinearForCausalLM(cfg)
+
+
+MODELS = {"qwen3-next": qwen3_next, "qwen3.5": qwen3_5, "kimi-linear": kimi_linear}
+
+
+def make(name, dtype):
+    torch.manual_seed(0)
+    try:
+        model = MODELS[name]()
+    except (ImportError, TypeError, ValueError) as e:  # a transformers without this family
+        pytest.skip(f"{name}: this transformers ({transformers.__version__}) cannot build it: {e}")
+    return model.to(dtype).eval()
+
+
+def generate(model, ids, mask):
+    with torch.no_grad():
+        return model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                              do_sample=False, return_dict_in_generate=True, pad_token_id=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("name", list(MODELS))
+def test_greedy_tokens_equal_transformers(name, dtype):
+    model = make(name, dtype)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, VOCAB, (2, 11), generator=gen)
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # a shorter prompt, left-padded
+    ref = generate(model, ids, mask)
+    layers = [m.layer_idx for m in model.modules() if hf._family(m)]
+    hf.enable(model, ring_len=16)
+    try:
+        out = generate(model, ids, mask)
+    finally:
+        hf.disable(model)
+    assert out.sequences.shape == (2, 11 + NEW_TOKENS)
+    assert torch.equal(out.sequences, ref.sequences), "replayssm's tokens differ from transformers'"
+    rings = out.past_key_values.__dict__.get("_replayssm_rings", {})
+    assert sorted(rings) == layers  # every linear-attention layer ran through a ring
+    # the ring's state equals transformers' own recurrent state after the same tokens
+    tol = 1e-4 if dtype == torch.float32 else 5e-2
+    for i in layers:
+        mine = np.asarray(hf.states(out.past_key_values, i), np.float64)
+        theirs = ref.past_key_values.layers[i].recurrent_states[0].double().numpy()
+        err = np.abs(mine - theirs).max() / np.abs(theirs).max()
+        assert err < tol, (i, err)
+
+
+def test_enable_refuses_a_model_without_such_layers():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="no Qwen3-Next, Qwen3.5 or Kimi-Linear"):
+        hf.enable(model)
+
+
+def test_disabled_layers_and_other_models_keep_transformers_path():
+    """The patched module functions dispatch to transformers' own outside an enabled layer."""
+    model = make("qwen3-next", torch.float32)
+    hf.enable(model)
+    hf.disable(model)
+    ids = torch.randint(3, VOCAB, (1, 7))
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, max_new_tokens=5, do_sample=False, return_dict_in_generate=True,
+                             pad_token_id=0)
+    assert "_replayssm_rings" not in out.past_key_values.__dict__
