@@ -13,27 +13,24 @@ NEW_TOKENS = 300
 VOCAB = 96
 
 
+# the Qwen families' shared shape: 2 key heads, 4 value heads of 16, a full-attention layer between
+QWEN = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=16, linear_value_head_dim=16, max_position_embeddings=1024,
+            layer_types=["linear_attention", "full_attention", "linear_attention"])
+
+
 def qwen3_next():
     from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
 
-    cfg = Qwen3NextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_key_heads=2,
-                          linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4,
-                          num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32,
-                          layer_types=["linear_attention", "full_attention", "linear_attention"],
-                          max_position_embeddings=1024)
-    return Qwen3NextForCausalLM(cfg)
+    return Qwen3NextForCausalLM(Qwen3NextConfig(**QWEN, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                shared_expert_intermediate_size=32))
 
 
 def qwen3_5():
     from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
-    cfg = Qwen3_5TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                            num_attention_heads=4, num_key_value_heads=2, head_dim=16, linear_num_key_heads=2,
-                            linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
-                            layer_types=["linear_attention", "full_attention", "linear_attention"],
-                            max_position_embeddings=1024)
-    return Qwen3_5ForCausalLM(cfg)
+    return Qwen3_5ForCausalLM(Qwen3_5TextConfig(**QWEN))
 
 
 def kimi_linear():
