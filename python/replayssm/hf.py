@@ -17,8 +17,9 @@ everything around the recurrence (projections, convolution, gates, norms) is tra
 
 The generation cache's recurrent-state tensors are not kept up to date while enabled (the state is
 the ring's; writing it back every step would cost the traffic replay saves): states(cache, layer)
-reads a layer's state. Not supported: reordering the cache (beam search), packed sequences
-(cu_seqlens) with a cache. Tested with transformers 5.24 on the CPU (float32 and bfloat16 weights).
+reads a layer's state. Beam search works (the cache's reordering reorders the rings' rows, at the
+cost of a fold of each state per reorder). Not supported: packed sequences (cu_seqlens) with a
+cache. Tested with transformers 5.24 on the CPU (float32 and bfloat16 weights).
 """
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
                                   "supported; call replayssm.hf.disable(model) for them")
     B, _, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
-    rings = cache.__dict__.setdefault("_replayssm_rings", {})
+    rings = _rings_of(cache)
     ring = rings.get(module.layer_idx)
     if ring is None or ring.num_slots != B or (initial_state is None and not decode):
         # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
@@ -116,6 +117,47 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
 
         initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(B, HV, K, V)
     return o, initial_state
+
+
+def _rings_of(cache) -> dict:
+    """The rings of a generation cache (layer index -> RingCache), made on first use; the cache's
+    row reordering (beam search) and row selection then reorder the rings' rows too."""
+    rings = cache.__dict__.get("_replayssm_rings")
+    if rings is not None:
+        return rings
+    rings = cache.__dict__["_replayssm_rings"] = {}
+    for name in ("reorder_cache", "batch_select_indices"):
+        original = getattr(cache, name, None)
+        if original is not None:
+            setattr(cache, name, _following(original, rings))
+    return rings
+
+
+def _following(original, rings):
+    """A cache method taking row indices (reorder_cache(beam_idx), batch_select_indices(indices)),
+    applied to the rings as well: each ring's rows become its states at those indices (read from
+    the ring, loaded with an empty ring; a rare step, so the fold it costs does not matter)."""
+
+    def apply(indices, *args, **kwargs):
+        out = original(indices, *args, **kwargs)
+        idx = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]
+        for layer, ring in list(rings.items()):
+            from . import fla
+
+            states = ring.read(list(range(ring.num_slots)), state_v_first=True)[idx]
+            new = ring if len(idx) == ring.num_slots else fla.RingCache(
+                len(idx), ring.H, ring.K, ring.HV, ring.V, gate=ring.gate, ring_len=ring.ring_len,
+                device=_device_of(ring))
+            new.load(list(range(len(idx))), states, state_v_first=True)
+            rings[layer] = new
+        return out
+
+    return apply
+
+
+def _device_of(ring):
+    ck = ring.checkpoint
+    return ck.device if hasattr(ck, "device") and not isinstance(ck.device, str) else "cpu"
 
 
 def _wrap_forward(module, ring_len: int) -> None:

@@ -108,3 +108,20 @@ def test_disabled_layers_and_other_models_keep_transformers_path():
         out = model.generate(input_ids=ids, max_new_tokens=5, do_sample=False, return_dict_in_generate=True,
                              pad_token_id=0)
     assert "_replayssm_rings" not in out.past_key_values.__dict__
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_beam_search_tokens_equal_transformers(name):
+    """Beam search reorders the cache every step: the rings' rows follow (reorder_cache)."""
+    model = make(name, torch.float32)
+    ids = torch.randint(3, VOCAB, (2, 9), generator=torch.Generator().manual_seed(2))
+    kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, min_new_tokens=24,
+              num_beams=3, do_sample=False, pad_token_id=0)
+    with torch.no_grad():
+        ref = model.generate(**kw)
+        hf.enable(model, ring_len=4)
+        try:
+            out = model.generate(**kw)
+        finally:
+            hf.disable(model)
+    assert torch.equal(out, ref)
