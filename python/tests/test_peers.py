@@ -1,0 +1,39 @@
+"""bench/peers.py without a GPU: its inputs, its replayssm kernels on the CPU back end and its
+float64 error measurement, so that the benchmark's own code keeps working between GPU runs.
+Skipped without torch."""
+import importlib.util
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+
+PEERS = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "peers.py")
+
+
+@pytest.fixture(scope="module")
+def peers():
+    spec = importlib.util.spec_from_file_location("peers", PEERS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.DEV = "cpu"
+    return mod
+
+
+@pytest.mark.parametrize("model", ["qwen3-next", "kimi-linear"])
+def test_replayssm_error_runs_on_the_cpu(peers, model):
+    gate, H, HV = peers.MODELS[model]
+    packed = peers.f64_error(peers.ReplaySSM(False), gate, H, HV, seed=3)
+    replay = peers.f64_error(peers.ReplaySSM(True), gate, H, HV, seed=3)
+    assert packed < 1e-6  # float32 state and io
+    assert replay < 5e-3  # its bf16 ring
+
+
+def test_outputs_are_written(peers, tmp_path):
+    rows = [dict(model="qwen3-next", gate="gdn", B=b, kernel=k, order=o, layout="vfirst", us=float(b), floor_packed_us=0.5,
+                 layers=2, err_f64="1.0e-07", gpu="-", commit="-", date="-")
+            for b in (1, 8) for k, o in (("rs-packed", "seq"), ("rs-replay", "rnd"))]
+    peers.write_outputs(str(tmp_path), ["# test"], rows)
+    text = (tmp_path / "peers.txt").read_text()
+    assert "| 8 | 8.00 | 8.00 | 0.50 |" in text
+    assert (tmp_path / "peers.csv").read_text().count("\n") == 5
