@@ -1,5 +1,5 @@
-"""replayssm.hf.enable on transformers' own models: tiny random Qwen3-Next, Qwen3.5 and Kimi-Linear
-configurations on the CPU, a ragged batch (left padding), 300 greedy tokens: the same tokens as
+"""replayssm.hf.enable on transformers' own models: tiny random Qwen3-Next, Qwen3.5, Qwen3.5-MoE and
+Kimi-Linear configurations on the CPU, a ragged batch (left padding), 300 greedy tokens: the same tokens as
 transformers' own path, the recurrences run by replayssm's rings (checked in the cache), and the
 ring's state equal to transformers' recurrent state. Skipped without torch and transformers."""
 import numpy as np
@@ -33,6 +33,13 @@ def qwen3_5():
     return Qwen3_5ForCausalLM(Qwen3_5TextConfig(**QWEN))
 
 
+def qwen3_5_moe():
+    from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
+
+    return Qwen3_5MoeForCausalLM(Qwen3_5MoeTextConfig(**QWEN, num_experts=4, num_experts_per_tok=2,
+                                                      moe_intermediate_size=32, shared_expert_intermediate_size=32))
+
+
 def kimi_linear():
     from transformers import KimiLinearConfig, KimiLinearForCausalLM
 
@@ -46,7 +53,7 @@ def kimi_linear():
     return KimiLinearForCausalLM(cfg)
 
 
-MODELS = {"qwen3-next": qwen3_next, "qwen3.5": qwen3_5, "kimi-linear": kimi_linear}
+MODELS = {"qwen3-next": qwen3_next, "qwen3.5": qwen3_5, "qwen3.5-moe": qwen3_5_moe, "kimi-linear": kimi_linear}
 
 
 def make(name, dtype):
