@@ -109,9 +109,10 @@ typedef struct engine {
     double *prof_mixer, *prof_dense;
     /* the step loop: the request of each row [max_batch] (NULL: free), the step's admissions
      * [max_batch], slots, sequence lengths, accepted tokens and fold flags [max_batch], a
-     * row's drafts [T + 1]; packed verify's scratch slots [max_batch * T] (`scratch` of them) */
+     * row's drafts [T + 1]; packed verify's scratch slots [max_batch * T] (`scratch` of them)
+     * and the host side of its slot tables in d_slot [max_batch * (T + 1)] */
     request **rows, **wave;
-    int32_t *slot, *seq, *acc, *drafts, *scratch_slot;
+    int32_t *slot, *seq, *acc, *drafts, *scratch_slot, *slot_tab;
     uint8_t *fold;
     int scratch;
     int32_t *system; /* the workload's system prompt */
@@ -500,7 +501,10 @@ static int engine_tables(engine *e)
     e->fold = malloc(B);
     e->drafts = malloc(sizeof(int32_t) * (T + 1));
     e->scratch_slot = malloc(sizeof(int32_t) * (e->scratch + 1));
-    if (!e->rows || !e->wave || !e->slot || !e->seq || !e->acc || !e->fold || !e->drafts || !e->scratch_slot) return -1;
+    e->slot_tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
+    if (!e->rows || !e->wave || !e->slot || !e->seq || !e->acc || !e->fold || !e->drafts || !e->scratch_slot ||
+        !e->slot_tab)
+        return -1;
     for (int i = 0; i < e->scratch; i++)
         for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++) {
             int32_t sl;
@@ -555,7 +559,7 @@ static void engine_free(engine *e)
     free(e->pf_cu);
     rssm_mem_free(ctx, e->d_cu);
     free(e->rows), free(e->wave), free(e->slot), free(e->seq), free(e->acc), free(e->fold), free(e->drafts);
-    free(e->system), free(e->scratch_slot);
+    free(e->system), free(e->scratch_slot), free(e->slot_tab);
     for (sim_shard *h = e->sh; h && h < e->sh + e->nsh; h++) {
         rssm_prefix_cache_free(h->cache);
         rssm_plan_free(h->plan);
@@ -627,15 +631,13 @@ static int step_forward(engine *e)
     if (sim_embed(e->ctx, e->model, e->tokens, B * T, e->d_x)) return -1;
     if (!e->replay && T > 1) {
         /* slot tables: [0] request slots, [t+1] scratch slots of token t */
-        int32_t *tab = malloc(sizeof(int32_t) * (size_t)B * (T + 1));
-        if (!tab) return -1;
+        int32_t *tab = e->slot_tab;
         for (int row = 0; row < B; row++) {
             tab[row] = e->slot[row];
             for (int t = 0; t < T; t++)
                 tab[(size_t)(t + 1) * B + row] = e->rows[row] ? e->scratch_slot[row * T + t] : -1;
         }
         if (upload(e, e->d_slot, tab, sizeof(int32_t) * (size_t)B * (T + 1))) return -1;
-        free(tab);
         if (forward(e, B * T, mixer_verify_packed)) return -1;
     } else {
         if (e->replay)
@@ -703,16 +705,13 @@ static void row_bytes(engine *e, sim_result *res, request *r, int row, int every
 static int accept_packed(engine *e)
 {
     const int B = e->cfg->max_batch, T = e->T;
-    int32_t *tab = malloc(sizeof(int32_t) * 2 * (size_t)B);
-    if (!tab) return -1;
+    int32_t *tab = e->slot_tab; /* T >= 2: room for the two tables */
     for (int row = 0; row < B; row++) {
         const request *r = e->rows[row];
         tab[row] = r ? e->scratch_slot[row * T + e->acc[row] - 1] : -1;
         tab[B + row] = r ? r->slot : -1;
     }
-    const int bad = upload(e, e->d_slot, tab, sizeof(int32_t) * 2 * (size_t)B);
-    free(tab);
-    if (bad) return -1;
+    if (upload(e, e->d_slot, tab, sizeof(int32_t) * 2 * (size_t)B)) return -1;
     void *stream = rssm_context_stream(e->ctx);
     for (sim_shard *h = e->sh; h < e->sh + e->nsh; h++)
         for (int l = 0; l < e->model->cfg.n_layers; l++) {

@@ -582,6 +582,25 @@ typedef struct xresult {
     int early;     /* steps after which some head had a ring base > 0 */
 } xresult;
 
+/* The states after the same tokens: replay's (materialised, or its checkpoint when the ring is
+ * empty) and packed's against the float64 reference's, into x. */
+static int extreme_states(rssm_context *ctx, rssm_context *ref, rh_state *sr, rh_state *sp, rh_state *s64,
+                          int materialize, xresult *x)
+{
+    enum { NS = XHV * XV * XK };
+    const int32_t slot[1] = {0};
+    double S[NS], Sp[NS], S64[NS];
+    int rc = materialize ? rh_materialized(ctx, sr, 1, slot, S) : rh_checkpoint(ctx, sr, 1, slot, S);
+    if (!rc) rc = rh_checkpoint(ctx, sp, 1, slot, Sp);
+    if (!rc) rc = rh_checkpoint(ref, s64, 1, slot, S64);
+    if (!rc) {
+        x->finite &= rh_finite(S, NS);
+        x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
+        x->sp = fmax(x->sp, rh_relerr(Sp, S64, NS));
+    }
+    return rc;
+}
+
 static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtype ring, int verify, int T,
                        uint64_t seed, xresult *x)
 {
@@ -589,7 +608,7 @@ static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtyp
     rssm_layer l = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F32, ring, RSSM_DTYPE_F32);
     rssm_layer lp = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32);
     rssm_layer l64 = make_layer(RSSM_GATE_GDN, 0, XH, XHV, XK, XV, XL, RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64);
-    enum { NO = XL * XHV * XV, NS = XHV * XV * XK };
+    enum { NO = XL * XHV * XV };
     const int32_t slot[1] = {0};
     rh_state sr, sp, s64;
     memset(&sr, 0, sizeof sr), memset(&sp, 0, sizeof sp), memset(&s64, 0, sizeof s64);
@@ -597,7 +616,7 @@ static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtyp
     x->finite = 1;
     rh_rng rng;
     rh_rng_seed(&rng, seed);
-    double orr[NO], op[NO], o64[NO], S[NS], Sp[NS], S64[NS];
+    double orr[NO], op[NO], o64[NO];
     int rc = rh_state_create(ctx, &l, 1, &sr);
     if (!rc) rc = rh_state_create(ctx, &lp, 1, &sp);
     if (!rc) rc = rh_state_create(ref, &l64, 1, &s64);
@@ -641,16 +660,7 @@ static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtyp
         rh_inputs_free(&in);
         const int before = n;
         n += a;
-        if (!rc && (n / 8 != before / 8 || n >= XTOKENS)) {
-            rc = rh_materialized(ctx, &sr, 1, slot, S);
-            if (!rc) rc = rh_checkpoint(ctx, &sp, 1, slot, Sp);
-            if (!rc) rc = rh_checkpoint(ref, &s64, 1, slot, S64);
-            if (!rc) {
-                x->finite &= rh_finite(S, NS);
-                x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
-                x->sp = fmax(x->sp, rh_relerr(Sp, S64, NS));
-            }
-        }
+        if (!rc && (n / 8 != before / 8 || n >= XTOKENS)) rc = extreme_states(ctx, ref, &sr, &sp, &s64, 1, x);
     }
     /* prefill 2 tokens from the replay state (its live rings folded in first) */
     if (!rc) {
@@ -669,14 +679,7 @@ static int extreme_run(rssm_context *ctx, rssm_context *ref, int mode, rssm_dtyp
                 x->er = fmax(x->er, rh_relerr(orr, o64, 2 * XHV * XV));
                 x->ep = fmax(x->ep, rh_relerr(op, o64, 2 * XHV * XV));
             }
-            if (!rc) rc = rh_checkpoint(ctx, &sr, 1, slot, S);
-            if (!rc) rc = rh_checkpoint(ctx, &sp, 1, slot, Sp);
-            if (!rc) rc = rh_checkpoint(ref, &s64, 1, slot, S64);
-            if (!rc) {
-                x->finite &= rh_finite(S, NS);
-                x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
-                x->sp = fmax(x->sp, rh_relerr(Sp, S64, NS));
-            }
+            if (!rc) rc = extreme_states(ctx, ref, &sr, &sp, &s64, 0, x);
             rh_inputs_free(&in);
         }
     }

@@ -139,11 +139,11 @@ def _following(original, rings):
     the ring, loaded with an empty ring; a rare step, so the fold it costs does not matter)."""
 
     def apply(indices, *args, **kwargs):
+        from . import fla
+
         out = original(indices, *args, **kwargs)
         idx = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]
         for layer, ring in list(rings.items()):
-            from . import fla
-
             states = ring.read(list(range(ring.num_slots)), state_v_first=True)[idx]
             new = ring if len(idx) == ring.num_slots else fla.RingCache(
                 len(idx), ring.H, ring.K, ring.HV, ring.V, gate=ring.gate, ring_len=ring.ring_len,

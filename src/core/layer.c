@@ -98,7 +98,12 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
     rssm_status st = rssm_layer_validate(layer);
     if (st != RSSM_OK) return st;
     if (num_slots < 1) return rssm_fail(RSSM_ERROR_BAD_SHAPE, "num_slots %d < 1", num_slots);
-    const rssm_layer *l = layer;
+    rssm_state_bytes_of(layer, num_slots, out);
+    return RSSM_OK;
+}
+
+void rssm_state_bytes_of(const rssm_layer *l, int32_t num_slots, rssm_state_bytes *out)
+{
     const size_t n = (size_t)num_slots, s = rssm_dtype_size(l->state_dtype), r = rssm_dtype_size(l->ring_dtype);
     const size_t g = l->ring_dtype == RSSM_DTYPE_F64 ? 8 : 4;
     const size_t heads_k = l->gate == RSSM_GATE_GDN ? l->num_k_heads : l->num_v_heads;
@@ -110,5 +115,4 @@ rssm_status rssm_state_size(const rssm_layer *layer, int32_t num_slots, rssm_sta
     out->ring_base = n * l->num_v_heads * 4;
     out->cursor = n * 4;
     out->total = out->checkpoint + out->ring_u + out->ring_k + out->ring_g + out->ring_base + out->cursor;
-    return RSSM_OK;
 }

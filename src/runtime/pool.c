@@ -161,16 +161,7 @@ rssm_state rssm_rt_state(const rssm_pool *pool, int32_t l)
     s.ring_g = pool->mem + m->off_g;
     s.ring_base = m->per_slot.ring_base ? (int32_t *)(pool->mem + m->off_base) : NULL;
     s.cursor = pool->cursor;
-    const size_t n = (size_t)pool->slots_total;
-    const rssm_state_bytes *one = &m->per_slot;
-    s.bytes = (rssm_state_bytes){.checkpoint = one->checkpoint * n,
-                                 .ring_u = one->ring_u * n,
-                                 .ring_k = one->ring_k * n,
-                                 .ring_g = one->ring_g * n,
-                                 .ring_base = one->ring_base * n,
-                                 .cursor = sizeof(int32_t) * n};
-    s.bytes.total =
-        s.bytes.checkpoint + s.bytes.ring_u + s.bytes.ring_k + s.bytes.ring_g + s.bytes.ring_base + s.bytes.cursor;
+    rssm_state_bytes_of(&m->layer, pool->slots_total, &s.bytes);
     return s;
 }
 
