@@ -195,6 +195,12 @@ typedef enum rssm_gate {
     RSSM_GATE_KDA = 1, /* log-gate per key channel, per value head */
 } rssm_gate;
 
+/* Element order of each head's state in the checkpoint (the layer's state_layout). */
+typedef enum rssm_state_layout {
+    RSSM_LAYOUT_VK = 0, /* [V, K], K contiguous: vLLM, SGLang, FlashInfer, ggml (the default) */
+    RSSM_LAYOUT_KV = 1, /* [K, V], V contiguous: FLA, transformers */
+} rssm_state_layout;
+
 #define RSSM_MAX_HEAD_DIM 256
 #define RSSM_MAX_RING_LEN 64
 
@@ -204,18 +210,20 @@ typedef struct rssm_layer {
     int32_t head_k_dim;  /* K, 1..RSSM_MAX_HEAD_DIM */
     int32_t head_v_dim;  /* V, 1..RSSM_MAX_HEAD_DIM */
     rssm_gate gate;
-    int32_t ring_len;        /* L, 1..RSSM_MAX_RING_LEN */
-    rssm_dtype state_dtype;  /* checkpoint */
-    rssm_dtype ring_dtype;   /* ring u and k (ring G is always f32, or f64 on the reference) */
-    rssm_dtype io_dtype;     /* q, k, v, a, b and the output o */
-    float scale;             /* applied to q after normalisation; 0 means K^-0.5 */
-    int32_t qk_l2norm;       /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
-    int32_t has_lower_bound; /* KDA only: 1 selects the safe gate below */
-    float lower_bound;       /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
-    float fold_threshold;    /* G_MAX of the per-head early folds (both gates): 0 means 60, else (0, 80] */
+    int32_t ring_len;               /* L, 1..RSSM_MAX_RING_LEN */
+    rssm_dtype state_dtype;         /* checkpoint */
+    rssm_dtype ring_dtype;          /* ring u and k (ring G is always f32, or f64 on the reference) */
+    rssm_dtype io_dtype;            /* q, k, v, a, b and the output o */
+    float scale;                    /* applied to q after normalisation; 0 means K^-0.5 */
+    int32_t qk_l2norm;              /* 1: q and k are L2-normalised inside: x / sqrt(sum x^2 + 1e-6) */
+    int32_t has_lower_bound;        /* KDA only: 1 selects the safe gate below */
+    float lower_bound;              /* KDA safe gate: g = lower_bound * sigmoid(exp(A_log) * (a + dt_bias)) */
+    float fold_threshold;           /* G_MAX of the per-head early folds (both gates): 0 means 60, else (0, 80] */
+    rssm_state_layout state_layout; /* the checkpoint's element order; every op and device takes both, with the
+                                       same bits */
 } rssm_layer;
 
-/* A layer with the common defaults filled in (scale 0 = K^-0.5, l2norm on, dtypes f32). */
+/* A layer with the common defaults filled in (scale 0 = K^-0.5, l2norm on, dtypes f32, V-first state). */
 RSSM_API rssm_layer rssm_layer_default(rssm_gate gate, int32_t H, int32_t HV, int32_t K, int32_t V, int32_t L);
 /* Validates a layer description; RSSM_OK or the reason. */
 RSSM_API rssm_status rssm_layer_validate(const rssm_layer *layer);
@@ -225,7 +233,8 @@ RSSM_API size_t rssm_dtype_size(rssm_dtype dtype);
 /* ------------------------------------------------------------------------------------ */
 /* State tensors of one layer                                                             */
 /*
- * checkpoint  [slots, HV, V, K]   state dtype     S0 of each slot and value head (K contiguous)
+ * checkpoint  [slots, HV, V, K]   state dtype     S0 of each slot and value head (K contiguous);
+ *             [slots, HV, K, V]                   with layer.state_layout RSSM_LAYOUT_KV (V contiguous)
  * ring_u      [slots, HV, L, V]   ring dtype      u_i = beta_i (v_i - S_{i-1} diag(alpha_i) k_i)
  * ring_k      GDN [slots, H, L, K]  ring dtype    normalised k_i, shared by the key head's group
  *             KDA [slots, HV, L, K] ring dtype    pre-decayed key k~_i = k_i * exp(-G_i)

@@ -248,14 +248,14 @@ static int vector_verify(vrun *r)
 }
 
 /* Runs case c through one path; writes the errors of o and of the final state. */
-static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_dtype rdt, rssm_dtype iodt, vpath path,
-                      int L, int pattern, double *err_o, double *err_s)
+static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_dtype rdt, rssm_dtype iodt,
+                      rssm_state_layout layout, vpath path, int L, int pattern, double *err_o, double *err_s)
 {
     vrun r;
     memset(&r, 0, sizeof r);
     r.ctx = ctx, r.c = c, r.B = c->B, r.T = c->T, r.R = c->B + 1, r.L = L, r.pattern = pattern;
     r.l = rssm_layer_default(c->gate, c->H, c->HV, c->K, c->V, L);
-    r.l.state_dtype = sdt, r.l.ring_dtype = rdt, r.l.io_dtype = iodt;
+    r.l.state_dtype = sdt, r.l.ring_dtype = rdt, r.l.io_dtype = iodt, r.l.state_layout = layout;
     r.l.scale = (float)c->scale, r.l.qk_l2norm = c->l2norm;
     r.l.has_lower_bound = c->has_lower_bound, r.l.lower_bound = (float)c->lower_bound;
     for (int row = 0; row < r.B; row++)
@@ -289,19 +289,23 @@ static int vector_run(rssm_context *ctx, const rv_case *c, rssm_dtype sdt, rssm_
 
 static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, int quick, const char *filter, tally *t)
 {
+    /* dtypes and state layouts (the K-first layout in f32 and in bf16) */
     struct {
         rssm_dtype s, r, io;
         double tol;
-    } dts[4] = {{RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64, 1e-6},
-                {RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32, 1e-5},
-                {RSSM_DTYPE_F32, RSSM_DTYPE_BF16, RSSM_DTYPE_F32, 5e-2},
-                {RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, 5e-2}};
+        rssm_state_layout layout;
+    } dts[6] = {{RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64, 1e-6, RSSM_LAYOUT_VK},
+                {RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32, 1e-5, RSSM_LAYOUT_VK},
+                {RSSM_DTYPE_F32, RSSM_DTYPE_BF16, RSSM_DTYPE_F32, 5e-2, RSSM_LAYOUT_VK},
+                {RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, 5e-2, RSSM_LAYOUT_VK},
+                {RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_F32, 1e-5, RSSM_LAYOUT_KV},
+                {RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, 5e-2, RSSM_LAYOUT_KV}};
     const int d0 = dev == RSSM_DEVICE_REFERENCE ? 0 : 1;
     static const int Ls[] = {1, 2, 4, 8, 16};
     for (int ci = 0; ci < vf->ncases; ci++) {
         const rv_case *c = &vf->cases[ci];
-        for (int d = d0; d < 4; d++) {
-            if (quick && d > 1) continue;
+        for (int d = d0; d < 6; d++) {
+            if (quick && d > 1 && d != 4) continue;
             struct {
                 vpath p;
                 int L, pat;
@@ -319,15 +323,17 @@ static void run_vectors(rssm_context *ctx, rssm_device dev, const rv_file *vf, i
                 if (d >= 2 && runs[i].p == VP_REPLAY && runs[i].L != 4 && runs[i].L != 16) continue;
                 static const char *pn[] = {"packed", "replay", "verify", "prefill"};
                 char name[192];
-                snprintf(name, sizeof name, "vectors/%s/%s/state=%s,ring=%s,io=%s/L=%d%s", c->name, pn[runs[i].p],
-                         rh_dtype_name(dts[d].s), rh_dtype_name(dts[d].r), rh_dtype_name(dts[d].io), runs[i].L,
+                snprintf(name, sizeof name, "vectors/%s/%s/state=%s%s,ring=%s,io=%s/L=%d%s", c->name, pn[runs[i].p],
+                         rh_dtype_name(dts[d].s), dts[d].layout == RSSM_LAYOUT_KV ? "-kv" : "", rh_dtype_name(dts[d].r),
+                         rh_dtype_name(dts[d].io), runs[i].L,
                          runs[i].p == VP_VERIFY    ? (const char *[]){"/accept-all", "/accept-1", "/accept-cycle",
                                                                       "/accept-random+fold"}[runs[i].pat]
                          : runs[i].p == VP_PREFILL ? "/prefill-half"
                                                    : "");
                 if (filter && !strstr(name, filter)) continue;
                 double eo = 0, es = 0;
-                int rc = vector_run(ctx, c, dts[d].s, dts[d].r, dts[d].io, runs[i].p, runs[i].L, runs[i].pat, &eo, &es);
+                int rc = vector_run(ctx, c, dts[d].s, dts[d].r, dts[d].io, dts[d].layout, runs[i].p, runs[i].L,
+                                    runs[i].pat, &eo, &es);
                 char full[256];
                 snprintf(full, sizeof full, "%s (o %.2e, state %.2e)", name, eo, es);
                 report(t, rc, full, eo > es ? eo : es, dts[d].tol);
@@ -349,6 +355,7 @@ typedef struct mcase {
     int pre;     /* precomputed g/beta */
     int strided; /* q, k, v, a as strided views */
     int extreme; /* decode steps with extreme gates (-inf, -1e38, -1e4; raw: A_log = 88.5, a = 1e4) */
+    int kv;      /* K-first state layout */
 } mcase;
 
 static int build_matrix(int quick, mcase *out)
@@ -361,6 +368,7 @@ static int build_matrix(int quick, mcase *out)
         {RSSM_DTYPE_F32, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16}, {RSSM_DTYPE_BF16, RSSM_DTYPE_F32, RSSM_DTYPE_F32},
         {RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_BF16},  {RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, RSSM_DTYPE_F32}};
     int n = 0;
+    memset(out, 0, sizeof(mcase) * 128);
     /* gate x L x {all f32, all bf16} (quick: the dtype alternates), then the mixed dtypes */
     for (int g = 0; g < 3; g++)
         for (int li = 0; li < 6; li++)
@@ -373,7 +381,7 @@ static int build_matrix(int quick, mcase *out)
                 c->K = dims[i % 4][0], c->V = dims[i % 4][1];
                 const int rt = ratio[(i / 4 + i) % 3];
                 c->H = rt == 1 ? 2 : 1, c->HV = c->H * rt;
-                c->pre = i % 2, c->strided = (i / 2) % 2;
+                c->pre = i % 2, c->strided = (i / 2) % 2, c->kv = (i / 4) % 2;
             }
     for (int g = 0; g < 3; g++)
         for (int m = 2; m < 6; m++) {
@@ -385,7 +393,7 @@ static int build_matrix(int quick, mcase *out)
             c->K = dims[i % 4][0], c->V = dims[i % 4][1];
             const int rt = ratio[i % 3];
             c->H = rt == 1 ? 2 : 1, c->HV = c->H * rt;
-            c->pre = (i + 1) % 2, c->strided = i % 3 == 0;
+            c->pre = (i + 1) % 2, c->strided = i % 3 == 0, c->kv = (i / 4) % 2;
         }
     /* extreme gates on decode steps (both gates, precomputed and raw): early folds and the gate
      * floor; verify windows keep ordinary gates (a window's own decay past -G_MAX keeps large
@@ -399,7 +407,7 @@ static int build_matrix(int quick, mcase *out)
                 c->gate = g ? RSSM_GATE_KDA : RSSM_GATE_GDN, c->L = pre ? 8 : 16;
                 c->s = RSSM_DTYPE_F32, c->r = pre ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16, c->io = c->r;
                 c->H = 2, c->HV = 4, c->K = c->V = k;
-                c->pre = pre, c->extreme = 1;
+                c->pre = pre, c->extreme = 1, c->kv = (g + pre) % 2;
             }
     return n;
 }
@@ -429,9 +437,10 @@ static void extreme_gates(rh_inputs *in, int i)
 
 static void mcase_name(const mcase *c, char *name, size_t n)
 {
-    snprintf(name, n, "matrix/%s%s/L=%d/state=%s,ring=%s,io=%s/H=%d,HV=%d,K=%d,V=%d/%s%s",
+    snprintf(name, n, "matrix/%s%s/L=%d/state=%s%s,ring=%s,io=%s/H=%d,HV=%d,K=%d,V=%d/%s%s",
              c->gate == RSSM_GATE_GDN ? "gdn" : "kda", c->lb ? "-lb" : "", c->L, rh_dtype_name(c->s),
-             rh_dtype_name(c->r), rh_dtype_name(c->io), c->H, c->HV, c->K, c->V, c->pre ? "g-beta" : "raw-gates",
+             c->kv ? "-kv" : "", rh_dtype_name(c->r), rh_dtype_name(c->io), c->H, c->HV, c->K, c->V,
+             c->pre ? "g-beta" : "raw-gates",
              c->strided   ? ",strided"
              : c->extreme ? ",extreme-gates"
                           : "");
@@ -498,6 +507,7 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
 {
     rssm_layer l = rssm_layer_default(c->gate, c->H, c->HV, c->K, c->V, c->L);
     l.state_dtype = c->s, l.ring_dtype = c->r, l.io_dtype = c->io;
+    l.state_layout = c->kv ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK;
     if (c->lb) l.has_lower_bound = 1, l.lower_bound = -5.0f;
     enum { R = 4, SLOTS = 6 };
     const int32_t slot[R] = {4, 1, -1, 3}, unused[3] = {0, 2, 5};

@@ -258,14 +258,38 @@ int rh_snap_slot_equal(const rh_state *s, const rh_snap *a, const rh_snap *b, in
 
 static int64_t head_elems(const rssm_layer *l) { return (int64_t)l->num_v_heads * l->head_v_dim * l->head_k_dim; }
 
+/* One slot's states between [HV][V][K] (what the harness takes and returns, whatever the layer's
+ * layout) and the layer's layout: to_layer 1 for VK -> layer, 0 for layer -> VK. */
+static void slot_reorder(const rssm_layer *l, const double *in, double *out, int to_layer)
+{
+    const int V = l->head_v_dim, K = l->head_k_dim;
+    const int64_t per = (int64_t)V * K;
+    for (int hv = 0; hv < l->num_v_heads; hv++)
+        for (int r = 0; r < V; r++)
+            for (int c = 0; c < K; c++) {
+                const int64_t vk = hv * per + (int64_t)r * K + c;
+                const int64_t lay = hv * per + (l->state_layout == RSSM_LAYOUT_KV ? (int64_t)c * V + r : vk - hv * per);
+                if (to_layer)
+                    out[lay] = in[vk];
+                else
+                    out[vk] = in[lay];
+            }
+}
+
 int rh_state_set(rssm_context *ctx, rh_state *s, int slot, const double *S)
 {
     const rssm_layer *l = &s->layer;
     const int64_t n = head_elems(l);
     const size_t e = rssm_dtype_size(l->state_dtype);
     void *tmp = malloc((size_t)n * e);
-    if (!tmp) return rh_set(RH_FAIL, "out of host memory");
-    rh_pack(S, n, l->state_dtype, tmp);
+    double *ordered = malloc(sizeof(double) * (size_t)n);
+    if (!tmp || !ordered) {
+        free(tmp), free(ordered);
+        return rh_set(RH_FAIL, "out of host memory");
+    }
+    slot_reorder(l, S, ordered, 1);
+    rh_pack(ordered, n, l->state_dtype, tmp);
+    free(ordered);
     int rc = rh_status(rssm_mem_copy(ctx, (uint8_t *)s->t[RH_CKPT].p + (size_t)slot * n * e, tmp, (size_t)n * e,
                                      RSSM_COPY_HOST_TO_DEVICE),
                        "upload");
@@ -342,11 +366,13 @@ int rh_checkpoint(rssm_context *ctx, const rh_state *s, int n, const int32_t *sl
     const int64_t per = head_elems(l);
     const size_t e = rssm_dtype_size(l->state_dtype);
     uint8_t *tmp = malloc(s->t[RH_CKPT].bytes);
-    if (!tmp) return rh_set(RH_FAIL, "out of host memory");
-    int rc = rh_buf_get(ctx, &s->t[RH_CKPT], tmp);
-    for (int i = 0; i < n && !rc; i++)
-        rh_unpack(tmp + (size_t)slot[i] * per * e, per, l->state_dtype, out + i * per);
-    free(tmp);
+    double *raw = malloc(sizeof(double) * (size_t)per);
+    int rc = tmp && raw ? rh_buf_get(ctx, &s->t[RH_CKPT], tmp) : rh_set(RH_FAIL, "out of host memory");
+    for (int i = 0; i < n && !rc; i++) {
+        rh_unpack(tmp + (size_t)slot[i] * per * e, per, l->state_dtype, raw);
+        slot_reorder(l, raw, out + i * per, 0);
+    }
+    free(tmp), free(raw);
     return rc;
 }
 

@@ -93,7 +93,8 @@ int rh_snap_put(rssm_context *ctx, rh_state *s, const rh_snap *in);
 void rh_snap_free(rh_snap *s);
 /* Slot s of every tensor of a and b bitwise equal; 1 if so. */
 int rh_snap_slot_equal(const rh_state *s, const rh_snap *a, const rh_snap *b, int slot);
-/* Writes S [HV, V, K] as the checkpoint of `slot` (empty ring: cursor 0, ring_base 0). */
+/* Writes S [HV, V, K] as the checkpoint of `slot`, in the layer's state layout (empty ring: cursor 0,
+ * ring_base 0). */
 int rh_state_set(rssm_context *ctx, rh_state *s, int slot, const double *S);
 /* Random content in every tensor of every slot (checkpoint normal*0.3; ring values; cursors
  * and bases consistent: cursor in [0, L-1], base 0); with `empty` cursor 0. */
@@ -103,7 +104,8 @@ int rh_state_cursors(rssm_context *ctx, const rh_state *s, int32_t *cursor);
 /* The materialised state of `n` slots (rssm_materialize into a fresh state):
  * out [n, HV, V, K] as double. */
 int rh_materialized(rssm_context *ctx, const rh_state *s, int n, const int32_t *slot, double *out);
-/* Checkpoint of slots [n] as double [n, HV, V, K] (the state itself for packed decode). */
+/* Checkpoint of slots [n] as double [n, HV, V, K] (the state itself for packed decode), whatever
+ * the layer's state layout. */
 int rh_checkpoint(rssm_context *ctx, const rh_state *s, int n, const int32_t *slot, double *out);
 
 /* ---- per-step inputs -------------------------------------------------------------------- */

@@ -59,6 +59,9 @@ rssm_status rssm_layer_validate(const rssm_layer *l)
     if (l->has_lower_bound && (l->gate != RSSM_GATE_KDA || !isfinite(l->lower_bound) || l->lower_bound >= 0))
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "the safe gate needs KDA and a finite lower bound < 0 (got %g)",
                          (double)l->lower_bound);
+    if (l->state_layout != RSSM_LAYOUT_VK && l->state_layout != RSSM_LAYOUT_KV)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "state_layout %d is neither RSSM_LAYOUT_VK nor RSSM_LAYOUT_KV",
+                         (int)l->state_layout);
     if (!isfinite(l->fold_threshold) || l->fold_threshold < 0 || l->fold_threshold > 80)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "fold_threshold %g (need 0 for the default, or up to 80)",
                          (double)l->fold_threshold);

@@ -9,10 +9,17 @@
 
 #include "core/params.h"
 
-/* checkpoint [slots, HV, V, K]: first element of a head's V x K matrix */
+/* checkpoint [slots, HV, V, K] or [slots, HV, K, V]: first element of a head's state */
 RSSM_HD int64_t rssm_ckpt_off(const rssm_layer *l, int64_t s, int hv)
 {
     return (s * l->num_v_heads + hv) * (int64_t)l->head_v_dim * l->head_k_dim;
+}
+
+/* Element (value row r, key channel c) of a head's state, from its first element, in the layer's
+ * state layout: r K + c (V-first) or c V + r (K-first). */
+RSSM_HD int64_t rssm_ckpt_elem(const rssm_layer *l, int r, int c)
+{
+    return l->state_layout == RSSM_LAYOUT_KV ? (int64_t)c * l->head_v_dim + r : (int64_t)r * l->head_k_dim + c;
 }
 
 /* ring_u [slots, HV, L, V] */

@@ -49,6 +49,75 @@ static void store_f32(const cpu_vec *vec, void *base, rssm_dtype dt, int64_t off
         memcpy(at(base, dt, off), src, sizeof(float) * (size_t)n);
 }
 
+/* ---- the checkpoint's rows -------------------------------------------------------------------
+ * Row r of a head's state (value index r, its K channels) at element offset c0 of the head. In an
+ * f32 V-first state a row is K contiguous floats, used in place; otherwise (bf16, or the K-first
+ * layout, where a row's channels lie V apart) rows pass through [K] scratch. */
+static int rows_in_place(const rssm_layer *l)
+{
+    return l->state_dtype == RSSM_DTYPE_F32 && l->state_layout == RSSM_LAYOUT_VK;
+}
+
+static float *row_at(const rssm_layer *l, const void *ckpt, int64_t c0, int r)
+{
+    return (float *)ckpt + c0 + (int64_t)r * l->head_k_dim;
+}
+
+static void load_row(const cpu_vec *vec, const rssm_layer *l, const void *ckpt, int64_t c0, int r, float *dst)
+{
+    const int K = l->head_k_dim, V = l->head_v_dim;
+    if (l->state_layout == RSSM_LAYOUT_VK) {
+        load_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * K, dst, K);
+    } else if (l->state_dtype == RSSM_DTYPE_BF16) {
+        const uint16_t *p = (const uint16_t *)ckpt + c0 + r;
+        for (int c = 0; c < K; c++)
+            dst[c] = rssm_bf16_to_f32(p[(int64_t)c * V]);
+    } else {
+        const float *p = (const float *)ckpt + c0 + r;
+        for (int c = 0; c < K; c++)
+            dst[c] = p[(int64_t)c * V];
+    }
+}
+
+static void store_row(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int64_t c0, int r, const float *src)
+{
+    const int K = l->head_k_dim, V = l->head_v_dim;
+    if (l->state_layout == RSSM_LAYOUT_VK) {
+        store_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * K, src, K);
+    } else if (l->state_dtype == RSSM_DTYPE_BF16) {
+        uint16_t *p = (uint16_t *)ckpt + c0 + r;
+        for (int c = 0; c < K; c++)
+            p[(int64_t)c * V] = rssm_f32_to_bf16(src[c]);
+    } else {
+        float *p = (float *)ckpt + c0 + r;
+        for (int c = 0; c < K; c++)
+            p[(int64_t)c * V] = src[c];
+    }
+}
+
+/* S [V][K] f32 <-> a head's whole state */
+static void load_head(const cpu_vec *vec, const rssm_layer *l, const void *ckpt, int64_t c0, float *S)
+{
+    const int K = l->head_k_dim, V = l->head_v_dim;
+    if (l->state_layout == RSSM_LAYOUT_VK) {
+        load_f32(vec, ckpt, l->state_dtype, c0, S, V * K);
+        return;
+    }
+    for (int r = 0; r < V; r++)
+        load_row(vec, l, ckpt, c0, r, S + (size_t)r * K);
+}
+
+static void store_head(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int64_t c0, const float *S)
+{
+    const int K = l->head_k_dim, V = l->head_v_dim;
+    if (l->state_layout == RSSM_LAYOUT_VK) {
+        store_f32(vec, ckpt, l->state_dtype, c0, S, V * K);
+        return;
+    }
+    for (int r = 0; r < V; r++)
+        store_row(vec, l, ckpt, c0, r, S + (size_t)r * K);
+}
+
 static float min_of(const float *x, int n)
 {
     float m = x[0];
@@ -273,7 +342,8 @@ static void prefetch_next_head(const rssm_params *p, int b, int hv, int ring)
     const int64_t es = (int64_t)esize(l->state_dtype), er = (int64_t)esize(l->ring_dtype);
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
     for (int i = 0; i < RSSM_CPU_STREAMS; i++)
-        prefetch_lines((const char *)sp->checkpoint + (c0 + (int64_t)(i * (V / RSSM_CPU_STREAMS)) * K) * es, 128);
+        prefetch_lines((const char *)sp->checkpoint + (c0 + rssm_ckpt_elem(l, i * (V / RSSM_CPU_STREAMS), 0)) * es,
+                       128);
     const int64_t bt = rssm_bt(&p->io, b, 0), ei = (int64_t)esize(l->io_dtype);
     prefetch_lines(at(p->io.v, l->io_dtype, bt * p->io.v_stride + (int64_t)hv * V), (int64_t)V * ei);
     if (hv % p->group == 0) { /* a new work item: its q and k */
@@ -361,7 +431,7 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
     fold_weights(rg, rg->h, K, gk, G, alpha, KW);
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
     if (rg->h == 0) { /* S0 e^0 = S0 */
-        load_f32(vec, sp->checkpoint, l->state_dtype, c0, S, V * K);
+        load_head(vec, l, sp->checkpoint, c0, S);
         return;
     }
     /* four row streams at a time, straight from the checkpoint into S */
@@ -373,10 +443,10 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
         for (int i = 0; i < nr; i++) {
             out[i] = S + (size_t)rows[i] * K;
             w[i] = rg->UT + (size_t)rows[i] * rg->h;
-            if (l->state_dtype == RSSM_DTYPE_F32) {
-                src[i] = (const float *)sp->checkpoint + c0 + (int64_t)rows[i] * K;
+            if (rows_in_place(l)) {
+                src[i] = row_at(l, sp->checkpoint, c0, rows[i]);
             } else {
-                load_f32(vec, sp->checkpoint, l->state_dtype, c0 + (int64_t)rows[i] * K, out[i], K);
+                load_row(vec, l, sp->checkpoint, c0, rows[i], out[i]);
                 src[i] = out[i];
             }
         }
@@ -404,7 +474,6 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
         return;
     }
     const int w = (p->op == RSSM_OP_DECODE_PACKED && p->io.write_slot) ? p->io.write_slot[b] : s;
-    const rssm_dtype sdt = l->state_dtype;
     float *q = rssm_cpu_take(a, K), *k = rssm_cpu_take(a, K), *alpha = rssm_cpu_take(a, K), *ak = rssm_cpu_take(a, K);
     float *v = rssm_cpu_take(a, V), *o = rssm_cpu_take(a, V), *tmp = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
     float g[RSSM_MAX_HEAD_DIM], beta;
@@ -425,22 +494,20 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
                 const float *sr[RSSM_CPU_STREAMS];
                 float *dr[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
                 for (int i = 0; i < nr; i++) {
-                    const int64_t ro = (int64_t)rows[i] * K;
                     vr[i] = v[rows[i]];
-                    if (sdt == RSSM_DTYPE_F32) {
-                        sr[i] = (const float *)sp->checkpoint + src + ro;
-                        dr[i] = (float *)sp->checkpoint + dst + ro;
+                    if (rows_in_place(l)) {
+                        sr[i] = row_at(l, sp->checkpoint, src, rows[i]);
+                        dr[i] = row_at(l, sp->checkpoint, dst, rows[i]);
                     } else {
                         dr[i] = tmp + (size_t)i * K;
-                        load_f32(vec, sp->checkpoint, sdt, src + ro, dr[i], K);
+                        load_row(vec, l, sp->checkpoint, src, rows[i], dr[i]);
                         sr[i] = dr[i];
                     }
                 }
                 packed_rows(vec, nr, sr, alpha, ak, k, q, beta, vr, dr, o4, K);
                 for (int i = 0; i < nr; i++) {
                     o[rows[i]] = o4[i];
-                    if (sdt != RSSM_DTYPE_F32)
-                        store_f32(vec, sp->checkpoint, sdt, dst + (int64_t)rows[i] * K, dr[i], K);
+                    if (!rows_in_place(l)) store_row(vec, l, sp->checkpoint, dst, rows[i], dr[i]);
                 }
             }
             store_o(p, vec, bt, hv, o);
@@ -464,7 +531,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             rg.Kr = live_keys(l, Kr, base);
             fold_head(vec, l, sp, s, hv, gk, &rg, a, S);
         } else {
-            load_f32(vec, sp->checkpoint, sdt, rssm_ckpt_off(l, s, hv), S, V * K);
+            load_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, s, hv), S);
         }
         for (int t = 0; t < T; t++) {
             const int64_t bt = rssm_bt(&p->io, b, t);
@@ -478,7 +545,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             store_o(p, vec, bt, hv, o);
         }
-        store_f32(vec, sp->checkpoint, sdt, rssm_ckpt_off(l, w, hv), S, V * K);
+        store_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, w, hv), S);
         if (p->op == RSSM_OP_PREFILL) {
             base_store(l, sp, s, hv, 0);
             rssm_host_ring_clear(l, sp, s, hv, sp->cursor[s]);
@@ -740,7 +807,7 @@ static void replay_ring_weights(replay_item *it, replay_head *hd, cpu_arena *a)
 /* One group of S0's rows in the stream (see row_groups). */
 typedef struct replay_rows {
     int nr, rows[RSSM_CPU_STREAMS];
-    int64_t roff[RSSM_CPU_STREAMS];                     /* the rows' checkpoint offsets */
+    int64_t c0;                                         /* the head's checkpoint offset */
     const float *src[RSSM_CPU_STREAMS];                 /* the rows in f32: in the checkpoint, or loaded into b1 */
     float *b1[RSSM_CPU_STREAMS], *b2[RSSM_CPU_STREAMS]; /* [K] scratch rows */
 } replay_rows;
@@ -750,15 +817,15 @@ typedef struct replay_rows {
 static void replay_rows_start_fold(const replay_item *it, const replay_head *hd, replay_rows *g)
 {
     const cpu_vec *vec = it->vec;
-    const rssm_dtype sdt = it->l->state_dtype;
+    const rssm_layer *l = it->l;
     const int K = it->K, nr = g->nr, h = hd->h;
     const float *wS[RSSM_CPU_STREAMS];
     for (int i = 0; i < nr; i++)
         wS[i] = hd->rg.UT + (size_t)g->rows[i] * h;
     fold_rows(vec, nr, g->src, hd->alphaS, h, wS, hd->KWs, K, g->b1, K);
     for (int i = 0; i < nr; i++) {
-        store_f32(vec, it->sp->checkpoint, sdt, g->roff[i], g->b1[i], K);
-        if (sdt == RSSM_DTYPE_BF16) load_f32(vec, it->sp->checkpoint, sdt, g->roff[i], g->b1[i], K);
+        store_row(vec, l, it->sp->checkpoint, g->c0, g->rows[i], g->b1[i]);
+        if (l->state_dtype == RSSM_DTYPE_BF16) load_row(vec, l, it->sp->checkpoint, g->c0, g->rows[i], g->b1[i]);
         g->src[i] = g->b1[i];
     }
 }
@@ -768,13 +835,13 @@ static void replay_rows_start_fold(const replay_item *it, const replay_head *hd,
 static void replay_rows_end_fold(const replay_item *it, const replay_head *hd, const replay_rows *g)
 {
     const cpu_vec *vec = it->vec;
-    const rssm_dtype sdt = it->l->state_dtype;
+    const rssm_layer *l = it->l;
     const int K = it->K, nr = g->nr, hw = hd->hw;
     const int *rows = g->rows;
     const float *beta = hd->beta;
     float *out[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
     for (int i = 0; i < nr; i++) {
-        out[i] = sdt == RSSM_DTYPE_F32 ? (float *)it->sp->checkpoint + g->roff[i] : g->b2[i];
+        out[i] = rows_in_place(l) ? row_at(l, it->sp->checkpoint, g->c0, rows[i]) : g->b2[i];
         vr[i] = hd->vv[rows[i]];
     }
     if (hw == 0) {
@@ -792,7 +859,7 @@ static void replay_rows_end_fold(const replay_item *it, const replay_head *hd, c
     }
     for (int i = 0; i < nr; i++) {
         hd->O[rows[i]] = o4[i];
-        if (sdt != RSSM_DTYPE_F32) store_f32(vec, it->sp->checkpoint, sdt, g->roff[i], out[i], K);
+        if (!rows_in_place(l)) store_row(vec, l, it->sp->checkpoint, g->c0, rows[i], out[i]);
     }
 }
 
@@ -802,7 +869,6 @@ static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
 {
     const cpu_vec *vec = it->vec;
     const rssm_layer *l = it->l;
-    const rssm_dtype sdt = l->state_dtype;
     const int K = it->K, V = it->V, T = it->T;
     hd->Uo = rssm_cpu_take(a, (size_t)T * V), hd->O = rssm_cpu_take(a, (size_t)T * V);
     hd->DK = rssm_cpu_take(a, (size_t)T * V);
@@ -813,13 +879,13 @@ static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
     for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
         replay_rows g;
         const int nr = g.nr = group_rows(V, gi, g.rows);
+        g.c0 = c_off;
         for (int i = 0; i < nr; i++) {
-            g.roff[i] = c_off + (int64_t)g.rows[i] * K;
             g.b1[i] = buf1 + (size_t)i * K, g.b2[i] = buf2 + (size_t)i * K;
-            if (sdt == RSSM_DTYPE_F32) {
-                g.src[i] = (const float *)it->sp->checkpoint + g.roff[i];
+            if (rows_in_place(l)) {
+                g.src[i] = row_at(l, it->sp->checkpoint, c_off, g.rows[i]);
             } else {
-                load_f32(vec, it->sp->checkpoint, sdt, g.roff[i], g.b1[i], K);
+                load_row(vec, l, it->sp->checkpoint, c_off, g.rows[i], g.b1[i]);
                 g.src[i] = g.b1[i];
             }
         }
@@ -951,33 +1017,32 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
         /* dst row = S0 row e^{G_h} + sum_i u_i kw_i, four row streams at a time (src may be dst:
          * every row is read before it is written, and rows are distinct) */
         const int64_t so = rssm_ckpt_off(l, s, hv), dof = rssm_ckpt_off(l, d, hv);
-        const rssm_dtype sdt = l->state_dtype;
+        const int in_place = rows_in_place(l);
         for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
             int rows[RSSM_CPU_STREAMS];
             const int nr = group_rows(V, gi, rows);
             const float *src[RSSM_CPU_STREAMS], *w[RSSM_CPU_STREAMS];
             float *out[RSSM_CPU_STREAMS];
             for (int i = 0; i < nr; i++) {
-                const int64_t ro = (int64_t)rows[i] * K;
                 w[i] = rg.UT + (size_t)rows[i] * h;
-                if (sdt == RSSM_DTYPE_F32) {
-                    src[i] = (const float *)m->src.checkpoint + so + ro;
-                    out[i] = (float *)m->dst.checkpoint + dof + ro;
+                if (in_place) {
+                    src[i] = row_at(l, m->src.checkpoint, so, rows[i]);
+                    out[i] = row_at(l, m->dst.checkpoint, dof, rows[i]);
                 } else {
                     out[i] = row + (size_t)i * K;
-                    load_f32(vec, m->src.checkpoint, sdt, so + ro, out[i], K);
+                    load_row(vec, l, m->src.checkpoint, so, rows[i], out[i]);
                     src[i] = out[i];
                 }
             }
             if (h > 0) {
                 fold_rows(vec, nr, src, alpha, h, w, KW, K, out, K);
-            } else if (sdt == RSSM_DTYPE_F32) {
+            } else if (in_place) {
                 for (int i = 0; i < nr; i++)
                     if (out[i] != src[i]) memmove(out[i], src[i], sizeof(float) * (size_t)K);
             }
-            if (sdt != RSSM_DTYPE_F32)
+            if (!in_place)
                 for (int i = 0; i < nr; i++)
-                    store_f32(vec, m->dst.checkpoint, sdt, dof + (int64_t)rows[i] * K, out[i], K);
+                    store_row(vec, l, m->dst.checkpoint, dof, rows[i], out[i]);
         }
         base_store(l, &m->dst, d, hv, 0);
     }

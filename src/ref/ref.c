@@ -165,8 +165,9 @@ static void head_load(head *hd, const rssm_layer *l, const rssm_state *sp, const
 {
     const int V = hd->V, K = hd->K, gk = hd->gk;
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
-    for (int i = 0; i < V * K; i++)
-        hd->S[i] = ld(sp->checkpoint, l->state_dtype, c0 + i);
+    for (int j = 0; j < V; j++)
+        for (int c = 0; c < K; c++)
+            hd->S[j * K + c] = ld(sp->checkpoint, l->state_dtype, c0 + rssm_ckpt_elem(l, j, c));
     const int base = live ? head_base(l, sp, s, hv) : 0, h = live ? sp->cursor[s] - base : 0;
     hd->base = base;
     hd->h = h;
@@ -242,14 +243,17 @@ static void head_fold(const head *hd, const double *Gn, const double *un, const 
     }
 }
 
-/* Stores S as the checkpoint of (s, hv) and returns in S the stored (rounded) values. */
+/* Stores S ([V][K]) as the checkpoint of (s, hv), in the layer's layout, and returns in S the stored (rounded) values.
+ */
 static void checkpoint_store(const rssm_layer *l, const rssm_state *sp, int64_t s, int hv, double *S)
 {
     const int64_t c0 = rssm_ckpt_off(l, s, hv);
-    for (int i = 0; i < l->head_v_dim * l->head_k_dim; i++) {
-        st(sp->checkpoint, l->state_dtype, c0 + i, S[i]);
-        S[i] = round_to(l->state_dtype, S[i]);
-    }
+    const int K = l->head_k_dim;
+    for (int j = 0; j < l->head_v_dim; j++)
+        for (int c = 0; c < K; c++) {
+            st(sp->checkpoint, l->state_dtype, c0 + rssm_ckpt_elem(l, j, c), S[j * K + c]);
+            S[j * K + c] = round_to(l->state_dtype, S[j * K + c]);
+        }
 }
 
 static void base_store(const rssm_layer *l, const rssm_state *sp, int s, int hv, int32_t base)

@@ -442,7 +442,7 @@ rssm_status rssm_pool_acquire_copy(rssm_pool *pool, rssm_pool *src_pool, int32_t
  *  48  per layer 16 x u32: every property of the layer that gives the payload its meaning, as
  *      resolved (defaults filled in): H, HV, K, V, gate, L, state dtype, ring dtype, io dtype,
  *      scale (f32 bits), qk_l2norm, has_lower_bound, lower_bound (f32 bits),
- *      fold_threshold (f32 bits), 0, 0
+ *      fold_threshold (f32 bits), state layout (0 V-first, 1 K-first; 0 in blobs of older libraries), 0
  * payload, per layer: checkpoint slot bytes, ring_base slot bytes ([HV] i32, both gates since
  * format 4), and in the ring form ring_u, ring_k, ring_g slot bytes (the stored bits, as on
  * the device).
@@ -594,11 +594,11 @@ static void write_header(const rssm_pool *p, unsigned char *h, uint32_t form, in
     for (int32_t l = 0; l < p->n_layers; l++) {
         const rssm_layer ly = rssm_layer_canonical(&p->lm[l].layer);
         unsigned char *d = h + HDR_FIXED + (size_t)HDR_LAYER * l;
-        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,   (uint32_t)ly.head_k_dim,
-                                (uint32_t)ly.head_v_dim,  (uint32_t)ly.gate,          (uint32_t)ly.ring_len,
-                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,    (uint32_t)ly.io_dtype,
-                                f32_bits(ly.scale),       (uint32_t)ly.qk_l2norm,     (uint32_t)ly.has_lower_bound,
-                                f32_bits(ly.lower_bound), f32_bits(ly.fold_threshold)};
+        const uint32_t v[16] = {(uint32_t)ly.num_k_heads, (uint32_t)ly.num_v_heads,    (uint32_t)ly.head_k_dim,
+                                (uint32_t)ly.head_v_dim,  (uint32_t)ly.gate,           (uint32_t)ly.ring_len,
+                                (uint32_t)ly.state_dtype, (uint32_t)ly.ring_dtype,     (uint32_t)ly.io_dtype,
+                                f32_bits(ly.scale),       (uint32_t)ly.qk_l2norm,      (uint32_t)ly.has_lower_bound,
+                                f32_bits(ly.lower_bound), f32_bits(ly.fold_threshold), (uint32_t)ly.state_layout};
         for (int i = 0; i < 16; i++)
             put32(d + 4 * i, v[i]);
     }
@@ -731,7 +731,7 @@ rssm_status rssm_pool_import(rssm_pool *pool, const void *buf, size_t bytes, int
     if (!shape_ok)
         return rssm_fail(RSSM_ERROR_BAD_FORMAT,
                          "%s: layer %d of the blob differs from the pool's (shape, dtypes, scale, normalisation, "
-                         "gate bound or fold threshold)",
+                         "gate bound, fold threshold or state layout)",
                          fn, bad_layer);
     /* checksum over the header with its checksum field as 0, then the payload */
     unsigned char zero8[8] = {0};
