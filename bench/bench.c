@@ -637,6 +637,7 @@ static void row_command(const bench_options *o, const bench_result *x, char *out
                       l->head_v_dim);
     w += snprintf(out + w, n - w, " --batch %d --ring-len %d --state %s --ring %s --io %s --phase %s", x->B, x->L,
                   dtype_name(l->state_dtype), dtype_name(l->ring_dtype), dtype_name(l->io_dtype), phase_name(x->phase));
+    if (l->state_layout == RSSM_LAYOUT_KV) w += snprintf(out + w, n - w, " --state-layout kv");
     if (o->threads) w += snprintf(out + w, n - w, " --threads %d", o->threads);
     if (o->verify) w += snprintf(out + w, n - w, " --verify %d", o->verify);
     if (o->ws_mib != 1024) snprintf(out + w, n - w, " --working-set-mib %g", o->ws_mib);
@@ -675,9 +676,10 @@ static void print_header(bench_session *bs)
     else
         printf("# threads : -\n");
     printf("# date    : %s\n# commit  : %s\n", bs->date, bs->commit);
-    printf("# layer   : %s %s H=%d HV=%d K=%d V=%d  state %s, ring %s (G f32), io %s, gates raw (a, b)\n", o->model,
+    printf("# layer   : %s %s H=%d HV=%d K=%d V=%d  state %s %s, ring %s (G f32), io %s, gates raw (a, b)\n", o->model,
            l0->gate == RSSM_GATE_KDA ? "KDA" : "GDN", l0->num_k_heads, l0->num_v_heads, l0->head_k_dim, l0->head_v_dim,
-           dtype_name(l0->state_dtype), dtype_name(l0->ring_dtype), dtype_name(l0->io_dtype));
+           dtype_name(l0->state_dtype), l0->state_layout == RSSM_LAYOUT_KV ? "[K, V]" : "[V, K]",
+           dtype_name(l0->ring_dtype), dtype_name(l0->io_dtype));
     if (!strcmp(o->model, "qwen3.5-122b") && shape_is_preset(o))
         printf("# note    : qwen3.5-122b shape H=16 HV=64 K=V=128 is our assumption\n");
 }

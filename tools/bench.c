@@ -27,6 +27,7 @@ static void usage(FILE *f)
                "  --state f32|bf16             checkpoint dtype (default f32)\n"
                "  --ring f32|bf16              ring u,k dtype (default: the state dtype; G is f32)\n"
                "  --io f32|bf16                q,k,v,a,b,o dtype (default bf16)\n"
+               "  --state-layout vk|kv         each head's state [V, K] (default) or [K, V] (FLA's order)\n"
                "  --phase staggered|inphase|both\n"
                "                               ring phases of the rows (default staggered: row i starts\n"
                "                               at cursor i mod L; inphase: all rows of a step fold together)\n"
@@ -48,7 +49,7 @@ static const cli_command cmd = {"bench", usage};
 
 /* The explicit shape flags (0 / -1: the preset's) and dtypes applied to o's preset layer. */
 typedef struct shape_flags {
-    int gate, H, HV, K, V, state, ring, io;
+    int gate, H, HV, K, V, state, ring, io, layout;
 } shape_flags;
 
 static int set_layer(bench_options *o, const shape_flags *f)
@@ -64,6 +65,7 @@ static int set_layer(bench_options *o, const shape_flags *f)
     l->state_dtype = (rssm_dtype)f->state;
     l->ring_dtype = (rssm_dtype)(f->ring >= 0 ? f->ring : f->state);
     l->io_dtype = (rssm_dtype)f->io;
+    l->state_layout = (rssm_state_layout)f->layout;
     for (int i = 0; i < o->nring; i++)
         if (o->verify > o->ring_len[i])
             return cli_error(&cmd, "--verify %d does not fit --ring-len %d", o->verify, o->ring_len[i]);
@@ -82,7 +84,8 @@ int cli_bench(int argc, char **argv)
     cli_choice models[8];
     cli_choices_from_names(bench_models, models, 7);
     int device = o.device, model = 0;
-    shape_flags f = {-1, 0, 0, 0, 0, RSSM_DTYPE_F32, -1, RSSM_DTYPE_BF16};
+    static const cli_choice layouts[] = {{"vk", RSSM_LAYOUT_VK}, {"kv", RSSM_LAYOUT_KV}, {NULL, 0}};
+    shape_flags f = {-1, 0, 0, 0, 0, RSSM_DTYPE_F32, -1, RSSM_DTYPE_BF16, RSSM_LAYOUT_VK};
     const cli_opt opts[] = {cli_choice_of("--device", &device, cli_devices),
                             cli_int("--threads", &o.threads, 0, 4096),
                             cli_choice_of("--model", &model, models),
@@ -96,6 +99,7 @@ int cli_bench(int argc, char **argv)
                             cli_choice_of("--state", &f.state, cli_dtypes),
                             cli_choice_of("--ring", &f.ring, cli_dtypes),
                             cli_choice_of("--io", &f.io, cli_dtypes),
+                            cli_choice_of("--state-layout", &f.layout, layouts),
                             cli_choice_of("--phase", &o.phase, phases),
                             cli_int("--verify", &o.verify, 1, RSSM_MAX_RING_LEN),
                             cli_num("--working-set-mib", &o.ws_mib, 1 << 20),

@@ -73,6 +73,7 @@ class rssm_layer(ctypes.Structure):
         ("has_lower_bound", ctypes.c_int32),
         ("lower_bound", ctypes.c_float),
         ("fold_threshold", ctypes.c_float),
+        ("state_layout", _c_enum),
     ]
 
 

@@ -23,6 +23,9 @@ _DEVICES = {"cpu": _lib.DEVICE_CPU, "cuda": _lib.DEVICE_CUDA, "reference": _lib.
 _DEVICE_NAMES = {_lib.DEVICE_CPU: "cpu", _lib.DEVICE_CUDA: "cuda", _lib.DEVICE_REFERENCE: "reference"}
 _GATES = {"gdn": _lib.GATE_GDN, "kda": _lib.GATE_KDA}
 _GATE_NAMES = {v: k for k, v in _GATES.items()}
+# rssm_state_layout: each head's state [V, K] ("vk": vLLM, SGLang, FlashInfer) or [K, V] ("kv": FLA, transformers)
+_LAYOUTS = {"vk": 0, "kv": 1}
+_LAYOUT_NAMES = {v: k for k, v in _LAYOUTS.items()}
 
 
 def version() -> str:
@@ -133,16 +136,19 @@ class Layer:
     state_dtype (checkpoint), ring_dtype (ring u and k; default = state_dtype), io_dtype
     (q, k, v, a, b, o): "f32", "bf16" or "f64" (reference device only); scale (0 = K^-0.5);
     qk_l2norm; lower_bound (KDA safe gate, None = plain gate); fold_threshold (G_MAX of the per-head
-    early folds of both gates: 0 = 60, else up to 80).
+    early folds of both gates: 0 = 60, else up to 80); state_layout: each head's state in the checkpoint
+    as [V, K] ("vk", the default: vLLM, SGLang) or [K, V] ("kv": FLA, transformers).
     The library validates it (ReplaySSMError on a bad layer)."""
 
     def __init__(self, gate: str = "gdn", H: int = 1, HV: Optional[int] = None, K: int = 128, V: Optional[int] = None,
                  ring_len: int = 16, state_dtype: str = "f32", ring_dtype: Optional[str] = None, io_dtype: str = "f32",
                  scale: float = 0.0, qk_l2norm: bool = True, lower_bound: Optional[float] = None,
-                 fold_threshold: float = 0.0):
+                 fold_threshold: float = 0.0, state_layout: str = "vk"):
         g = str(gate).lower()
         if g not in _GATES:
             raise ValueError(f"unknown gate {gate!r} (use 'gdn' or 'kda')")
+        if str(state_layout).lower() not in _LAYOUTS:
+            raise ValueError(f"unknown state_layout {state_layout!r} (use 'vk' or 'kv')")
         HV = H if HV is None else HV
         V = K if V is None else V
         state_dtype = tz.dtype_name(state_dtype)
@@ -162,6 +168,7 @@ class Layer:
         c.has_lower_bound = 0 if lower_bound is None else 1
         c.lower_bound = 0.0 if lower_bound is None else float(lower_bound)
         c.fold_threshold = float(fold_threshold)
+        c.state_layout = _LAYOUTS[str(state_layout).lower()]
         _lib.call("rssm_layer_validate", ctypes.byref(c))
         self._c = c
 
@@ -172,7 +179,7 @@ class Layer:
                    ring_dtype=tz.DTYPE_NAMES[c.ring_dtype], io_dtype=tz.DTYPE_NAMES[c.io_dtype],
                    scale=c.scale, qk_l2norm=bool(c.qk_l2norm),
                    lower_bound=c.lower_bound if c.has_lower_bound else None,
-                   fold_threshold=c.fold_threshold)
+                   fold_threshold=c.fold_threshold, state_layout=_LAYOUT_NAMES[c.state_layout])
 
     @classmethod
     def default(cls, gate, H, HV, K, V, ring_len) -> "Layer":
@@ -193,6 +200,7 @@ class Layer:
     qk_l2norm = property(lambda s: bool(s._c.qk_l2norm))
     lower_bound = property(lambda s: s._c.lower_bound if s._c.has_lower_bound else None)
     fold_threshold = property(lambda s: s._c.fold_threshold)
+    state_layout = property(lambda s: _LAYOUT_NAMES[s._c.state_layout])
 
     @property
     def group(self) -> int:
@@ -217,7 +225,7 @@ class Layer:
         N, H, HV, K, V, L = num_slots, self.H, self.HV, self.K, self.V, self.ring_len
         kda = self.gate == "kda"
         shapes = {
-            "checkpoint": ((N, HV, V, K), self.state_dtype),
+            "checkpoint": ((N, HV, K, V) if self.state_layout == "kv" else (N, HV, V, K), self.state_dtype),
             "ring_u": ((N, HV, L, V), self.ring_dtype),
             "ring_k": ((N, HV if kda else H, L, K), self.ring_dtype),
             "ring_g": ((N, HV, L, K) if kda else (N, HV, L), self.ring_g_dtype),
@@ -238,22 +246,23 @@ class Layer:
         return ",".join([self.gate, str(self.H), str(self.HV), str(self.K), str(self.V), str(self.ring_len),
                          self.state_dtype, self.ring_dtype, self.io_dtype, repr(float(c.scale)),
                          str(int(c.qk_l2norm)), "none" if not c.has_lower_bound else repr(float(c.lower_bound)),
-                         repr(float(c.fold_threshold))])
+                         repr(float(c.fold_threshold)), self.state_layout])
 
     @classmethod
     def from_spec(cls, spec: str) -> "Layer":
         f = spec.split(",")
-        if len(f) != 13:
+        if len(f) != 14:
             raise ValueError(f"bad layer spec {spec!r}")
         return cls(gate=f[0], H=int(f[1]), HV=int(f[2]), K=int(f[3]), V=int(f[4]), ring_len=int(f[5]),
                    state_dtype=f[6], ring_dtype=f[7], io_dtype=f[8], scale=float(f[9]), qk_l2norm=f[10] == "1",
-                   lower_bound=None if f[11] == "none" else float(f[11]), fold_threshold=float(f[12]))
+                   lower_bound=None if f[11] == "none" else float(f[11]), fold_threshold=float(f[12]),
+                   state_layout=f[13])
 
     def replace(self, **kw) -> "Layer":
         d = dict(gate=self.gate, H=self.H, HV=self.HV, K=self.K, V=self.V, ring_len=self.ring_len,
                  state_dtype=self.state_dtype, ring_dtype=self.ring_dtype, io_dtype=self.io_dtype,
                  scale=self.scale, qk_l2norm=self.qk_l2norm, lower_bound=self.lower_bound,
-                 fold_threshold=self.fold_threshold)
+                 fold_threshold=self.fold_threshold, state_layout=self.state_layout)
         d.update(kw)
         return Layer(**d)
 
@@ -265,9 +274,10 @@ class Layer:
 
     def __repr__(self):
         lb = f", lower_bound={self.lower_bound}" if self.lower_bound is not None else ""
+        lay = ", state_layout='kv'" if self.state_layout == "kv" else ""
         return (f"Layer(gate={self.gate!r}, H={self.H}, HV={self.HV}, K={self.K}, V={self.V}, "
                 f"ring_len={self.ring_len}, state_dtype={self.state_dtype!r}, ring_dtype={self.ring_dtype!r}, "
-                f"io_dtype={self.io_dtype!r}, scale={self.scale}, qk_l2norm={self.qk_l2norm}{lb})")
+                f"io_dtype={self.io_dtype!r}, scale={self.scale}, qk_l2norm={self.qk_l2norm}{lb}{lay})")
 
 
 # ---- state ----------------------------------------------------------------------------------
@@ -291,7 +301,8 @@ class State:
                        cursor=cursor)
         cv = tz.view(checkpoint, "checkpoint")
         if len(cv.shape) != 4:
-            raise ValueError(f"checkpoint: shape {cv.shape}, expected [slots, HV, V, K]")
+            raise ValueError(f"checkpoint: shape {cv.shape}, expected [slots, HV, V, K] (or [slots, HV, K, V] for a "
+                             f"K-first layer)")
         self.num_slots = int(cv.shape[0])
         shapes = layer.state_shapes(self.num_slots)
         c = _lib.rssm_state()

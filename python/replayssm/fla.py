@@ -31,13 +31,11 @@ What each call runs:
     advance), several tokens a prefill or, for a speculative cache, a verify window that the
     next call's num_accepted_tokens (or RingCache.commit) commits.
 
-State layout. FLA's states are K-first [N, HV, K, V]; replayssm keeps V-first [N, HV, V, K]
-(its checkpoint). Until replayssm has a K-first layer property, a K-first initial_state is
-transposed into a scratch state and the final state transposed back: one extra read and
-write of every state per call, on top of the recurrence's own. transpose_state_layout=True
-(FLA's flag; state_v_first is newer FLA's name for it) says the caller's states are V-first
-and skips both transposes. With ssm_state_indices and neither flag given, the pool is taken
-as V-first, as vLLM's and SGLang's current pools are ([N, HV, V, K]).
+State layout. FLA's states are K-first [N, HV, K, V]; vLLM's and SGLang's pools are V-first
+[N, HV, V, K]. replayssm takes either as it is (the layer's state_layout): no transpose on the
+way in or out. transpose_state_layout=True (FLA's flag; state_v_first is newer FLA's name for it)
+says the caller's states are V-first. With ssm_state_indices and neither flag given, the pool is
+taken as V-first, as vLLM's and SGLang's current pools are.
 
 Not supported, each raising NotImplementedError (or ValueError / TypeError for a bad value)
 that names the argument: gradients (an input that requires grad while grad is enabled),
@@ -168,12 +166,9 @@ def _i32(a, like):
     return a
 
 
-def _rows_get(pool, rows, v_first):
-    """pool[rows] as float32 V-first [n, HV, V, K] (a copy)."""
-    x = pool[_ix(pool, rows)]
-    if not v_first:
-        x = _swap(x)
-    return _f32(x)
+def _rows_get(pool, rows):
+    """pool[rows] as float32 (a copy)."""
+    return _f32(pool[_ix(pool, rows)])
 
 
 def _cast_like(x, target):
@@ -186,12 +181,10 @@ def _cast_like(x, target):
     return np.asarray(x).astype(t)
 
 
-def _rows_put(pool, rows, x, v_first):
-    """pool[rows] = x (float32 V-first [n, HV, V, K]) in the pool's layout and dtype."""
+def _rows_put(pool, rows, x):
+    """pool[rows] = x (float32, the pool's layout) in the pool's dtype."""
     if len(rows) == 0:
         return
-    if not v_first:
-        x = _swap(x)
     pool[_ix(pool, rows)] = _cast_like(x, pool)
 
 
@@ -226,9 +219,14 @@ def _context(memory: str, index: int) -> Context:
 
 
 @functools.lru_cache(maxsize=512)
-def _layer(gate, H, HV, K, V, io, scale, l2norm, lower_bound=None, ring_len=1, state_dtype="f32", ring_dtype=None):
+def _layer(gate, H, HV, K, V, io, scale, l2norm, lower_bound=None, ring_len=1, state_dtype="f32", ring_dtype=None,
+           state_layout="vk"):
     return Layer(gate=gate, H=H, HV=HV, K=K, V=V, ring_len=ring_len, state_dtype=state_dtype, ring_dtype=ring_dtype,
-                 io_dtype=io, scale=scale, qk_l2norm=l2norm, lower_bound=lower_bound)
+                 io_dtype=io, scale=scale, qk_l2norm=l2norm, lower_bound=lower_bound, state_layout=state_layout)
+
+
+def _layout(v_first) -> str:
+    return "vk" if v_first else "kv"
 
 
 def _alloc_state(layer, n, like, ring):
@@ -426,9 +424,10 @@ def _gate_tokens(gkw, fn_reshape):
 
 def _run_sequences(c: _Call, gate, gkw, lower_bound, scale, l2norm, initial_state, output_final_state, v_first):
     """Every row from its initial state (zeros when None) through its tokens: replayssm prefill
-    on a float32 scratch state (packed decode for one dense token). Returns (o, final_state)."""
+    on a float32 state in the caller's layout (packed decode for one dense token), which becomes
+    the final state. Returns (o, final_state)."""
     fn, N, HV, K, V = c.fn, c.rows, c.HV, c.K, c.V
-    layer = _layer(gate, c.H, HV, K, V, c.io, scale, l2norm, lower_bound)
+    layer = _layer(gate, c.H, HV, K, V, c.io, scale, l2norm, lower_bound, state_layout=_layout(v_first))
     one_token = c.cu is None and c.T == 1
     st = _alloc_state(layer, N, c.q, ring=not one_token)
     if initial_state is not None:
@@ -439,8 +438,7 @@ def _run_sequences(c: _Call, gate, gkw, lower_bound, scale, l2norm, initial_stat
         if _where(initial_state) != c.where:
             raise ValueError(f"{fn}: initial_state: on a different device than q")
         _check_no_grad(fn, (("initial_state", initial_state),))
-        h0 = initial_state if v_first else _swap(initial_state)
-        st.checkpoint[...] = _f32(h0) if not _is_torch(h0) else h0.float()
+        st.checkpoint[...] = _f32(initial_state) if not _is_torch(initial_state) else initial_state.float()
     slot = np.where(c.lens > 0, np.arange(N), -1)
     qkv = dict(q=_dense(c.q), k=_dense(c.k), v=_dense(c.v))
     if one_token:
@@ -450,7 +448,7 @@ def _run_sequences(c: _Call, gate, gkw, lower_bound, scale, l2norm, initial_stat
                          **qkv, **gkw)
     final = None
     if output_final_state:
-        final = st.checkpoint if v_first else _dense(_swap(st.checkpoint))
+        final = st.checkpoint
     return o, final
 
 
@@ -488,7 +486,7 @@ def _run_pool(c: _Call, gate, gkw, lower_bound, scale, l2norm, pool, pool_name, 
     inplace=False: the pool is not written; the state after every token is returned instead,
       [total tokens, HV, ...] in the pool's layout and dtype (vLLM's inplace_final_state=False).
     write=False: nothing is written (SGLang's disable_state_update).
-    token_sinks: callables (row, token, rows' states f32 V-first) for per-token state copies.
+    token_sinks: callables (row, token, rows' states f32 in the pool's layout) for per-token state copies.
     Returns (o, pool or the per-token states)."""
     fn, N = c.fn, c.rows
     _check_pool(fn, pool_name, pool, c, v_first)
@@ -514,12 +512,13 @@ def _run_pool(c: _Call, gate, gkw, lower_bound, scale, l2norm, pool, pool_name, 
     live = (read >= 0) & (c.lens > 0)
     qkv = dict(q=c.q, k=c.k, v=c.v)
 
-    # The pool as replayssm's checkpoint, untouched by any copy: V-first, f32/bf16, dense, one slot per row.
-    direct = (v_first and idx.ndim == 1 and inplace and write and not token_sinks and _contiguous_aligned(pool)
+    # The pool as replayssm's checkpoint, untouched by any copy: f32/bf16, dense, one slot per row.
+    direct = (idx.ndim == 1 and inplace and write and not token_sinks and _contiguous_aligned(pool)
               and idx.min(initial=0) >= -1 and c.equal_lens and c.lens[0] > 0
               and len(np.unique(idx[idx >= 0])) == int(np.sum(idx >= 0)))
     if direct:
-        layer = _layer(gate, c.H, c.HV, c.K, c.V, c.io, scale, l2norm, lower_bound, state_dtype=_kind(pool))
+        layer = _layer(gate, c.H, c.HV, c.K, c.V, c.io, scale, l2norm, lower_bound, state_dtype=_kind(pool),
+                       state_layout=_layout(v_first))
         Tn = int(c.lens[0])
         rs = functools.partial(_reshape_tokens, B=N, T=Tn)
         kw = {n: _dense(rs(x)) for n, x in qkv.items()}
@@ -527,18 +526,18 @@ def _run_pool(c: _Call, gate, gkw, lower_bound, scale, l2norm, pool, pool_name, 
                                **kw, **_gate_tokens(gkw, lambda x: _dense(rs(x))))
         return o.reshape(tuple(c.v.shape)), pool
 
-    layer = _layer(gate, c.H, c.HV, c.K, c.V, c.io, scale, l2norm, lower_bound)
+    layer = _layer(gate, c.H, c.HV, c.K, c.V, c.io, scale, l2norm, lower_bound, state_layout=_layout(v_first))
     per_token = idx.ndim == 2 or not inplace or bool(token_sinks)
     carry = _alloc_state(layer, N, c.q, ring=not per_token)
     rows = np.nonzero(live)[0]
     if len(rows):
-        carry.checkpoint[_ix(carry.checkpoint, rows)] = _rows_get(pool, read[rows], v_first)
+        carry.checkpoint[_ix(carry.checkpoint, rows)] = _rows_get(pool, read[rows])
     if not per_token:  # one prefill of every row, then its final state back to its slot
         o = _ops.prefill(c.ctx, layer, carry, slot=_i32(np.where(live, np.arange(N), -1), c.q),
                          cu_seqlens=None if c.cu is None else c.cu_host, **{n: _dense(x) for n, x in qkv.items()},
                          **gkw)
         if write and len(rows):
-            _rows_put(pool, idx[rows], carry.checkpoint[_ix(carry.checkpoint, rows)], v_first)
+            _rows_put(pool, idx[rows], carry.checkpoint[_ix(carry.checkpoint, rows)])
         return o, pool
 
     o = _zeros_as(tuple(c.v.shape), c.v)
@@ -562,14 +561,14 @@ def _run_pool(c: _Call, gate, gkw, lower_bound, scale, l2norm, pool, pool_name, 
         if not write:
             pass
         elif not inplace:
-            _rows_put(states, start[r] + t, S, v_first)
+            _rows_put(states, start[r] + t, S)
         elif idx.ndim == 2:
             dst = idx[r, t]
             keep = dst >= 0
-            _rows_put(pool, dst[keep], S[_ix(S, np.nonzero(keep)[0])], v_first)
+            _rows_put(pool, dst[keep], S[_ix(S, np.nonzero(keep)[0])])
         else:
             last = c.lens[r] == t + 1
-            _rows_put(pool, idx[r[last]], S[_ix(S, np.nonzero(last)[0])], v_first)
+            _rows_put(pool, idx[r[last]], S[_ix(S, np.nonzero(last)[0])])
         for sink in token_sinks:
             sink(r, t, S)
     return o, (pool if inplace else states)
@@ -579,8 +578,9 @@ def _run_pool(c: _Call, gate, gkw, lower_bound, scale, l2norm, pool, pool_name, 
 
 
 class RingCache:
-    """ReplaySSM state for `num_slots` sequences of one layer: a V-first checkpoint
-    [num_slots, HV, V, K], a ring of the last `ring_len` steps' (k, u, G) and a cursor per slot.
+    """ReplaySSM state for `num_slots` sequences of one layer: a checkpoint [num_slots, HV, V, K]
+    (state_layout "vk", the default) or [num_slots, HV, K, V] ("kv", FLA's order), a ring of the
+    last `ring_len` steps' (k, u, G) and a cursor per slot.
 
     Pass it as ring_cache= to the functions of replayssm.fla, with ssm_state_indices [N] giving
     each row's slot (or no indices when the call's N rows are slots 0..N-1):
@@ -596,20 +596,25 @@ class RingCache:
 
     gate "gdn" or "kda"; state_dtype / ring_dtype "f32" or "bf16"; device "cpu" (numpy) or a
     CUDA device ("cuda", "cuda:1", a torch.device: torch tensors). checkpoint: an existing
-    V-first pool to adopt (its dtype, device and memory are used; e.g. SGLang's
-    initial_state_source), instead of allocating one."""
+    pool in the cache's state_layout to adopt (its dtype, device and memory are used; e.g.
+    SGLang's initial_state_source), instead of allocating one. States in the other layout are
+    transposed on their way in and out (load, read, initial_state, output_final_state)."""
 
     def __init__(self, num_slots: int, num_heads: int, head_k_dim: int, num_v_heads: Optional[int] = None,
                  head_v_dim: Optional[int] = None, *, gate: str = "gdn", ring_len: int = 16, device="cpu",
                  state_dtype: str = "f32", ring_dtype: Optional[str] = None, speculative: bool = False,
-                 checkpoint: Optional[Tensor] = None):
+                 checkpoint: Optional[Tensor] = None, state_layout: str = "vk"):
         H, K = int(num_heads), int(head_k_dim)
         HV = H if num_v_heads is None else int(num_v_heads)
         V = K if head_v_dim is None else int(head_v_dim)
+        self.state_layout = str(state_layout).lower()
+        if self.state_layout not in ("vk", "kv"):
+            raise ValueError(f"RingCache: state_layout {state_layout!r} (use 'vk' or 'kv')")
         if checkpoint is not None:
-            if len(checkpoint.shape) != 4 or tuple(checkpoint.shape[1:]) != (HV, V, K):
+            want = (HV, V, K) if self.state_layout == "vk" else (HV, K, V)
+            if len(checkpoint.shape) != 4 or tuple(checkpoint.shape[1:]) != want:
                 raise ValueError(f"RingCache: checkpoint: shape {tuple(checkpoint.shape)}, expected "
-                                 f"[slots, {HV}, {V}, {K}] (V-first)")
+                                 f"[slots, {', '.join(map(str, want))}] (state_layout {self.state_layout!r})")
             num_slots, state_dtype = int(checkpoint.shape[0]), _kind(checkpoint)
             where = _where(checkpoint)
         else:
@@ -624,7 +629,7 @@ class RingCache:
         self.ring_len, self.speculative = int(ring_len), bool(speculative)
         self.ctx = _context(*where)
         self.base = Layer(gate=self.gate, H=H, HV=HV, K=K, V=V, ring_len=self.ring_len, state_dtype=state_dtype,
-                          ring_dtype=ring_dtype)
+                          ring_dtype=ring_dtype, state_layout=self.state_layout)
         like = checkpoint
         if like is None:
             like = _torch().empty(0, device=f"cuda:{where[1]}") if where[0] == "cuda" else np.empty(0, np.float32)
@@ -638,13 +643,18 @@ class RingCache:
 
     @property
     def checkpoint(self):
-        """The V-first checkpoint [num_slots, HV, V, K] (the state at each slot's last fold)."""
+        """The checkpoint in the cache's state_layout (the state at each slot's last fold)."""
         return self.state.checkpoint
 
     def _layer(self, io, scale, l2norm, lower_bound):
         b = self.base
         return _layer(self.gate, self.H, self.HV, self.K, self.V, io, scale, l2norm, lower_bound,
-                      ring_len=self.ring_len, state_dtype=b.state_dtype, ring_dtype=b.ring_dtype)
+                      ring_len=self.ring_len, state_dtype=b.state_dtype, ring_dtype=b.ring_dtype,
+                      state_layout=self.state_layout)
+
+    def _swapped(self, state_v_first: bool) -> bool:
+        """True when states in the given order must be transposed to or from the checkpoint's."""
+        return bool(state_v_first) != (self.state_layout == "vk")
 
     def _slots(self, slots):
         s = _host_ints(slots, "slots").reshape(-1)
@@ -688,7 +698,7 @@ class RingCache:
         want = (len(s), self.HV, self.V, self.K) if state_v_first else (len(s), self.HV, self.K, self.V)
         if tuple(states.shape) != want:
             raise ValueError(f"RingCache.load: states: shape {tuple(states.shape)}, expected {want}")
-        x = states if state_v_first else _swap(states)
+        x = _swap(states) if self._swapped(state_v_first) else states
         x = _as_framework(_f32(x) if not _is_torch(x) else x.float(), self.checkpoint)
         self.checkpoint[_ix(self.checkpoint, s)] = _cast_like(x, self.checkpoint)
         self._clear(s)
@@ -713,16 +723,18 @@ class RingCache:
         s = self._slots(slots)
         n = len(s)
         like = self.checkpoint
-        dst = State(self.base, checkpoint=_zeros((max(n, 1), self.HV, self.V, self.K), self.base.state_dtype, like),
+        shape = self.base.state_shapes(max(n, 1))["checkpoint"][0]
+        dst = State(self.base, checkpoint=_zeros(shape, self.base.state_dtype, like),
                     ring_base=_zeros((max(n, 1), self.HV), "i32", like))
         if n:
             _ops.materialize(self.ctx, self.base, self.state, dst, _i32(s, like), _i32(np.arange(n), like))
         out = _f32(dst.checkpoint[:n]) if not _is_torch(like) else dst.checkpoint[:n].float()
-        return out if state_v_first else _dense(_swap(out))
+        return _dense(_swap(out)) if self._swapped(state_v_first) else out
 
     def __repr__(self):
         return (f"RingCache(gate={self.gate!r}, slots={self.num_slots}, H={self.H}, HV={self.HV}, K={self.K}, "
-                f"V={self.V}, ring_len={self.ring_len}, speculative={self.speculative}, pending={len(self._pending)})")
+                f"V={self.V}, ring_len={self.ring_len}, state_layout={self.state_layout!r}, "
+                f"speculative={self.speculative}, pending={len(self._pending)})")
 
 
 def _run_ring(c: _Call, gate, gkw, lower_bound, scale, l2norm, cache: RingCache, indices, nacc, initial_state,

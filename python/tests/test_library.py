@@ -22,7 +22,7 @@ def test_version():
 @pytest.mark.skipif(ctypes.sizeof(ctypes.c_void_p) != 8, reason="offsets checked for LP64")
 def test_struct_layouts_match_the_header():
     # sizeof/offsetof as compiled from include/replayssm.h on LP64
-    assert ctypes.sizeof(_lib.rssm_layer) == 56 and _lib.rssm_layer.fold_threshold.offset == 52
+    assert ctypes.sizeof(_lib.rssm_layer) == 60 and _lib.rssm_layer.state_layout.offset == 56
     assert ctypes.sizeof(_lib.rssm_state) == 112 and _lib.rssm_state.bytes.offset == 56
     assert _lib.rssm_state.checkpoint.offset == 8 and _lib.rssm_state.cursor.offset == 48
     assert ctypes.sizeof(_lib.rssm_step_io) == 168 and _lib.rssm_step_io.fold_every.offset == 160

@@ -42,6 +42,8 @@ typedef struct cpu_vec {
     /* bf16 <-> f32; the store rounds to nearest even as rssm_f32_to_bf16 */
     void (*bf16_load)(const uint16_t *src, float *dst, int n);
     void (*bf16_store)(const float *src, uint16_t *dst, int n);
+    /* dst[j ldd + i] = src[i lds + j] for i < rows, j < cols (an exact copy; K-first heads) */
+    void (*transpose)(const float *src, int64_t lds, float *dst, int64_t ldd, int rows, int cols);
 } cpu_vec;
 
 extern const cpu_vec rssm_cpu_vec_scalar;

@@ -51,8 +51,9 @@ static void store_f32(const cpu_vec *vec, void *base, rssm_dtype dt, int64_t off
 
 /* ---- the checkpoint's rows -------------------------------------------------------------------
  * Row r of a head's state (value index r, its K channels) at element offset c0 of the head. In an
- * f32 V-first state a row is K contiguous floats, used in place; otherwise (bf16, or the K-first
- * layout, where a row's channels lie V apart) rows pass through [K] scratch. */
+ * f32 V-first state a row is K contiguous floats, used in place; a bf16 V-first row passes
+ * through [K] scratch. A K-first head is staged whole (stage_head): one blocked transpose into a
+ * [V][K] f32 scratch, where the rows are then used in place, and one back where it is written. */
 static int rows_in_place(const rssm_layer *l)
 {
     return l->state_dtype == RSSM_DTYPE_F32 && l->state_layout == RSSM_LAYOUT_VK;
@@ -65,57 +66,62 @@ static float *row_at(const rssm_layer *l, const void *ckpt, int64_t c0, int r)
 
 static void load_row(const cpu_vec *vec, const rssm_layer *l, const void *ckpt, int64_t c0, int r, float *dst)
 {
-    const int K = l->head_k_dim, V = l->head_v_dim;
-    if (l->state_layout == RSSM_LAYOUT_VK) {
-        load_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * K, dst, K);
-    } else if (l->state_dtype == RSSM_DTYPE_BF16) {
-        const uint16_t *p = (const uint16_t *)ckpt + c0 + r;
-        for (int c = 0; c < K; c++)
-            dst[c] = rssm_bf16_to_f32(p[(int64_t)c * V]);
-    } else {
-        const float *p = (const float *)ckpt + c0 + r;
-        for (int c = 0; c < K; c++)
-            dst[c] = p[(int64_t)c * V];
-    }
+    load_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * l->head_k_dim, dst, l->head_k_dim);
 }
 
 static void store_row(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int64_t c0, int r, const float *src)
 {
-    const int K = l->head_k_dim, V = l->head_v_dim;
-    if (l->state_layout == RSSM_LAYOUT_VK) {
-        store_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * K, src, K);
-    } else if (l->state_dtype == RSSM_DTYPE_BF16) {
-        uint16_t *p = (uint16_t *)ckpt + c0 + r;
-        for (int c = 0; c < K; c++)
-            p[(int64_t)c * V] = rssm_f32_to_bf16(src[c]);
-    } else {
-        float *p = (float *)ckpt + c0 + r;
-        for (int c = 0; c < K; c++)
-            p[(int64_t)c * V] = src[c];
-    }
+    store_f32(vec, ckpt, l->state_dtype, c0 + (int64_t)r * l->head_k_dim, src, l->head_k_dim);
 }
 
-/* S [V][K] f32 <-> a head's whole state */
-static void load_head(const cpu_vec *vec, const rssm_layer *l, const void *ckpt, int64_t c0, float *S)
+/* S [V][K] f32 <-> a head's whole state; K-first through one transpose (bf16: widened, or
+ * rounded, in `tmp` [K][V] first). Staging scratch for K-first heads: staging_scratch. */
+static void load_head(const cpu_vec *vec, const rssm_layer *l, const void *ckpt, int64_t c0, float *S, float *tmp)
 {
     const int K = l->head_k_dim, V = l->head_v_dim;
     if (l->state_layout == RSSM_LAYOUT_VK) {
         load_f32(vec, ckpt, l->state_dtype, c0, S, V * K);
         return;
     }
-    for (int r = 0; r < V; r++)
-        load_row(vec, l, ckpt, c0, r, S + (size_t)r * K);
+    const float *src = (const float *)ckpt + c0;
+    if (l->state_dtype == RSSM_DTYPE_BF16) load_f32(vec, ckpt, l->state_dtype, c0, tmp, V * K), src = tmp;
+    vec->transpose(src, V, S, K, K, V);
 }
 
-static void store_head(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int64_t c0, const float *S)
+static void store_head(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int64_t c0, const float *S, float *tmp)
 {
     const int K = l->head_k_dim, V = l->head_v_dim;
     if (l->state_layout == RSSM_LAYOUT_VK) {
         store_f32(vec, ckpt, l->state_dtype, c0, S, V * K);
         return;
     }
-    for (int r = 0; r < V; r++)
-        store_row(vec, l, ckpt, c0, r, S + (size_t)r * K);
+    if (l->state_dtype == RSSM_DTYPE_F32) {
+        vec->transpose(S, K, (float *)ckpt + c0, V, V, K);
+        return;
+    }
+    vec->transpose(S, K, tmp, V, V, K);
+    store_f32(vec, ckpt, l->state_dtype, c0, tmp, V * K);
+}
+
+/* The rows of the head at (*ckpt, *c0): a K-first head is loaded into `scratch` ([V][K], then
+ * [K][V] for load_head's tmp) and *ckpt, *c0 and the returned layer (`staged`: f32, V-first) then
+ * describe the scratch; any other head is read where it is (returns l). Where the step writes the
+ * head, a staged one goes back with store_head(l, ..., scratch, scratch + V K). */
+/* 2 V K floats for a K-first head (stage_head's scratch and load_head's tmp); NULL otherwise */
+static float *staging_scratch(const rssm_layer *l, cpu_arena *a)
+{
+    return l->state_layout == RSSM_LAYOUT_KV ? rssm_cpu_take(a, 2 * (size_t)l->head_v_dim * l->head_k_dim) : NULL;
+}
+
+static const rssm_layer *stage_head(const cpu_vec *vec, const rssm_layer *l, const void **ckpt, int64_t *c0,
+                                    float *scratch, rssm_layer *staged)
+{
+    if (l->state_layout != RSSM_LAYOUT_KV) return l;
+    load_head(vec, l, *ckpt, *c0, scratch, scratch + (size_t)l->head_v_dim * l->head_k_dim);
+    *staged = *l;
+    staged->state_layout = RSSM_LAYOUT_VK, staged->state_dtype = RSSM_DTYPE_F32;
+    *ckpt = scratch, *c0 = 0;
+    return staged;
 }
 
 static float min_of(const float *x, int n)
@@ -429,10 +435,19 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
     ring_transpose(rg, V);
     ring_G(rg, gk, G);
     fold_weights(rg, rg->h, K, gk, G, alpha, KW);
-    const int64_t c0 = rssm_ckpt_off(l, s, hv);
+    int64_t c0 = rssm_ckpt_off(l, s, hv);
+    float *tmp = l->state_layout == RSSM_LAYOUT_KV ? rssm_cpu_take(a, (size_t)V * K) : NULL;
     if (rg->h == 0) { /* S0 e^0 = S0 */
-        load_head(vec, l, sp->checkpoint, c0, S);
+        load_head(vec, l, sp->checkpoint, c0, S, tmp);
         return;
+    }
+    const void *ck = sp->checkpoint;
+    rssm_layer staged;
+    const rssm_layer *lr = l;
+    if (l->state_layout == RSSM_LAYOUT_KV) { /* S holds S0, folded in place */
+        load_head(vec, l, ck, c0, S, tmp);
+        staged = *l, staged.state_layout = RSSM_LAYOUT_VK, staged.state_dtype = RSSM_DTYPE_F32;
+        lr = &staged, ck = S, c0 = 0;
     }
     /* four row streams at a time, straight from the checkpoint into S */
     for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
@@ -443,10 +458,10 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
         for (int i = 0; i < nr; i++) {
             out[i] = S + (size_t)rows[i] * K;
             w[i] = rg->UT + (size_t)rows[i] * rg->h;
-            if (rows_in_place(l)) {
-                src[i] = row_at(l, sp->checkpoint, c0, rows[i]);
+            if (rows_in_place(lr)) {
+                src[i] = row_at(lr, ck, c0, rows[i]);
             } else {
-                load_row(vec, l, sp->checkpoint, c0, rows[i], out[i]);
+                load_row(vec, lr, ck, c0, rows[i], out[i]);
                 src[i] = out[i];
             }
         }
@@ -479,6 +494,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
     float g[RSSM_MAX_HEAD_DIM], beta;
 
     if (p->op == RSSM_OP_DECODE_PACKED && T == 1) {
+        float *Sh = staging_scratch(l, a);
         /* streaming: each row of S read once, updated, written once */
         const int64_t bt = rssm_bt(&p->io, b, 0);
         prep_qk(p, vec, bt, kh, q, k);
@@ -486,7 +502,12 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             prep_head(p, vec, bt, hv, v, g, &beta);
             for (int c = 0; c < K; c++)
                 alpha[c] = expf(g[gk == 1 ? 0 : c]), ak[c] = alpha[c] * k[c];
-            const int64_t src = rssm_ckpt_off(l, s, hv), dst = rssm_ckpt_off(l, w, hv);
+            const int64_t dst = rssm_ckpt_off(l, w, hv);
+            int64_t src = rssm_ckpt_off(l, s, hv);
+            const void *ck = sp->checkpoint;
+            rssm_layer staged;
+            const rssm_layer *lr = stage_head(vec, l, &ck, &src, Sh, &staged); /* K-first: updated in Sh */
+            const int64_t rdst = lr == l ? dst : 0;
             prefetch_next_head(p, b, hv, 0);
             for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
                 int rows[RSSM_CPU_STREAMS];
@@ -495,21 +516,22 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
                 float *dr[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
                 for (int i = 0; i < nr; i++) {
                     vr[i] = v[rows[i]];
-                    if (rows_in_place(l)) {
-                        sr[i] = row_at(l, sp->checkpoint, src, rows[i]);
-                        dr[i] = row_at(l, sp->checkpoint, dst, rows[i]);
+                    if (rows_in_place(lr)) {
+                        sr[i] = row_at(lr, ck, src, rows[i]);
+                        dr[i] = row_at(lr, ck, rdst, rows[i]);
                     } else {
                         dr[i] = tmp + (size_t)i * K;
-                        load_row(vec, l, sp->checkpoint, src, rows[i], dr[i]);
+                        load_row(vec, lr, ck, src, rows[i], dr[i]);
                         sr[i] = dr[i];
                     }
                 }
                 packed_rows(vec, nr, sr, alpha, ak, k, q, beta, vr, dr, o4, K);
                 for (int i = 0; i < nr; i++) {
                     o[rows[i]] = o4[i];
-                    if (!rows_in_place(l)) store_row(vec, l, sp->checkpoint, dst, rows[i], dr[i]);
+                    if (!rows_in_place(lr)) store_row(vec, lr, sp->checkpoint, dst, rows[i], dr[i]);
                 }
             }
+            if (lr != l) store_head(vec, l, sp->checkpoint, dst, Sh, Sh + (size_t)V * K);
             store_o(p, vec, bt, hv, o);
         }
         return;
@@ -517,6 +539,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
 
     /* T tokens on an f32 copy of the head's state, rounded once at the end */
     float *S = rssm_cpu_take(a, (size_t)V * K), *Kr = rssm_cpu_take(a, (size_t)l->ring_len * K);
+    float *tmpS = l->state_layout == RSSM_LAYOUT_KV ? rssm_cpu_take(a, (size_t)V * K) : NULL;
     const size_t mark = a->used;
     for (int hv = kh * p->group; hv < (kh + 1) * p->group; hv++) {
         a->used = mark;
@@ -531,7 +554,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             rg.Kr = live_keys(l, Kr, base);
             fold_head(vec, l, sp, s, hv, gk, &rg, a, S);
         } else {
-            load_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, s, hv), S);
+            load_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, s, hv), S, tmpS);
         }
         for (int t = 0; t < T; t++) {
             const int64_t bt = rssm_bt(&p->io, b, t);
@@ -545,7 +568,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             store_o(p, vec, bt, hv, o);
         }
-        store_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, w, hv), S);
+        store_head(vec, l, sp->checkpoint, rssm_ckpt_off(l, w, hv), S, tmpS);
         if (p->op == RSSM_OP_PREFILL) {
             base_store(l, sp, s, hv, 0);
             rssm_host_ring_clear(l, sp, s, hv, sp->cursor[s]);
@@ -807,7 +830,9 @@ static void replay_ring_weights(replay_item *it, replay_head *hd, cpu_arena *a)
 /* One group of S0's rows in the stream (see row_groups). */
 typedef struct replay_rows {
     int nr, rows[RSSM_CPU_STREAMS];
-    int64_t c0;                                         /* the head's checkpoint offset */
+    const rssm_layer *l;                                /* the rows' layer (stage_head's for a staged head) */
+    void *ck;                                           /* the rows' memory: the checkpoint or the staged head */
+    int64_t c0;                                         /* the head's offset there */
     const float *src[RSSM_CPU_STREAMS];                 /* the rows in f32: in the checkpoint, or loaded into b1 */
     float *b1[RSSM_CPU_STREAMS], *b2[RSSM_CPU_STREAMS]; /* [K] scratch rows */
 } replay_rows;
@@ -817,15 +842,16 @@ typedef struct replay_rows {
 static void replay_rows_start_fold(const replay_item *it, const replay_head *hd, replay_rows *g)
 {
     const cpu_vec *vec = it->vec;
-    const rssm_layer *l = it->l;
     const int K = it->K, nr = g->nr, h = hd->h;
     const float *wS[RSSM_CPU_STREAMS];
     for (int i = 0; i < nr; i++)
         wS[i] = hd->rg.UT + (size_t)g->rows[i] * h;
     fold_rows(vec, nr, g->src, hd->alphaS, h, wS, hd->KWs, K, g->b1, K);
     for (int i = 0; i < nr; i++) {
-        store_row(vec, l, it->sp->checkpoint, g->c0, g->rows[i], g->b1[i]);
-        if (l->state_dtype == RSSM_DTYPE_BF16) load_row(vec, l, it->sp->checkpoint, g->c0, g->rows[i], g->b1[i]);
+        store_row(vec, g->l, g->ck, g->c0, g->rows[i], g->b1[i]);
+        if (it->l->state_dtype == RSSM_DTYPE_BF16) /* continue from the stored values */
+            for (int c = 0; c < K; c++)
+                g->b1[i][c] = rssm_bf16_to_f32(rssm_f32_to_bf16(g->b1[i][c]));
         g->src[i] = g->b1[i];
     }
 }
@@ -835,13 +861,12 @@ static void replay_rows_start_fold(const replay_item *it, const replay_head *hd,
 static void replay_rows_end_fold(const replay_item *it, const replay_head *hd, const replay_rows *g)
 {
     const cpu_vec *vec = it->vec;
-    const rssm_layer *l = it->l;
     const int K = it->K, nr = g->nr, hw = hd->hw;
     const int *rows = g->rows;
     const float *beta = hd->beta;
     float *out[RSSM_CPU_STREAMS], vr[RSSM_CPU_STREAMS], o4[RSSM_CPU_STREAMS];
     for (int i = 0; i < nr; i++) {
-        out[i] = rows_in_place(l) ? row_at(l, it->sp->checkpoint, g->c0, rows[i]) : g->b2[i];
+        out[i] = rows_in_place(g->l) ? row_at(g->l, g->ck, g->c0, rows[i]) : g->b2[i];
         vr[i] = hd->vv[rows[i]];
     }
     if (hw == 0) {
@@ -859,7 +884,7 @@ static void replay_rows_end_fold(const replay_item *it, const replay_head *hd, c
     }
     for (int i = 0; i < nr; i++) {
         hd->O[rows[i]] = o4[i];
-        if (!rows_in_place(l)) store_row(vec, l, it->sp->checkpoint, g->c0, rows[i], out[i]);
+        if (!rows_in_place(g->l)) store_row(vec, g->l, g->ck, g->c0, rows[i], out[i]);
     }
 }
 
@@ -875,17 +900,22 @@ static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
     float *buf1 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K),
           *buf2 = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
     const int64_t c_off = rssm_ckpt_off(l, it->s, hd->hv);
+    const void *ck = it->sp->checkpoint;
+    int64_t c0 = c_off;
+    rssm_layer staged;
+    float *Sh = staging_scratch(l, a);
+    const rssm_layer *lr = stage_head(vec, l, &ck, &c0, Sh, &staged);
     prefetch_next_head(it->p, it->b, hd->hv, 1);
     for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
         replay_rows g;
         const int nr = g.nr = group_rows(V, gi, g.rows);
-        g.c0 = c_off;
+        g.l = lr, g.ck = (void *)ck, g.c0 = c0;
         for (int i = 0; i < nr; i++) {
             g.b1[i] = buf1 + (size_t)i * K, g.b2[i] = buf2 + (size_t)i * K;
-            if (rows_in_place(l)) {
-                g.src[i] = row_at(l, it->sp->checkpoint, c_off, g.rows[i]);
+            if (rows_in_place(lr)) {
+                g.src[i] = row_at(lr, ck, c0, g.rows[i]);
             } else {
-                load_row(vec, l, it->sp->checkpoint, c_off, g.rows[i], g.b1[i]);
+                load_row(vec, lr, ck, c0, g.rows[i], g.b1[i]);
                 g.src[i] = g.b1[i];
             }
         }
@@ -901,6 +931,8 @@ static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
                 hd->DK[(size_t)t * V + g.rows[i]] = dx[i], hd->O[(size_t)t * V + g.rows[i]] = dy[i];
         }
     }
+    if (lr != l && ((hd->start && hd->h > 0) || hd->end))
+        store_head(vec, l, it->sp->checkpoint, c_off, Sh, Sh + (size_t)V * K);
 }
 
 /* Per token, over all rows at once (steps without an end fold):
@@ -1000,6 +1032,7 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
     const int s = m->src_slot[b], d = m->dst_slot[b];
     if (s < 0 || d < 0) return;
     float *Kr = rssm_cpu_take(a, (size_t)l->ring_len * K), *row = rssm_cpu_take(a, (size_t)RSSM_CPU_STREAMS * K);
+    float *Sh = staging_scratch(l, a);
     const size_t mark = a->used;
     for (int hv = kh * m->group; hv < (kh + 1) * m->group; hv++) {
         a->used = mark;
@@ -1016,8 +1049,14 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
         fold_weights(&rg, h, K, gk, G, alpha, KW);
         /* dst row = S0 row e^{G_h} + sum_i u_i kw_i, four row streams at a time (src may be dst:
          * every row is read before it is written, and rows are distinct) */
-        const int64_t so = rssm_ckpt_off(l, s, hv), dof = rssm_ckpt_off(l, d, hv);
-        const int in_place = rows_in_place(l);
+        const int64_t dof = rssm_ckpt_off(l, d, hv);
+        int64_t so = rssm_ckpt_off(l, s, hv);
+        const void *ck = m->src.checkpoint;
+        rssm_layer staged;
+        const rssm_layer *lr = stage_head(vec, l, &ck, &so, Sh, &staged); /* K-first: folded in Sh */
+        void *dck = lr == l ? m->dst.checkpoint : Sh;
+        const int64_t ddo = lr == l ? dof : 0;
+        const int in_place = rows_in_place(lr);
         for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
             int rows[RSSM_CPU_STREAMS];
             const int nr = group_rows(V, gi, rows);
@@ -1026,11 +1065,11 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
             for (int i = 0; i < nr; i++) {
                 w[i] = rg.UT + (size_t)rows[i] * h;
                 if (in_place) {
-                    src[i] = row_at(l, m->src.checkpoint, so, rows[i]);
-                    out[i] = row_at(l, m->dst.checkpoint, dof, rows[i]);
+                    src[i] = row_at(lr, ck, so, rows[i]);
+                    out[i] = row_at(lr, dck, ddo, rows[i]);
                 } else {
                     out[i] = row + (size_t)i * K;
-                    load_row(vec, l, m->src.checkpoint, so, rows[i], out[i]);
+                    load_row(vec, lr, ck, so, rows[i], out[i]);
                     src[i] = out[i];
                 }
             }
@@ -1042,8 +1081,9 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
             }
             if (!in_place)
                 for (int i = 0; i < nr; i++)
-                    store_row(vec, l, m->dst.checkpoint, dof, rows[i], out[i]);
+                    store_row(vec, lr, m->dst.checkpoint, dof, rows[i], out[i]);
         }
+        if (lr != l) store_head(vec, l, m->dst.checkpoint, dof, Sh, Sh + (size_t)V * K);
         base_store(l, &m->dst, d, hv, 0);
     }
 }

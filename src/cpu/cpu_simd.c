@@ -100,9 +100,20 @@ static void fold_x4_scalar(const float *const s[4], const float *alpha, int h, c
         fold_scalar(s[i], alpha, h, w[i], kw, ld, out[i], n);
 }
 
+/* in 16 x 16 blocks, so that both sides stay in cache */
+static void transpose_scalar(const float *src, int64_t lds, float *dst, int64_t ldd, int rows, int cols)
+{
+    for (int i0 = 0; i0 < rows; i0 += 16)
+        for (int j0 = 0; j0 < cols; j0 += 16)
+            for (int i = i0; i < i0 + 16 && i < rows; i++)
+                for (int j = j0; j < j0 + 16 && j < cols; j++)
+                    dst[(int64_t)j * ldd + i] = src[(int64_t)i * lds + j];
+}
+
 const cpu_vec rssm_cpu_vec_scalar = {
-    "scalar",      dot_scalar,     dot2_scalar,          update_dot_scalar, fold_scalar,      axpy_scalar,
-    dot_x4_scalar, dot2_x4_scalar, update_dot_x4_scalar, fold_x4_scalar,    bf16_load_scalar, bf16_store_scalar,
+    "scalar",         dot_scalar,        dot2_scalar,      update_dot_scalar,    fold_scalar,
+    axpy_scalar,      dot_x4_scalar,     dot2_x4_scalar,   update_dot_x4_scalar, fold_x4_scalar,
+    bf16_load_scalar, bf16_store_scalar, transpose_scalar,
 };
 
 /* ---- AVX2 + FMA ----------------------------------------------------------------------------- */
@@ -388,9 +399,38 @@ AVX2 static void bf16_store_avx2(const float *src, uint16_t *dst, int n)
         dst[c] = rssm_f32_to_bf16(src[c]);
 }
 
+/* one 8 x 8 block: unpack pairs of rows, shuffle pairs of pairs, exchange 128-bit halves */
+AVX2 static inline void transpose8x8_avx2(const float *src, int64_t lds, float *dst, int64_t ldd)
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src + i * lds);
+    for (int i = 0; i < 8; i += 2)
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44), u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44), u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(dst + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (i + 4) * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+
+AVX2 static void transpose_avx2(const float *src, int64_t lds, float *dst, int64_t ldd, int rows, int cols)
+{
+    const int r8 = rows & ~7, c8 = cols & ~7;
+    for (int i = 0; i < r8; i += 8)
+        for (int j = 0; j < c8; j += 8)
+            transpose8x8_avx2(src + i * lds + j, lds, dst + j * ldd + i, ldd);
+    for (int i = 0; i < rows; i++) /* the edges */
+        for (int j = i < r8 ? c8 : 0; j < cols; j++)
+            dst[(int64_t)j * ldd + i] = src[(int64_t)i * lds + j];
+}
+
 static const cpu_vec vec_avx2 = {
-    "avx2",      dot_avx2,     dot2_avx2,          update_dot_avx2, fold_avx2,      axpy_avx2,
-    dot_x4_avx2, dot2_x4_avx2, update_dot_x4_avx2, fold_x4_avx2,    bf16_load_avx2, bf16_store_avx2,
+    "avx2",       dot_avx2,           dot2_avx2,    update_dot_avx2, fold_avx2,       axpy_avx2,      dot_x4_avx2,
+    dot2_x4_avx2, update_dot_x4_avx2, fold_x4_avx2, bf16_load_avx2,  bf16_store_avx2, transpose_avx2,
 };
 
 const cpu_vec *rssm_cpu_vec_select(void)

@@ -64,7 +64,6 @@ namespace rssm_decode_k128
 
 #define K128_NT 512
 #define K128_NW 16
-#define K128_DIM 128
 #define K128_LMAX (RSSM_MAX_RING_LEN + 8)
 /* row stride (doubles) of the windows' f64 token vectors: 16 bytes past 1 KiB, so that the two
  * columns of a quarter-warp's 16-byte loads fall in different banks */
@@ -110,8 +109,10 @@ __device__ __forceinline__ int key_head(int hv, int group)
 }
 
 /* L2 prefetch of what the CTA of (slot, value head hv, part) will read: its R rows of the
- * checkpoint and (replay, verify) the live ring entries (the cursor and ring base are read here,
- * off every critical path, so DRAM moves only the bytes of the byte model). */
+ * checkpoint (K-first, where a part's rows are not contiguous: the part-th 1/split of the head,
+ * so that the head's parts together cover it) and (replay, verify) the live ring entries (the
+ * cursor and ring base are read here, off every critical path, so DRAM moves only the bytes of
+ * the byte model). */
 template <bool KDA, bool SBF, int MODE>
 __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_layer &l, int slot, int hv, int part,
                                               int R, int group)
@@ -315,12 +316,14 @@ __device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R,
         st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
 }
 
-/* the warp's rows of S0 at element offset ck0, streamed (read once); SSTEP: elements from row
- * S[i] to S[i + 1] */
+/* the lane's S from element offset ck0 (lane_state_off), streamed (read once); V-first, SSTEP:
+ * elements from S[i][0] to S[i + 1][0] */
 template <bool SBF, int SSTEP>
 __device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
 {
-    if (!SBF) {
+    if (A.l.state_layout == RSSM_LAYOUT_KV) {
+        load_state_kfirst<SBF, SSTEP != K128_DIM>(A.st.checkpoint, ck0, S);
+    } else if (!SBF) {
         float4 raw[8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
@@ -603,8 +606,11 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
         S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
     RS<8, 1, 16>::run(o, lane);
     if ((lane & 3) == 0) st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
-    const int64_t cw = ((((int64_t)opaque(dst) * HV + hv) << 14) + srow * K128_DIM + sch);
-    if (!SBF) {
+    const bool kfirst = A.l.state_layout == RSSM_LAYOUT_KV;
+    const int64_t cw = lane_state_off(((int64_t)opaque(dst) * HV + hv) << 14, srow, sch, kfirst);
+    if (kfirst) {
+        store_state_kfirst<SBF, false>(A.st.checkpoint, cw, S);
+    } else if (!SBF) {
 #pragma unroll
         for (int r = 0; r < 8; r++)
             __stcs((float4 *)((float *)A.st.checkpoint + cw + r * K128_DIM),
@@ -931,7 +937,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
-    auto rows_off = [&](int slot) { return ((((int64_t)slot * HV + hv) << 14) + srow * K128_DIM + sch); };
+    auto rows_off = [&](int slot) {
+        return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, A.l.state_layout == RSSM_LAYOUT_KV);
+    };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
     load_state_rows<SBF, SSTEP>(A, ck0, S);
@@ -995,8 +1003,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
                     Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
                 fold_ring(Gs);
             }
-            store_checkpoint_rows<SBF>(
-                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; }, S);
+            store_checkpoint_rows<SBF, MMA>(
+                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; },
+                A.l.state_layout == RSSM_LAYOUT_KV, S);
         }
         h = 0;
         new_base = c0;

@@ -12,6 +12,7 @@
 #include "step_kernel.cuh"
 
 #define FULL_MASK 0xffffffffu
+#define K128_DIM 128 /* K = V: a head's state is 128 x 128 */
 
 /* reduce-scatter butterfly: N values per lane, summed over the lanes, end with KEEP values per
  * lane (lane bits M, M/2, .. 1 select which); every value is summed over lane bits M, M/2, .. 1
@@ -181,11 +182,90 @@ __device__ __forceinline__ void ring_weights(float *wk, float *wq, const unsigne
     }
 }
 
-/* The lane's 8 rows of S into the checkpoint, row r at element offset off(r); a bf16 state rounds
- * them, and S becomes the stored values (the fold continues from them). */
-template <bool SBF, class OFF>
-__device__ __forceinline__ void store_checkpoint_rows(void *ckpt, OFF off, float (&S)[8][4])
+/* The lane's S[r][e] is the head's element (row, channel) = (srow + r, sch + e), or on the
+ * verify windows' FP64 fragments (MMA) (srow, sch + 16 r + e). The offset of S[0][0] from the
+ * head's first element in the layer's layout: row * 128 + channel V-first, channel * 128 + row
+ * K-first (where the lane's rows at one channel are consecutive). */
+__device__ __forceinline__ int64_t lane_state_off(int64_t head, int srow, int sch, bool kfirst)
 {
+    return head + (kfirst ? sch * K128_DIM + srow : srow * K128_DIM + sch);
+}
+
+/* K-first: the lane's S from element offset off (lane_state_off), streamed (read once): without
+ * MMA two runs of 4 rows per channel, with MMA one element per (row, channel). */
+template <bool SBF, bool MMA>
+__device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off, float (&S)[8][4])
+{
+    if (MMA) {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int64_t i = off + (16 * r + e) * K128_DIM;
+                S[r][e] = SBF ? __uint_as_float((uint32_t)__ldcs((const unsigned short *)ckpt + i) << 16)
+                              : __ldcs((const float *)ckpt + i);
+            }
+        return;
+    }
+    float x[4][2][4];
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int64_t i = off + e * K128_DIM + 4 * h;
+            if (!SBF) {
+                const float4 v = __ldcs((const float4 *)((const float *)ckpt + i));
+                x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
+            } else {
+                const uint2 v = __ldcs((const uint2 *)((const uint16_t *)ckpt + i));
+                unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
+            }
+        }
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            S[r][e] = x[e][r / 4][r % 4];
+}
+
+/* K-first: the lane's S to element offset off (lane_state_off); a bf16 state rounds S to the
+ * stored values. */
+template <bool SBF, bool MMA>
+__device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, float (&S)[8][4])
+{
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            if (SBF) S[r][e] = round_dt(RSSM_DTYPE_BF16, S[r][e]);
+            if (MMA) {
+                const int64_t i = off + (16 * r + e) * K128_DIM;
+                if (SBF)
+                    ((uint16_t *)ckpt)[i] = rssm_f32_to_bf16(S[r][e]);
+                else
+                    ((float *)ckpt)[i] = S[r][e];
+            }
+        }
+    if (MMA) return;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float x[4] = {S[4 * h][e], S[4 * h + 1][e], S[4 * h + 2][e], S[4 * h + 3][e]};
+            st4(ckpt, SBF, off + e * K128_DIM + 4 * h, x);
+        }
+}
+
+/* The lane's 8 rows of S into the checkpoint, V-first row r at element offset off(r), K-first
+ * from off(0) (lane_state_off); a bf16 state rounds them, and S becomes the stored values (the
+ * fold continues from them). */
+template <bool SBF, bool MMA = false, class OFF>
+__device__ __forceinline__ void store_checkpoint_rows(void *ckpt, OFF off, bool kfirst, float (&S)[8][4])
+{
+    if (kfirst) {
+        store_state_kfirst<SBF, MMA>(ckpt, off(0), S);
+        return;
+    }
 #pragma unroll
     for (int r = 0; r < 8; r++) {
         if (SBF)

@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                     Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
                 fold_ring(Gs);
                 store_checkpoint_rows<SBF>(
-                    A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, S);
+                    A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, false, S);
             }
             h = 0;
             new_base = c0;
@@ -560,13 +560,15 @@ static int pipe_stages(const rssm_layer *l)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-/* 1 when replay decode step A can run on the pipeline: K = V = 128, T = 1, L a multiple of 4
+/* 1 when replay decode step A can run on the pipeline: K = V = 128, V-first, T = 1, L a multiple of 4
  * (16-byte aligned G copies), 16-byte aligned state arrays (TMA), enough shared memory. */
 int rssm_cuda_pipe_ok(const kargs *A)
 {
     const rssm_layer *l = &A->l;
     const rssm_step_io *io = &A->io;
     if (A->mode != MODE_REPLAY || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128) return 0;
+    /* the consumers read V-first rows of the staged state (K-first would be a 32-way bank conflict) */
+    if (l->state_layout != RSSM_LAYOUT_VK) return 0;
     if (l->ring_len % 4 || A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
     if (!aligned16(A->st.checkpoint) || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) ||
         !aligned16(A->st.ring_g))

@@ -206,6 +206,47 @@ template <class CF> __device__ __forceinline__ void store_row(void *row, int li,
     }
 }
 
+/* Row j of a head's state at element offset c0 of the checkpoint, in the layer's layout: V-first
+ * the row's K contiguous elements (load_row / store_row); K-first its channels lie V apart, one
+ * element each (a warp's rows at one channel are neighbours, so sectors are still read whole). */
+template <class CF>
+__device__ __forceinline__ void load_state_row(const void *ckpt, const rssm_layer &l, int64_t c0, int j, int li,
+                                               float *x)
+{
+    const int K = l.head_k_dim;
+    if (l.state_layout != RSSM_LAYOUT_KV) {
+        load_row<CF>((const char *)ckpt + (c0 + (int64_t)j * K) * (CF::BF16 ? 2 : 4), li, K, x);
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < CF::C; e++) {
+        const int c = chan<CF>(li, e);
+        const int64_t i = c0 + (int64_t)c * l.head_v_dim + j;
+        x[e] = c >= K ? 0.0f : CF::BF16 ? rssm_bf16_to_f32(((const uint16_t *)ckpt)[i]) : ((const float *)ckpt)[i];
+    }
+}
+
+template <class CF>
+__device__ __forceinline__ void store_state_row(void *ckpt, const rssm_layer &l, int64_t c0, int j, int li,
+                                                const float *x)
+{
+    const int K = l.head_k_dim;
+    if (l.state_layout != RSSM_LAYOUT_KV) {
+        store_row<CF>((char *)ckpt + (c0 + (int64_t)j * K) * (CF::BF16 ? 2 : 4), li, K, x);
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < CF::C; e++) {
+        const int c = chan<CF>(li, e);
+        const int64_t i = c0 + (int64_t)c * l.head_v_dim + j;
+        if (c >= K) continue;
+        if (CF::BF16)
+            ((uint16_t *)ckpt)[i] = rssm_f32_to_bf16(x[e]);
+        else
+            ((float *)ckpt)[i] = x[e];
+    }
+}
+
 /* Sum over the LANES lanes of a row group; every lane gets the same bits (xor butterfly,
  * each addition commutative). */
 template <int LANES> __device__ __forceinline__ float group_sum(float v)
@@ -621,16 +662,15 @@ __device__ __forceinline__ void fold_committed(const step_cta &C, const step_sme
     __syncthreads();
 }
 
-/* The thread's rows into the checkpoint at element offset co of `ckpt` (each row K elements) */
+/* The thread's rows into the head's checkpoint at element offset co of `ckpt` */
 template <class CF>
-__device__ __forceinline__ void store_rows(void *ckpt, int64_t co, const step_cta &C,
+__device__ __forceinline__ void store_rows(void *ckpt, const rssm_layer &l, int64_t co, const step_cta &C,
                                            const float (&sreg)[CF::RPT][CF::C])
 {
-    const size_t esz = CF::BF16 ? 2 : 4;
 #pragma unroll
     for (int r = 0; r < CF::RPT; r++) {
         const int j = C.j0 + (C.w * CF::RG + C.rg) * CF::RPT + r;
-        if (j < C.V) store_row<CF>((char *)ckpt + (co + (int64_t)j * C.K) * esz, C.li, C.K, sreg[r]);
+        if (j < C.V) store_state_row<CF>(ckpt, l, co, j, C.li, sreg[r]);
     }
 }
 
@@ -829,7 +869,6 @@ __device__ __forceinline__ void chunk_rows(const kargs &A, const step_cta &C, co
     constexpr int C_ = CF::C, LANES = CF::LANES, RG = CF::RG, VS = CF::VS, RPT = CF::RPT;
     const rssm_layer &l = A.l;
     const int K = C.K, V = C.V, L = C.L, li = C.li, hv = C.hv, rdt = C.rdt;
-    const size_t esz = CF::BF16 ? 2 : 4;
     const int64_t ru0 = rssm_ring_u_off(&l, s, hv, p0);
 #pragma unroll
     for (int r = 0; r < RPT; r++) {
@@ -879,7 +918,7 @@ __device__ __forceinline__ void chunk_rows(const kargs &A, const step_cta &C, co
             if (li == 0 && valid) st_dt(A.io.o, C.iodt, rssm_o_off(&l, bt0 + t, hv) + j, o);
         }
         if (end && !seq && valid) /* replay end fold: the new checkpoint */
-            store_row<CF>((char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+            store_state_row<CF>(A.st.checkpoint, l, ck0, j, li, sreg[r]);
     }
 }
 
@@ -917,13 +956,12 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
 
     /* prefetch this thread's rows of S0 */
     const int64_t ck0 = rssm_ckpt_off(&l, s, hv);
-    const size_t esz = CF::BF16 ? 2 : 4;
     float sreg[RPT][C_];
 #pragma unroll
     for (int r = 0; r < RPT; r++) {
         const int j = j0 + (w * RG + rg) * RPT + r;
         if (j < V)
-            load_row<CF>((const char *)A.st.checkpoint + (ck0 + (int64_t)j * K) * esz, li, K, sreg[r]);
+            load_state_row<CF>(A.st.checkpoint, l, ck0, j, li, sreg[r]);
         else
 #pragma unroll
             for (int e = 0; e < C_; e++)
@@ -959,7 +997,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
 #pragma unroll
             for (int r = 0; r < RPT; r++) {
                 const int j = j0 + (w * RG + rg) * RPT + r;
-                if (j < V) store_row<CF>((char *)o.checkpoint + (co + (int64_t)j * K) * esz, li, K, sreg[r]);
+                if (j < V) store_state_row<CF>(o.checkpoint, l, co, j, li, sreg[r]);
 #pragma unroll
                 for (int e = 0; e < C_; e++)
                     sreg[r][e] = CF::BF16 ? round_dt(RSSM_DTYPE_BF16, sreg[r][e]) : sreg[r][e];
@@ -1020,7 +1058,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     }
 
     if (seq) { /* packed / prefill: the final state */
-        store_rows<CF>(A.st.checkpoint, rssm_ckpt_off(&l, d, hv), C, sreg);
+        store_rows<CF>(A.st.checkpoint, l, rssm_ckpt_off(&l, d, hv), C, sreg);
         if (mode == MODE_PREFILL) new_base = 0;
     }
     /* GDN prefill: the ring base back to 0, unconditionally (without a cluster,
