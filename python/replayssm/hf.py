@@ -103,7 +103,7 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     if ring is None or ring.num_slots != B or (initial_state is None and not decode):
         # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
         # the given state when there is one
-        ring = fla.RingCache(B, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device)
+        ring = fla.RingCache(B, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="kv")
         if initial_state is not None:
             ring.load(list(range(B)), initial_state.float())
         rings[module.layer_idx] = ring
@@ -144,11 +144,11 @@ def _following(original, rings):
         out = original(indices, *args, **kwargs)
         idx = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]
         for layer, ring in list(rings.items()):
-            states = ring.read(list(range(ring.num_slots)), state_v_first=True)[idx]
+            states = ring.read(list(range(ring.num_slots)))[idx]
             new = ring if len(idx) == ring.num_slots else fla.RingCache(
                 len(idx), ring.H, ring.K, ring.HV, ring.V, gate=ring.gate, ring_len=ring.ring_len,
-                device=_device_of(ring))
-            new.load(list(range(len(idx))), states, state_v_first=True)
+                device=_device_of(ring), state_layout=ring.state_layout)
+            new.load(list(range(len(idx))), states)
             rings[layer] = new
         return out
 

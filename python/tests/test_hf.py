@@ -71,12 +71,17 @@ def generate(model, ids, mask):
                               do_sample=False, return_dict_in_generate=True, pad_token_id=0)
 
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_greedy_tokens_equal_transformers(name, dtype):
-    model = make(name, dtype)
+def test_greedy_tokens_equal_transformers(name, dtype, device):
+    """On the CPU and, where torch has CUDA, on the GPU with CUDA tensors (replayssm's CUDA back end)."""
+    model = make(name, dtype).to(device)
     gen = torch.Generator().manual_seed(1)
-    ids = torch.randint(3, VOCAB, (2, 11), generator=gen)
+    ids = torch.randint(3, VOCAB, (2, 11), generator=gen).to(device)
     mask = torch.ones_like(ids)
     mask[1, :4] = 0  # a shorter prompt, left-padded
     ref = generate(model, ids, mask)
@@ -93,8 +98,9 @@ def test_greedy_tokens_equal_transformers(name, dtype):
     # the ring's state equals transformers' own recurrent state after the same tokens
     tol = 1e-4 if dtype == torch.float32 else 5e-2
     for i in layers:
-        mine = np.asarray(hf.states(out.past_key_values, i), np.float64)
-        theirs = ref.past_key_values.layers[i].recurrent_states[0].double().numpy()
+        mine = hf.states(out.past_key_values, i)
+        mine = np.asarray(mine, np.float64) if isinstance(mine, np.ndarray) else mine.double().cpu().numpy()
+        theirs = ref.past_key_values.layers[i].recurrent_states[0].double().cpu().numpy()
         err = np.abs(mine - theirs).max() / np.abs(theirs).max()
         assert err < tol, (i, err)
 

@@ -83,6 +83,25 @@ def test_replay_L1_equals_packed_bitwise(ctx, gate):
 
 
 @pytest.mark.parametrize("gate", GATES)
+def test_k_first_layout_gives_the_same_bits(ctx, gate):
+    """state_layout="kv": the checkpoint is [slots, HV, K, V] and every op gives the V-first bits."""
+    vk, kv = make_layer(gate, L=3), make_layer(gate, L=3, state_layout="kv")
+    assert kv.state_layout == "kv" and kv.state_shapes(2)["checkpoint"][0] == (2, 4, 16, 8)
+    assert rs.Layer.from_spec(kv.spec()) == kv and kv != vk and "state_layout='kv'" in repr(kv)
+    a, b = rs.State.allocate(vk, 2, ctx), rs.State.allocate(kv, 2, ctx)
+    p = Problem(vk, [1, 0], T=9, seed=5)
+    p.load(a)
+    for r, s in enumerate(p.rows):
+        b.checkpoint[s] = np.swapaxes(to_io(p.S0[r], "f32"), -1, -2)
+    np.testing.assert_array_equal(decode_steps(ctx, vk, a, p, 0, 7), decode_steps(ctx, kv, b, p, 0, 7))
+    np.testing.assert_array_equal(decode_steps(ctx, vk, a, p, 7, 9, replay=False),
+                                  decode_steps(ctx, kv, b, p, 7, 9, replay=False))
+    np.testing.assert_array_equal(np.swapaxes(a.checkpoint, -1, -2), b.checkpoint)
+    with pytest.raises(ValueError, match="state_layout"):
+        make_layer(gate, state_layout="vkk")
+
+
+@pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("L,T", [(4, 4), (8, 3), (6, 2)])
 def test_verify_commit_matches_sequential(ctx, gate, L, T):
     layer = make_layer(gate, L=L)
