@@ -300,9 +300,11 @@ typedef struct rssm_state {
  *   log-gate above 0 is applied as given (the state grows by e^g); a NaN makes that head's
  *   outputs and state NaN from its token on, as the recurrence does.
  *   o      [B, T, HV, V]  io dtype   output (written for every row; zero for padding rows)
- * Strides: q_stride, k_stride, v_stride, a_stride, b_stride are the element distance
- * between consecutive tokens (b, t) -> (b, t+1) and (b, T-1) -> (b+1, 0); 0 means packed
- * (H*K, H*K, HV*V, HV or HV*K, HV). This lets a fused qkv projection be passed as views.
+ * Strides: q_stride, k_stride, v_stride, a_stride, b_stride, g_stride, beta_stride are the
+ * element distance between consecutive tokens (b, t) -> (b, t+1) and (b, T-1) -> (b+1, 0); 0
+ * means packed (H*K, H*K, HV*V, HV or HV*K, HV, HV or HV*K, HV). This lets a fused qkv projection
+ * (and gates computed in one tensor) be passed as views. Strides of 16-byte vectors (q, k, v, a,
+ * KDA's g) are multiples of 16 bytes.
  * On the reference device with io dtype f64 the pointers are double.
  *
  * slot     [B] i32   the state slot of each row, or -1 for padding
@@ -339,6 +341,7 @@ typedef struct rssm_step_io {
      * and counted as a device error. */
     const int32_t *cu_seqlens;
     int32_t fold_every;
+    int64_t g_stride, beta_stride; /* token strides of g and beta (0 = packed), as above */
 } rssm_step_io;
 
 /* ------------------------------------------------------------------------------------ */

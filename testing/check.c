@@ -353,7 +353,7 @@ typedef struct mcase {
     rssm_dtype s, r, io;
     int H, HV, K, V;
     int pre;     /* precomputed g/beta */
-    int strided; /* q, k, v, a as strided views */
+    int strided; /* q, k, v and the gates (a, b or g, beta) as strided views */
     int extreme; /* decode steps with extreme gates (-inf, -1e38, -1e4; raw: A_log = 88.5, a = 1e4) */
     int kv;      /* K-first state layout */
 } mcase;

@@ -578,15 +578,21 @@ static int put_tokens(rssm_context *ctx, const double *x, int64_t bt, int64_t w,
 
 static int64_t stride_of(int64_t w, int strided) { return strided ? (w + 7) / 8 * 8 + 8 : w; }
 
-/* Precomputed gates g or beta as the step takes them: float, or double with the f64 io dtype. */
-static int put_gates(rssm_context *ctx, const float *x, int64_t n, rssm_dtype io, rh_buf *out)
+/* Precomputed gates g or beta [B*T, w] as the step takes them (float, or double with the f64 io
+ * dtype), with token stride `stride` (>= w; the gaps hold NaN, which the op must not read). */
+static int put_gates(rssm_context *ctx, const float *x, int64_t bt, int64_t w, int64_t stride, rssm_dtype io,
+                     rh_buf *out)
 {
-    if (io != RSSM_DTYPE_F64) return rh_buf_from(ctx, x, sizeof(float) * (size_t)n, out);
-    double *d = malloc(sizeof(double) * (size_t)n + 1);
+    const size_t e = io == RSSM_DTYPE_F64 ? 8 : 4, n = (size_t)(bt * stride);
+    uint8_t *d = malloc(n * e + 1);
     if (!d) return rh_set(RH_FAIL, "out of host memory");
-    for (int64_t i = 0; i < n; i++)
-        d[i] = x[i];
-    const int rc = rh_buf_from(ctx, d, sizeof(double) * (size_t)n, out);
+    for (size_t i = 0; i < n; i++) {
+        const int64_t t = (int64_t)i / stride, c = (int64_t)i % stride;
+        const double x64 = c < w ? x[t * w + c] : NAN;
+        const float x32 = (float)x64;
+        memcpy(d + i * e, e == 8 ? (const void *)&x64 : (const void *)&x32, e);
+    }
+    const int rc = rh_buf_from(ctx, d, n * e, out);
     free(d);
     return rc;
 }
@@ -612,11 +618,11 @@ int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const
     if (!rc) rc = put_tokens(ctx, in->k, bt, nq, stride_of(nq, strided), io, &b[K_]);
     if (!rc) rc = put_tokens(ctx, in->v, bt, nv, stride_of(nv, strided), io, &b[V_]);
     if (in->g) {
-        if (!rc) rc = put_gates(ctx, in->g, bt * na, io, &b[G]);
-        if (!rc) rc = put_gates(ctx, in->beta, bt * in->HV, io, &b[BETA]);
+        if (!rc) rc = put_gates(ctx, in->g, bt, na, stride_of(na, strided), io, &b[G]);
+        if (!rc) rc = put_gates(ctx, in->beta, bt, in->HV, stride_of(in->HV, strided), io, &b[BETA]);
     } else {
         if (!rc) rc = put_tokens(ctx, in->a, bt, na, stride_of(na, strided), io, &b[A]);
-        if (!rc) rc = put_tokens(ctx, in->b, bt, in->HV, in->HV, io, &b[B_]);
+        if (!rc) rc = put_tokens(ctx, in->b, bt, in->HV, stride_of(in->HV, strided), io, &b[B_]);
         if (!rc) rc = rh_buf_from(ctx, in->A_log, sizeof(float) * in->HV, &b[ALOG]);
         if (!rc) rc = rh_buf_from(ctx, in->dt_bias, sizeof(float) * in->HV * in->gk, &b[DTB]);
     }
@@ -638,7 +644,10 @@ int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const
         sio.cu_seqlens = b[CU].p;
         if (strided) {
             sio.q_stride = stride_of(nq, 1), sio.k_stride = stride_of(nq, 1), sio.v_stride = stride_of(nv, 1);
-            if (!in->g) sio.a_stride = stride_of(na, 1);
+            if (in->g)
+                sio.g_stride = stride_of(na, 1), sio.beta_stride = stride_of(in->HV, 1);
+            else
+                sio.a_stride = stride_of(na, 1), sio.b_stride = stride_of(in->HV, 1);
         }
         rssm_status st;
         const char *name;

@@ -5,10 +5,10 @@ Tensors (replayssm.h "Per-step inputs and outputs"):
   v      [B, T, HV, V]  io dtype
   a      GDN [B, T, HV], KDA [B, T, HV, K]  io dtype;  b [B, T, HV] io dtype
   A_log  [HV] f32;  dt_bias GDN [HV], KDA [HV, K] f32
-  or precomputed g (like a, f32, contiguous) and beta [B, T, HV] f32 (used when g is given; float64
-  with the f64 io dtype of the reference device)
+  or precomputed g (like a, f32) and beta [B, T, HV] f32 (used when g is given; float64 with the f64
+  io dtype of the reference device)
   slot   [B] int32 (-1 = padding row); fold [B] uint8/bool; accepted [B] int32
-q, k, v, a, b may be strided views along the token axes (e.g. slices of a fused projection):
+q, k, v, a, b, g, beta may be strided views along the token axes (e.g. slices of a fused projection):
 their per-token part must be contiguous; the token stride becomes q_stride etc.
 
 Host contexts ("cpu", "reference") take numpy arrays or CPU torch tensors; a "cuda" context
@@ -143,10 +143,10 @@ def _step(fn, ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, w
     c.v, c.v_stride = _tensor_in(ctx, v, "v", (B, T, HV, V), io, keep, True)
     if g is not None:
         gk = "f64" if io == "f64" else "f32"  # precomputed gates follow an f64 io dtype (the reference)
-        c.g, _ = _tensor_in(ctx, g, "g", gshape, gk, keep, False)
+        c.g, c.g_stride = _tensor_in(ctx, g, "g", gshape, gk, keep, True)
         if beta is None:
             raise ValueError("beta is required with g")
-        c.beta, _ = _tensor_in(ctx, beta, "beta", (B, T, HV), gk, keep, False)
+        c.beta, c.beta_stride = _tensor_in(ctx, beta, "beta", (B, T, HV), gk, keep, True)
     else:
         if a is None or b is None or A_log is None or dt_bias is None:
             raise ValueError("pass the raw gates a, b, A_log, dt_bias, or the precomputed g and beta")

@@ -25,7 +25,8 @@ def test_struct_layouts_match_the_header():
     assert ctypes.sizeof(_lib.rssm_layer) == 60 and _lib.rssm_layer.state_layout.offset == 56
     assert ctypes.sizeof(_lib.rssm_state) == 112 and _lib.rssm_state.bytes.offset == 56
     assert _lib.rssm_state.checkpoint.offset == 8 and _lib.rssm_state.cursor.offset == 48
-    assert ctypes.sizeof(_lib.rssm_step_io) == 168 and _lib.rssm_step_io.fold_every.offset == 160
+    assert ctypes.sizeof(_lib.rssm_step_io) == 184 and _lib.rssm_step_io.fold_every.offset == 160
+    assert _lib.rssm_step_io.g_stride.offset == 168 and _lib.rssm_step_io.beta_stride.offset == 176
     assert _lib.rssm_step_io.q.offset == 8 and _lib.rssm_step_io.A_log.offset == 48
     assert _lib.rssm_step_io.q_stride.offset == 80 and _lib.rssm_step_io.o.offset == 120
     assert _lib.rssm_step_io.fold.offset == 144 and _lib.rssm_step_io.cu_seqlens.offset == 152

@@ -271,6 +271,30 @@ def test_precomputed_gates(ctx, gate):
 
 
 @pytest.mark.parametrize("gate", GATES)
+def test_precomputed_gates_as_strided_views(ctx, gate):
+    """g and beta as views of one [B, T, HV * gk + HV + pad] tensor (token strides, as q, k, v take)."""
+    layer = make_layer(gate, L=8)
+    HV, gk, B, T = layer.HV, layer.gk, 2, 3
+    p = Problem(layer, [0, 1], T=T, seed=12)
+    g, beta = rs.reference.gates(gate, p.exact["a"], p.exact["b"], p.exact["A_log"], p.exact["dt_bias"])
+    width = HV * gk + HV + 12  # a gap of NaN between tokens: it must not be read
+    fused = aligned(np.full((B, T, width), np.nan, np.float32))
+    fused[..., :HV * gk] = g.reshape(B, T, -1)
+    fused[..., HV * gk:HV * gk + HV] = beta.reshape(B, T, -1)
+    gv = np.lib.stride_tricks.as_strided(fused, g.shape, (T * width * 4, width * 4) + ((gk * 4, 4) if gk > 1 else (4,)))
+    bv = np.lib.stride_tricks.as_strided(fused[..., HV * gk:], beta.shape, (T * width * 4, width * 4, 4))
+    s1, s2 = rs.State.allocate(layer, 2, ctx), rs.State.allocate(layer, 2, ctx)
+    p.load(s1)
+    p.load(s2)
+    qkv = {n: p.tokens(0, T)[n] for n in ("q", "k", "v")}
+    o1 = rs.verify(ctx, layer, s1, **qkv, g=gv, beta=bv, slot=[0, 1])
+    o2 = rs.verify(ctx, layer, s2, **qkv, g=aligned(g.astype(np.float32)), beta=aligned(beta.astype(np.float32)),
+                   slot=[0, 1])
+    np.testing.assert_array_equal(o1, o2)
+    assert np.isfinite(o1).all() and rel_err(o1, p.o) < tol("f32")
+
+
+@pytest.mark.parametrize("gate", GATES)
 @pytest.mark.parametrize("state,ring", [("f32", "bf16"), ("bf16", "bf16")])
 def test_bf16_state_and_ring(ctx, gate, state, ring):
     layer = make_layer(gate, L=4, state_dtype=state, ring_dtype=ring, io_dtype="bf16")

@@ -72,10 +72,11 @@ RSSM_HD int64_t rssm_o_off(const rssm_layer *l, int64_t bt, int hv)
     return (bt * l->num_v_heads + hv) * (int64_t)l->head_v_dim;
 }
 
-/* precomputed g: GDN [B, T, HV]; KDA [B, T, HV, K]; beta [B, T, HV] */
-RSSM_HD int64_t rssm_g_off(const rssm_layer *l, int64_t bt, int hv, int gk)
+/* precomputed g: GDN [B, T, HV]; KDA [B, T, HV, K]; beta [B, T, HV] (token strides resolved) */
+RSSM_HD int64_t rssm_g_off(const rssm_step_io *io, int64_t bt, int hv, int gk)
 {
-    return (bt * l->num_v_heads + hv) * (int64_t)gk;
+    return bt * io->g_stride + (int64_t)hv * gk;
 }
+RSSM_HD int64_t rssm_beta_off(const rssm_step_io *io, int64_t bt, int hv) { return bt * io->beta_stride + hv; }
 
 #endif /* RSSM_LAYOUT_H */

@@ -146,7 +146,8 @@ static rssm_status check_cursors(const char *fn, const rssm_layer *l, const rssm
     return RSSM_OK;
 }
 
-/* Token stride: 0 -> packed `dense`; else >= dense and 16-byte multiple. */
+/* Token stride: 0 -> packed `dense`; else >= dense and (elem > 0, data read in 16-byte vectors) a
+ * 16-byte multiple. */
 static rssm_status resolve_stride(const char *fn, const char *what, int64_t *stride, int64_t dense, size_t elem)
 {
     if (*stride == 0) {
@@ -156,7 +157,7 @@ static rssm_status resolve_stride(const char *fn, const char *what, int64_t *str
     if (*stride < dense)
         return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: %s %lld is smaller than one token (%lld)", fn, what,
                          (long long)*stride, (long long)dense);
-    if ((*stride * (int64_t)elem) % 16)
+    if (elem && (*stride * (int64_t)elem) % 16)
         return rssm_fail(RSSM_ERROR_MISALIGNED, "%s: %s %lld is not a multiple of 16 bytes", fn, what,
                          (long long)*stride);
     return RSSM_OK;
@@ -210,10 +211,12 @@ static rssm_status check_io(const char *fn, rssm_op op, const rssm_layer *l, con
     if ((st = resolve_stride(fn, "k_stride", &io->k_stride, hk, e)) != RSSM_OK) return st;
     if ((st = resolve_stride(fn, "v_stride", &io->v_stride, hvv, e)) != RSSM_OK) return st;
     if ((st = resolve_stride(fn, "a_stride", &io->a_stride, na, e)) != RSSM_OK) return st;
-    if (io->b_stride == 0)
-        io->b_stride = l->num_v_heads;
-    else if (io->b_stride < l->num_v_heads)
-        return rssm_fail(RSSM_ERROR_BAD_SHAPE, "%s: b_stride %lld is smaller than HV", fn, (long long)io->b_stride);
+    if ((st = resolve_stride(fn, "b_stride", &io->b_stride, l->num_v_heads, 0)) != RSSM_OK) return st;
+    /* precomputed gates: float (double with the f64 io dtype); KDA's g is read in 16-byte vectors */
+    const size_t ge = l->io_dtype == RSSM_DTYPE_F64 ? 8 : 4;
+    if ((st = resolve_stride(fn, "g_stride", &io->g_stride, na, l->gate == RSSM_GATE_KDA ? ge : 0)) != RSSM_OK)
+        return st;
+    if ((st = resolve_stride(fn, "beta_stride", &io->beta_stride, l->num_v_heads, 0)) != RSSM_OK) return st;
     if (op != RSSM_OP_DECODE_PACKED && io->write_slot)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: write_slot is for packed decode only", fn);
     if (op != RSSM_OP_PREFILL && io->cu_seqlens)
@@ -256,7 +259,7 @@ static rssm_status check_kda_window(const char *fn, const rssm_params *p)
                 for (int t = 0; t < io->tokens; t++) {
                     const int64_t bt = rssm_bt(io, b, t);
                     if (io->g) {
-                        const int64_t gi = rssm_g_off(l, bt, hv, K) + c;
+                        const int64_t gi = rssm_g_off(io, bt, hv, K) + c;
                         W += l->io_dtype == RSSM_DTYPE_F64 ? ((const double *)io->g)[gi] : io->g[gi];
                     } else {
                         const int64_t ai = bt * io->a_stride + (int64_t)hv * K + c;

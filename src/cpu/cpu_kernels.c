@@ -232,11 +232,11 @@ static void prep_head(const rssm_params *p, const cpu_vec *vec, int64_t bt, int 
 {
     const rssm_layer *l = &p->layer;
     const rssm_step_io *io = &p->io;
-    const int V = l->head_v_dim, gk = p->gk, HV = l->num_v_heads;
+    const int V = l->head_v_dim, gk = p->gk;
     load_f32(vec, io->v, l->io_dtype, bt * io->v_stride + (int64_t)hv * V, v, V);
     if (io->g) {
-        memcpy(g, io->g + (bt * HV + hv) * gk, sizeof(float) * (size_t)gk);
-        *beta = io->beta[bt * HV + hv];
+        memcpy(g, io->g + rssm_g_off(io, bt, hv, gk), sizeof(float) * (size_t)gk);
+        *beta = io->beta[rssm_beta_off(io, bt, hv)];
         return;
     }
     const int64_t a0 = bt * io->a_stride + (int64_t)hv * gk;

@@ -269,12 +269,12 @@ __device__ __forceinline__ void stage_token_inputs(const kargs &A, int b, int T,
         const int64_t bt = (int64_t)b * T + tp;
         if (A.io.g) {
             if (KDA) {
-                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
+                const float4 v = __ldg((const float4 *)(A.io.g + rssm_g_off(&A.io, bt, hv, K128_DIM) + c4));
                 ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
             } else {
-                ga[0] = __ldg(A.io.g + bt * HV + hv);
+                ga[0] = __ldg(A.io.g + rssm_g_off(&A.io, bt, hv, 1));
             }
-            braw = __ldg(A.io.beta + bt * HV + hv);
+            braw = __ldg(A.io.beta + rssm_beta_off(&A.io, bt, hv));
         } else {
             cp4(&sm.gt[tp][c4], A.io.A_log + hv);
             if (KDA) {

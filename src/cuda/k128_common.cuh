@@ -191,8 +191,11 @@ __device__ __forceinline__ int64_t lane_state_off(int64_t head, int srow, int sc
     return head + (kfirst ? sch * K128_DIM + srow : srow * K128_DIM + sch);
 }
 
-/* K-first: the lane's S from element offset off (lane_state_off), streamed (read once): without
- * MMA two runs of 4 rows per channel, with MMA one element per (row, channel). */
+/* K-first: the lane's S from element offset off (lane_state_off): without MMA two runs of 4 rows
+ * per channel (L1-allocating loads: the runs share 32-byte sectors; measured 5-7% faster than
+ * streaming ones at B >= 64), with MMA one element per (row, channel). A warp's 8 rows are 32 bytes
+ * of each 512-byte channel row, so the loads touch 4 times the cache lines of V-first rows: this
+ * layout runs at about half the V-first speed where DRAM bound (bench/results/layout-*). */
 template <bool SBF, bool MMA>
 __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off, float (&S)[8][4])
 {
@@ -214,10 +217,10 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
         for (int h = 0; h < 2; h++) {
             const int64_t i = off + e * K128_DIM + 4 * h;
             if (!SBF) {
-                const float4 v = __ldcs((const float4 *)((const float *)ckpt + i));
+                const float4 v = __ldg((const float4 *)((const float *)ckpt + i));
                 x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
             } else {
-                const uint2 v = __ldcs((const uint2 *)((const uint16_t *)ckpt + i));
+                const uint2 v = __ldg((const uint2 *)((const uint16_t *)ckpt + i));
                 unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
             }
         }

@@ -258,15 +258,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
             ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
             ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
-            const int64_t bh = (int64_t)b * HV + hv;
             if (A.io.g) {
                 if (KDA) {
-                    const float4 g = __ldg((const float4 *)(A.io.g + bh * PK + c4));
+                    const float4 g = __ldg((const float4 *)(A.io.g + rssm_g_off(&A.io, b, hv, PK) + c4));
                     ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
                 } else {
-                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + bh);
+                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + rssm_g_off(&A.io, b, hv, 1));
                 }
-                braw = __ldg(A.io.beta + bh);
+                braw = __ldg(A.io.beta + rssm_beta_off(&A.io, b, hv));
             } else {
                 alog = __ldg(A.io.A_log + hv);
                 if (KDA) {

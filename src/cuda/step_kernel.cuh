@@ -293,7 +293,7 @@ __device__ __forceinline__ void block_reduce(const float (&v)[N], unsigned min_m
 __device__ __forceinline__ float gate_of(const kargs &A, int64_t bt, int hv, int gk, int c)
 {
     const rssm_step_io &io = A.io;
-    if (io.g) return io.g[(bt * A.l.num_v_heads + hv) * gk + c];
+    if (io.g) return io.g[rssm_g_off(&io, bt, hv, gk) + c];
     const float a = ld_dt(io.a, A.l.io_dtype, bt * io.a_stride + (int64_t)hv * gk + c);
     return rssm_gate_f32(a, io.A_log[hv], io.dt_bias[hv * gk + c], A.l.has_lower_bound, A.l.lower_bound);
 }
@@ -307,7 +307,7 @@ template <bool KDA> __device__ __forceinline__ float gate_replay(const kargs &A,
 __device__ __forceinline__ float beta_of(const kargs &A, int64_t bt, int hv)
 {
     const rssm_step_io &io = A.io;
-    if (io.g) return io.beta[bt * A.l.num_v_heads + hv];
+    if (io.g) return io.beta[rssm_beta_off(&io, bt, hv)];
     return rssm_sigmoid_f32(ld_dt(io.b, A.l.io_dtype, bt * io.b_stride + hv));
 }
 

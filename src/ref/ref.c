@@ -90,14 +90,14 @@ static void load_token(const rssm_params *p, int b, int t, int hv, token *tk)
     const int g64 = l->io_dtype == RSSM_DTYPE_F64;
     for (int c = 0; c < p->gk; c++) {
         if (io->g) {
-            const int64_t i = (bt * l->num_v_heads + hv) * p->gk + c;
+            const int64_t i = rssm_g_off(io, bt, hv, p->gk) + c;
             tk->g[c] = g64 ? ((const double *)io->g)[i] : io->g[i];
         } else {
             double a = ld(io->a, l->io_dtype, bt * io->a_stride + (int64_t)hv * p->gk + c);
             tk->g[c] = rssm_gate_f64(a, io->A_log[hv], io->dt_bias[hv * p->gk + c], l->has_lower_bound, l->lower_bound);
         }
     }
-    const int64_t bi = bt * l->num_v_heads + hv;
+    const int64_t bi = rssm_beta_off(io, bt, hv);
     tk->beta = !io->g ? rssm_sigmoid_f64(ld(io->b, l->io_dtype, bt * io->b_stride + hv))
                : g64  ? ((const double *)io->beta)[bi]
                       : io->beta[bi];
