@@ -51,7 +51,7 @@ def _check_ctx(ctx, layer, state=None):
 
 def _same_shape(a: Layer, b: Layer) -> bool:
     return all(getattr(a, f) == getattr(b, f) for f in ("gate", "H", "HV", "K", "V", "ring_len", "state_dtype",
-                                                         "ring_dtype"))
+                                                         "ring_dtype", "state_layout"))
 
 
 def _check_memory(ctx, memory, index, name):

@@ -97,6 +97,8 @@ def test_k_first_layout_gives_the_same_bits(ctx, gate):
     np.testing.assert_array_equal(decode_steps(ctx, vk, a, p, 7, 9, replay=False),
                                   decode_steps(ctx, kv, b, p, 7, 9, replay=False))
     np.testing.assert_array_equal(np.swapaxes(a.checkpoint, -1, -2), b.checkpoint)
+    with pytest.raises(ValueError, match="state was made for"):  # a V-first state under a K-first layer
+        rs.decode_packed(ctx, kv, a, slot=p.slot(), **p.token(0))
     with pytest.raises(ValueError, match="state_layout"):
         make_layer(gate, state_layout="vkk")
 
