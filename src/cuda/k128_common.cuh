@@ -199,7 +199,7 @@ __device__ __forceinline__ int64_t lane_state_off(int64_t head, int srow, int sc
 template <bool SBF, bool MMA>
 __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off, float (&S)[8][4])
 {
-    if (MMA) {
+    if constexpr (MMA) {
 #pragma unroll
         for (int r = 0; r < 8; r++)
 #pragma unroll
@@ -208,27 +208,27 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
                 S[r][e] = SBF ? __uint_as_float((uint32_t)__ldcs((const unsigned short *)ckpt + i) << 16)
                               : __ldcs((const float *)ckpt + i);
             }
-        return;
-    }
-    float x[4][2][4];
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int64_t i = off + e * K128_DIM + 4 * h;
-            if (!SBF) {
-                const float4 v = __ldg((const float4 *)((const float *)ckpt + i));
-                x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
-            } else {
-                const uint2 v = __ldg((const uint2 *)((const uint16_t *)ckpt + i));
-                unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
-            }
-        }
-#pragma unroll
-    for (int r = 0; r < 8; r++)
+    } else {
+        float x[4][2][4];
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            S[r][e] = x[e][r / 4][r % 4];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t i = off + e * K128_DIM + 4 * h;
+                if (!SBF) {
+                    const float4 v = __ldg((const float4 *)((const float *)ckpt + i));
+                    x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
+                } else {
+                    const uint2 v = __ldg((const uint2 *)((const uint16_t *)ckpt + i));
+                    unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
+                }
+            }
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[r][e] = x[e][r / 4][r % 4];
+    }
 }
 
 /* K-first: the lane's S to element offset off (lane_state_off); a bf16 state rounds S to the
@@ -239,24 +239,28 @@ __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, floa
 #pragma unroll
     for (int r = 0; r < 8; r++)
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
+        for (int e = 0; e < 4; e++)
             if (SBF) S[r][e] = round_dt(RSSM_DTYPE_BF16, S[r][e]);
-            if (MMA) {
+    if constexpr (MMA) {
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
                 const int64_t i = off + (16 * r + e) * K128_DIM;
                 if (SBF)
                     ((uint16_t *)ckpt)[i] = rssm_f32_to_bf16(S[r][e]);
                 else
                     ((float *)ckpt)[i] = S[r][e];
             }
-        }
-    if (MMA) return;
+    } else {
 #pragma unroll
-    for (int e = 0; e < 4; e++)
+        for (int e = 0; e < 4; e++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const float x[4] = {S[4 * h][e], S[4 * h + 1][e], S[4 * h + 2][e], S[4 * h + 3][e]};
-            st4(ckpt, SBF, off + e * K128_DIM + 4 * h, x);
-        }
+            for (int h = 0; h < 2; h++) {
+                const float x[4] = {S[4 * h][e], S[4 * h + 1][e], S[4 * h + 2][e], S[4 * h + 3][e]};
+                st4(ckpt, SBF, off + e * K128_DIM + 4 * h, x);
+            }
+    }
 }
 
 /* The lane's 8 rows of S into the checkpoint, V-first row r at element offset off(r), K-first
