@@ -260,12 +260,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
             if (A.io.g) {
                 if (KDA) {
-                    const float4 g = __ldg((const float4 *)(A.io.g + rssm_g_off(&A.io, b, hv, PK) + c4));
+                    const float4 g = __ldg((const float4 *)(A.io.g + ((int64_t)b * HV + hv) * PK + c4));
                     ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
                 } else {
-                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + rssm_g_off(&A.io, b, hv, 1));
+                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + (int64_t)b * HV + hv);
                 }
-                braw = __ldg(A.io.beta + rssm_beta_off(&A.io, b, hv));
+                braw = __ldg(A.io.beta + (int64_t)b * HV + hv);
             } else {
                 alog = __ldg(A.io.A_log + hv);
                 if (KDA) {
@@ -576,6 +576,9 @@ int rssm_cuda_pipe_ok(const kargs *A)
     if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !aligned16(io->q) || !aligned16(io->k) ||
         !aligned16(io->v) || (io->g && !aligned16(io->g)))
         return 0;
+    /* precomputed gates read packed (their own token strides: the general kernel) */
+    const int64_t gk = l->gate == RSSM_GATE_KDA ? PK : 1;
+    if (io->g && (io->g_stride != l->num_v_heads * gk || io->beta_stride != l->num_v_heads)) return 0;
     return pipe_stages(l) > 0;
 }
 
