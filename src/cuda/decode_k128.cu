@@ -159,7 +159,7 @@ static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte align
 /* speculative KDA launches also hold every entry's G [L][K] f32 after ring u; windows of 3 or 4
  * tokens then the tokens' x_k, x_q in f64 [8][K128_XDS] (the row phase's B operand; before it, the
  * start fold's scaled keys) */
-__host__ __device__ static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
+static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
 {
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
            (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) + (window_mma ? 8 * K128_XDS * sizeof(double) : 0);
@@ -316,12 +316,14 @@ __device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R,
         st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
 }
 
-/* the lane's S from element offset ck0 (V-first), streamed (read once); SSTEP: elements from
- * S[i][0] to S[i + 1][0] */
-template <bool SBF, int SSTEP>
+/* the lane's S from element offset ck0 (lane_state_off), streamed (read once); V-first, SSTEP:
+ * elements from S[i][0] to S[i + 1][0]; KF: the K-first layout */
+template <bool SBF, int SSTEP, bool KF>
 __device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
 {
-    if (!SBF) {
+    if (KF) {
+        load_state_kfirst<SBF, SSTEP != K128_DIM>(A.st.checkpoint, ck0, S);
+    } else if (!SBF) {
         float4 raw[8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
@@ -935,13 +937,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
     auto rows_off = [&](int slot) { return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, KF); };
+    const int64_t ck0 = rows_off(s);
     float S[8][4];
-    if constexpr (KF) /* staged in shared memory, after everything smem_of counts (the launch adds it) */
-        load_state_staged<SBF, MMA>(A.st.checkpoint, hd << 14, part, R, nt, tid,
-                                    (unsigned char *)sXd + (MMA ? 8 * K128_XDS * sizeof(double) : 0), srow - part * R,
-                                    sch, S);
-    else
-        load_state_rows<SBF, SSTEP>(A, rows_off(s), S);
+    load_state_rows<SBF, SSTEP, KF>(A, ck0, S);
     if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
 
     const int gk = KDA ? K128_DIM : 1;
@@ -1230,10 +1228,8 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
     if (A.mode == MODE_PACKED || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
-    /* K-first: the CTA's part of the state staged in shared memory (load_state_staged) */
     const size_t smem =
-        smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4) +
-        (kf ? (size_t)K128_DIM * (K128_DIM / A.split) * (sbf ? 2 : 4) : 0);
+        smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
      * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {

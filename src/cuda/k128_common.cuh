@@ -191,52 +191,43 @@ __device__ __forceinline__ int64_t lane_state_off(int64_t head, int srow, int sc
     return head + (kfirst ? sch * K128_DIM + srow : srow * K128_DIM + sch);
 }
 
-/* K-first, staged: the CTA's part of the head (128 channels x R rows, `head` the head's first
- * element) read in whole 16-byte units along V, one channel row per warp access, into shared
- * memory `tile` (128 R elements; unit u of channel c at u ^ ((c >> 2) & 7): the eight lanes of a
- * quarter-warp read channels of eight lanes, so their units fall in distinct banks); then the
- * lane's S: local rows rl .. rl + 7 at channels sch + e (S[r][e]), or with the verify windows'
- * fragments (MMA) local row rl at channels sch + 16 r + e. Every thread of the CTA calls it (a
- * barrier). Loading each lane's own rows from global memory instead reads 32 bytes of each
- * 512-byte channel row per warp, 4 times the cache lines of V-first rows: about half the speed. */
+/* K-first: the lane's S from element offset off (lane_state_off): without MMA two runs of 4 rows
+ * per channel (L1-allocating loads: the runs share 32-byte sectors; measured 5-7% faster than
+ * streaming ones at B >= 64), with MMA one element per (row, channel). A warp's 8 rows are 32 bytes
+ * of each 512-byte channel row, so the loads touch 4 times the cache lines of V-first rows: this
+ * layout runs at about half the V-first speed where DRAM bound (bench/results/layout-*). */
 template <bool SBF, bool MMA>
-__device__ __forceinline__ void load_state_staged(const void *ckpt, int64_t head, int part, int R, int nt, int tid,
-                                                  unsigned char *tile, int rl, int sch, float (&S)[8][4])
+__device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off, float (&S)[8][4])
 {
-    constexpr int ES = SBF ? 2 : 4, PER = 16 / ES; /* elements per 16-byte unit */
-    const int upr = R / PER, swm = (upr < 8 ? upr : 8) - 1;
-    const unsigned char *src = (const unsigned char *)ckpt + (head + (int64_t)part * R) * ES;
-    for (int q = tid; q < K128_DIM * upr; q += nt) {
-        const int c = q / upr, u = q % upr;
-        const uint4 v = __ldcs((const uint4 *)(src + (int64_t)c * K128_DIM * ES + u * 16));
-        *(uint4 *)(tile + (c * upr + (u ^ ((c >> 2) & swm))) * 16) = v;
-    }
-    __syncthreads();
-    auto unit = [&](int c, int r) { return tile + (c * upr + ((r / PER) ^ ((c >> 2) & swm))) * 16; };
     if constexpr (MMA) {
 #pragma unroll
         for (int r = 0; r < 8; r++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                const int c = sch + 16 * r + e;
-                const unsigned char *p = unit(c, rl) + (rl % PER) * ES;
-                S[r][e] = SBF ? __uint_as_float((uint32_t) * (const uint16_t *)p << 16) : *(const float *)p;
+                const int64_t i = off + (16 * r + e) * K128_DIM;
+                S[r][e] = SBF ? __uint_as_float((uint32_t)__ldcs((const unsigned short *)ckpt + i) << 16)
+                              : __ldcs((const float *)ckpt + i);
             }
     } else {
+        float x[4][2][4];
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            float x[8];
-            if (SBF) {
-                const uint4 v = *(const uint4 *)unit(sch + e, rl);
-                unpack_bf2(v.x, x), unpack_bf2(v.y, x + 2), unpack_bf2(v.z, x + 4), unpack_bf2(v.w, x + 6);
-            } else {
-                const float4 a = *(const float4 *)unit(sch + e, rl), b = *(const float4 *)unit(sch + e, rl + 4);
-                x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+        for (int e = 0; e < 4; e++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int64_t i = off + e * K128_DIM + 4 * h;
+                if (!SBF) {
+                    const float4 v = __ldg((const float4 *)((const float *)ckpt + i));
+                    x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
+                } else {
+                    const uint2 v = __ldg((const uint2 *)((const uint16_t *)ckpt + i));
+                    unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
+                }
             }
 #pragma unroll
-            for (int r = 0; r < 8; r++)
-                S[r][e] = x[r];
-        }
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[r][e] = x[e][r / 4][r % 4];
     }
 }
 
