@@ -258,14 +258,15 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
             ld4g(A.io.q, IOBF, (int64_t)b * A.io.q_stride + kh * PK + c4, qr);
             ld4g(A.io.v, IOBF, (int64_t)b * A.io.v_stride + hv * PK + c4, vv);
-            if (A.io.g) {
+            const int64_t bh = (int64_t)b * HV + hv;
+            if (A.io.g) { /* packed (rssm_cuda_pipe_ok) */
                 if (KDA) {
-                    const float4 g = __ldg((const float4 *)(A.io.g + ((int64_t)b * HV + hv) * PK + c4));
+                    const float4 g = __ldg((const float4 *)(A.io.g + bh * PK + c4));
                     ga[0] = g.x, ga[1] = g.y, ga[2] = g.z, ga[3] = g.w;
                 } else {
-                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + (int64_t)b * HV + hv);
+                    ga[0] = ga[1] = ga[2] = ga[3] = __ldg(A.io.g + bh);
                 }
-                braw = __ldg(A.io.beta + (int64_t)b * HV + hv);
+                braw = __ldg(A.io.beta + bh);
             } else {
                 alog = __ldg(A.io.A_log + hv);
                 if (KDA) {
