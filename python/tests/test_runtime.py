@@ -121,6 +121,24 @@ def test_export_import_roundtrip(ctx):
     assert len(pool.export(s, materialized=True)) == pool.export_size(materialized=True)
 
 
+def test_export_records_the_state_layout(ctx):
+    """A K-first pool's blob goes back into a K-first pool (the same bits, materialised too) and is
+    refused by a V-first pool of the same shape."""
+    kv = [layer.replace(state_layout="kv") for layer in LAYERS]
+    pool, other = Pool(ctx, kv, 3), Pool(ctx, LAYERS, 3)
+    s = pool.acquire()
+    st = pool.state(0)
+    st.checkpoint[s] = np.random.default_rng(1).standard_normal(st.checkpoint[s].shape)
+    assert st.checkpoint.shape[2:] == (16, 8)  # [slots, HV, K, V]
+    t = pool.import_(pool.export(s))
+    np.testing.assert_array_equal(pool.state(0).checkpoint[t], st.checkpoint[s])
+    t2 = pool.import_(pool.export(s, materialized=True))
+    np.testing.assert_array_equal(pool.state(0).checkpoint[t2], st.checkpoint[s])
+    with pytest.raises(rs.ReplaySSMError, match="state layout") as e:
+        other.import_(pool.export(s))
+    assert e.value.status_name == "RSSM_ERROR_BAD_FORMAT"
+
+
 def test_prefix_cache(ctx):
     """Run in a child process: a library that hangs fails this test instead of stalling the run."""
     here = os.path.dirname(os.path.abspath(__file__))
