@@ -204,6 +204,11 @@ static void errors_step_basic(const fixture *x, int f)
     STEP(RSSM_ERROR_MISALIGNED, "slot misaligned", io.slot = slot + 1);
     STEP(RSSM_ERROR_MISALIGNED, "q_stride not a 16-byte multiple", io.q_stride = H * K + 1);
     STEP(RSSM_ERROR_BAD_SHAPE, "v_stride smaller than a token", io.v_stride = 4);
+    STEP(RSSM_ERROR_BAD_SHAPE, "g_stride smaller than a token",
+         (io.g = io.dt_bias, io.beta = io.A_log, io.g_stride = 1));
+    STEP(RSSM_ERROR_BAD_SHAPE, "beta_stride smaller than a token",
+         (io.g = io.dt_bias, io.beta = io.A_log, io.beta_stride = 1));
+    STEP(RSSM_ERROR_BAD_ARGUMENT, "state_layout 2", l2.state_layout = (rssm_state_layout)2);
     STEP(RSSM_ERROR_BAD_SLOT, "slot out of range", (bad[0] = 0, bad[1] = SLOTS, io.slot = bad));
     STEP(RSSM_ERROR_BAD_SLOT, "slot -2", (bad[0] = -2, bad[1] = 1, io.slot = bad));
     STEP(RSSM_ERROR_BAD_SLOT, "duplicate slot", (bad[0] = 1, bad[1] = 1, io.slot = bad));

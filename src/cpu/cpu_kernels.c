@@ -52,8 +52,9 @@ static void store_f32(const cpu_vec *vec, void *base, rssm_dtype dt, int64_t off
 /* ---- the checkpoint's rows -------------------------------------------------------------------
  * Row r of a head's state (value index r, its K channels) at element offset c0 of the head. In an
  * f32 V-first state a row is K contiguous floats, used in place; a bf16 V-first row passes
- * through [K] scratch. A K-first head is staged whole (stage_head): one blocked transpose into a
- * [V][K] f32 scratch, where the rows are then used in place, and one back where it is written. */
+ * through [K] scratch. A K-first head is staged whole (stage_head): one SIMD transpose into a
+ * [V][K] f32 scratch, where the rows are then used in place, and one back where it is written
+ * (the same bits as V-first). */
 static int rows_in_place(const rssm_layer *l)
 {
     return l->state_dtype == RSSM_DTYPE_F32 && l->state_layout == RSSM_LAYOUT_VK;
@@ -103,21 +104,21 @@ static void store_head(const cpu_vec *vec, const rssm_layer *l, void *ckpt, int6
     store_f32(vec, ckpt, l->state_dtype, c0, tmp, V * K);
 }
 
-/* The rows of the head at (*ckpt, *c0): a K-first head is loaded into `scratch` ([V][K], then
- * [K][V] for load_head's tmp) and *ckpt, *c0 and the returned layer (`staged`: f32, V-first) then
- * describe the scratch; any other head is read where it is (returns l). Where the step writes the
- * head, a staged one goes back with store_head(l, ..., scratch, scratch + V K). */
-/* 2 V K floats for a K-first head (stage_head's scratch and load_head's tmp); NULL otherwise */
+/* 2 V K floats for a K-first head (stage_head's scratch, then load_head's tmp); NULL otherwise */
 static float *staging_scratch(const rssm_layer *l, cpu_arena *a)
 {
     return l->state_layout == RSSM_LAYOUT_KV ? rssm_cpu_take(a, 2 * (size_t)l->head_v_dim * l->head_k_dim) : NULL;
 }
 
+/* The rows of the head at (*ckpt, *c0): a K-first head is loaded into `scratch` ([V][K]; `tmp`
+ * [K][V] for load_head) and *ckpt, *c0 and the returned layer (`staged`: f32, V-first) then
+ * describe the scratch; any other head is read where it is (returns l). Where the step writes the
+ * head, a staged one goes back with store_head(l, ..., scratch, tmp). */
 static const rssm_layer *stage_head(const cpu_vec *vec, const rssm_layer *l, const void **ckpt, int64_t *c0,
-                                    float *scratch, rssm_layer *staged)
+                                    float *scratch, float *tmp, rssm_layer *staged)
 {
     if (l->state_layout != RSSM_LAYOUT_KV) return l;
-    load_head(vec, l, *ckpt, *c0, scratch, scratch + (size_t)l->head_v_dim * l->head_k_dim);
+    load_head(vec, l, *ckpt, *c0, scratch, tmp);
     *staged = *l;
     staged->state_layout = RSSM_LAYOUT_VK, staged->state_dtype = RSSM_DTYPE_F32;
     *ckpt = scratch, *c0 = 0;
@@ -443,12 +444,7 @@ static void fold_head(const cpu_vec *vec, const rssm_layer *l, const rssm_state 
     }
     const void *ck = sp->checkpoint;
     rssm_layer staged;
-    const rssm_layer *lr = l;
-    if (l->state_layout == RSSM_LAYOUT_KV) { /* S holds S0, folded in place */
-        load_head(vec, l, ck, c0, S, tmp);
-        staged = *l, staged.state_layout = RSSM_LAYOUT_VK, staged.state_dtype = RSSM_DTYPE_F32;
-        lr = &staged, ck = S, c0 = 0;
-    }
+    const rssm_layer *lr = stage_head(vec, l, &ck, &c0, S, tmp, &staged); /* K-first: S0 in S, folded in place */
     /* four row streams at a time, straight from the checkpoint into S */
     for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
         int rows[RSSM_CPU_STREAMS];
@@ -506,7 +502,7 @@ void rssm_cpu_item_packed(const cpu_job *j, int b, int kh, cpu_arena *a)
             int64_t src = rssm_ckpt_off(l, s, hv);
             const void *ck = sp->checkpoint;
             rssm_layer staged;
-            const rssm_layer *lr = stage_head(vec, l, &ck, &src, Sh, &staged); /* K-first: updated in Sh */
+            const rssm_layer *lr = stage_head(vec, l, &ck, &src, Sh, Sh + (size_t)V * K, &staged); /* K-first: in Sh */
             const int64_t rdst = lr == l ? dst : 0;
             prefetch_next_head(p, b, hv, 0);
             for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
@@ -904,7 +900,7 @@ static void replay_stream(const replay_item *it, replay_head *hd, cpu_arena *a)
     int64_t c0 = c_off;
     rssm_layer staged;
     float *Sh = staging_scratch(l, a);
-    const rssm_layer *lr = stage_head(vec, l, &ck, &c0, Sh, &staged);
+    const rssm_layer *lr = stage_head(vec, l, &ck, &c0, Sh, Sh + (size_t)V * K, &staged);
     prefetch_next_head(it->p, it->b, hd->hv, 1);
     for (int gi = 0, ng = row_groups(V); gi < ng; gi++) {
         replay_rows g;
@@ -1053,7 +1049,7 @@ void rssm_cpu_item_materialize(const cpu_job *j, int b, int kh, cpu_arena *a)
         int64_t so = rssm_ckpt_off(l, s, hv);
         const void *ck = m->src.checkpoint;
         rssm_layer staged;
-        const rssm_layer *lr = stage_head(vec, l, &ck, &so, Sh, &staged); /* K-first: folded in Sh */
+        const rssm_layer *lr = stage_head(vec, l, &ck, &so, Sh, Sh + (size_t)V * K, &staged); /* K-first: in Sh */
         void *dck = lr == l ? m->dst.checkpoint : Sh;
         const int64_t ddo = lr == l ? dof : 0;
         const int in_place = rows_in_place(lr);
