@@ -446,8 +446,9 @@ def test_ring_decode_matches_packed(gate):
     assert np.array_equal(cache.state.cursor[slots], np.full(3, (steps - 0) % 4))
 
 
+@pytest.mark.parametrize("layout", ["vk", "kv"])
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
-def test_ring_verify_windows(gate):
+def test_ring_verify_windows(gate, layout):
     """A speculative cache: windows of 3 tokens are verified, the next call's
     num_accepted_tokens keeps 3, 1, 2, ... of them (rejected tokens come again in the next
     window). Every window's outputs equal FLA's recurrence at those positions; the committed
@@ -455,7 +456,8 @@ def test_ring_verify_windows(gate):
     N, total, W = 2, 40, 3
     d = make(gate, N, total, seed=52)
     slots = np.array([1, 0])
-    cache = fla.RingCache(2, 2, 16, 4, 32, gate=gate, ring_len=8, speculative=True)
+    cache = fla.RingCache(2, 2, 16, 4, 32, gate=gate, ring_len=8, speculative=True, state_layout=layout)
+    assert cache.checkpoint.shape[2:] == ((32, 16) if layout == "vk" else (16, 32))
     fr = ops_of(gate)[0]
     ro, _, per_token = fla_recurrence(d["q"], d["k"], d["v"], d["g"], d["beta"], None, d["h0"], True)
     pos = np.zeros(N, np.int64)
@@ -505,6 +507,10 @@ def test_ring_prefill_ragged_and_load_read():
     assert rel_err(cache.read([0, 1, 2]), rS) < F32
     cache.load([4], rS[:1])
     assert rel_err(cache.read([4], state_v_first=True), vfirst(rS[:1])) < F32
+    kv = fla.RingCache(6, 2, 16, 4, 32, gate="kda", ring_len=4, state_layout="kv")
+    kv.load([1], vfirst(rS[:1]), state_v_first=True)  # transposed on the way in and out
+    np.testing.assert_array_equal(kv.checkpoint[1], rS[0].astype(np.float32))
+    assert np.array_equal(kv.read([1]), rS[:1].astype(np.float32))
     cache.reset([4])
     assert not cache.read([4]).any()
 
