@@ -319,17 +319,18 @@ int main(void)
     test_errors();
     static const struct {
         rssm_gate gate;
-        int lb, H, HV;
+        int lb, H, HV, kv;
         const char *name;
     } cases[] = {
-        {RSSM_GATE_GDN, 0, 4, 8, "gdn H=4 HV=8"},
-        {RSSM_GATE_KDA, 0, 4, 4, "kda H=4 HV=4"},
-        {RSSM_GATE_KDA, 1, 2, 4, "kda-lb H=2 HV=4"},
+        {RSSM_GATE_GDN, 0, 4, 8, 0, "gdn H=4 HV=8"},         {RSSM_GATE_KDA, 0, 4, 4, 0, "kda H=4 HV=4"},
+        {RSSM_GATE_KDA, 1, 2, 4, 0, "kda-lb H=2 HV=4"},      {RSSM_GATE_GDN, 0, 4, 8, 1, "gdn H=4 HV=8 K-first"},
+        {RSSM_GATE_KDA, 0, 4, 4, 1, "kda H=4 HV=4 K-first"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int tp = 1; tp <= 4; tp *= 2) {
             rssm_layer l = rssm_layer_default(cases[c].gate, cases[c].H, cases[c].HV, 32, 16, 4);
             if (cases[c].lb) l.has_lower_bound = 1, l.lower_bound = -5.0f;
+            if (cases[c].kv) l.state_layout = RSSM_LAYOUT_KV; /* a head's state is contiguous in either layout */
             if (l.num_k_heads % tp) { /* not shardable: rssm_layer_shard refuses it (test_errors) */
                 printf("skip identity: %s tp=%d (H %% tp != 0)\n", cases[c].name, tp);
                 continue;
