@@ -39,6 +39,7 @@ void rt_layers(rssm_gate gate, rssm_layer layers[2])
 {
     for (int l = 0; l < NL; l++)
         layers[l] = rssm_layer_default(gate, 2, 4, 16, 8, 4); /* H HV K V L */
+    layers[NL - 1].state_layout = RSSM_LAYOUT_KV;             /* a model may mix layouts */
 }
 
 /* multiprocessors of a CUDA context's GPU (0 on host devices) */

@@ -303,6 +303,7 @@ int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len)
     for (int l = 0; l < 2; l++)
         w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
     w->ly[1].gate = w->ly[0].gate = (size > 0 && data[0] & 1) ? RSSM_GATE_KDA : RSSM_GATE_GDN;
+    w->ly[1].state_layout = (size > 0 && data[0] & 2) ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK;
     int bad = 0;
     if (rssm_context_create(RSSM_DEVICE_REFERENCE, NULL, &w->ctx) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NA, &w->pa) != RSSM_OK ||
