@@ -358,6 +358,8 @@ typedef struct mcase {
     int kv;      /* K-first state layout */
 } mcase;
 
+#define MATRIX_CASES 128 /* room for every case of build_matrix */
+
 static int build_matrix(int quick, mcase *out)
 {
     static const int Ls[6] = {1, 2, 4, 8, 16, 32};
@@ -368,7 +370,7 @@ static int build_matrix(int quick, mcase *out)
         {RSSM_DTYPE_F32, RSSM_DTYPE_BF16, RSSM_DTYPE_BF16}, {RSSM_DTYPE_BF16, RSSM_DTYPE_F32, RSSM_DTYPE_F32},
         {RSSM_DTYPE_F32, RSSM_DTYPE_F32, RSSM_DTYPE_BF16},  {RSSM_DTYPE_BF16, RSSM_DTYPE_BF16, RSSM_DTYPE_F32}};
     int n = 0;
-    memset(out, 0, sizeof(mcase) * 128);
+    memset(out, 0, sizeof(mcase) * MATRIX_CASES);
     /* gate x L x {all f32, all bf16} (quick: the dtype alternates), then the mixed dtypes */
     for (int g = 0; g < 3; g++)
         for (int li = 0; li < 6; li++)
@@ -450,7 +452,7 @@ static double mcase_tol(const mcase *c) { return rh_tolerance(c->s, c->r, c->io)
 
 static int count_matrix(int quick, const char *filter)
 {
-    mcase cs[128];
+    mcase cs[MATRIX_CASES];
     int n = build_matrix(quick, cs), k = 0;
     char name[256];
     for (int i = 0; i < n; i++) {
@@ -608,7 +610,7 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
 
 static void run_matrix(rssm_context *ctx, rssm_context *ref, int quick, const char *filter, int strict, tally *t)
 {
-    mcase cs[128];
+    mcase cs[MATRIX_CASES];
     const int n = build_matrix(quick, cs);
     char name[256];
     for (int i = 0; i < n; i++) {
