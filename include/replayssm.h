@@ -373,10 +373,12 @@ typedef struct rssm_step_io {
  * inside one verify window whose own decay passes -G_MAX (the window's entries are not folded
  * before the commit) a later token's weights carry about |G_t| 2^-24 per token, |G_t| up to
  * G_MAX + T |floor|.
- * A KDA verify window's own decay (the sum of its T log-gates) must stay above -80 per channel
- * (pre-decayed keys k e^{-G} would overflow): host devices refuse such a window with
- * RSSM_ERROR_BAD_ARGUMENT; on CUDA it is the caller's precondition (split the window). GDN
- * windows have no such bound.
+ * KDA verify windows of any decay are taken on every device. Pre-decayed keys k e^{-G} would
+ * overflow float32 past about -88, so in a channel whose window decays by more than 80 nats
+ * (the sum of its log-gates' negative parts; float64 rings: 600) the window's gates are clamped
+ * at the level F where it decays by exactly that much, and the head folds at the window's
+ * start: a clamped gate lets e^F of what it multiplies through instead of less, F <= -80 / T
+ * (2e-9 for T <= 4; far lower when one token carries the decay). GDN windows need no clamp.
  * Packed decode with write_slot: no row may write a slot that another row reads.
  * Every step: the rows' slots (padding -1 aside) are distinct; two rows on one slot would both
  * read and write it in the same launch (the device kernels do not detect this).

@@ -398,9 +398,10 @@ static int build_matrix(int quick, mcase *out)
             c->pre = (i + 1) % 2, c->strided = i % 3 == 0, c->kv = (i / 4) % 2;
         }
     /* extreme gates on decode steps (both gates, precomputed and raw): early folds and the gate
-     * floor; verify windows keep ordinary gates (a window's own decay past -G_MAX keeps large
-     * G differences, and the reference's floor is not the device's). K = 64 and 128 (on CUDA
-     * the general kernel, and the K = V = 128 kernels and the replay pipeline) */
+     * floor; and on KDA verify windows: their clamp levels. GDN verify windows keep ordinary
+     * gates (a window's own decay past -G_MAX keeps large G differences, and the reference's
+     * floor is not the device's). K = 64 and 128 (on CUDA the general kernel, and the K = V =
+     * 128 kernels and the replay pipeline) */
     for (int g = 0; g < 2; g++)
         for (int pre = 0; pre < 2; pre++)
             for (int k = 64; k <= 128; k += 64) {
@@ -548,9 +549,8 @@ static int matrix_case(rssm_context *dut, rssm_context *ref, const mcase *c, int
         rc = rh_inputs_alloc(&in, &l, R, T, c->pre);
         if (rc) break;
         rh_inputs_random(&in, &l, &rng);
-        /* rssm_verify's precondition: a KDA window's own decay stays above -80 per channel */
-        if (verify && c->gate == RSSM_GATE_KDA) rh_inputs_bound_gates(&in, &l, -60.0 / T);
-        if (c->extreme && !verify && !prefill) extreme_gates(&in, i);
+        /* extreme gates: decode steps, and KDA verify windows (deep windows clamp, params.h) */
+        if (c->extreme && !prefill && (!verify || c->gate == RSSM_GATE_KDA)) extreme_gates(&in, i);
         if (verify) {
             int32_t acc[R];
             for (int r = 0; r < R; r++)

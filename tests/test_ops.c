@@ -1,5 +1,5 @@
 /*
- * test_ops.c — numerical properties of the ops, on the reference and on the CPU device
+ * test_ops.c — numerical properties of the ops, on the reference and on the CPU device (kda_deep: and CUDA)
  * (a device that says RSSM_ERROR_UNSUPPORTED is skipped). One suite per ctest entry:
  *   bitexact             L=1 replay equals packed decode bit for bit (CPU; reference informative),
  *                        extreme gates (-inf, -1e4, A_log = 88.5) included
@@ -11,6 +11,9 @@
  *   gdn_extreme          GDN replay, verify, materialise and prefill stay finite and within twice
  *                        packed decode's error under g = -inf, overflowing sums, A_log = 88.5 and
  *                        -1e4 spikes (early folds, gate floor), f32 and bf16 rings
+ *   kda_deep             KDA verify windows of any decay (-1e4, -inf, raw a = 1e4, a deep decay
+ *                        on every token) never refused, finite, within the window clamp's bound
+ *                        of float64 (reference, CPU, CUDA where present)
  *   prefill_ragged       ragged prefill rows (cu_seqlens) == each row's own prefill, bit for bit
  */
 #include <math.h>
@@ -732,6 +735,128 @@ static void suite_gdn_extreme(void)
     }
 }
 
+/* ---- KDA verify windows of any decay --------------------------------------------------------- */
+
+/* Gates of deep-window mode m on the window starting at token n0 (precomputed g, or raw a):
+ *   0 g = -1e4 spikes (every 5th token: head 0 on every channel, head 1 on channel 7)
+ *   1 g = -inf on channels 0..15 of head 1 (every 7th token)
+ *   2 g = -30 on every token, even channels of head 0 (a window of T tokens decays by 30 T)
+ *   3 raw a = 1e4 on head 1 every 4th token (g = -e^{A_log} 1e4)
+ *   4 mild gates only (the control: no window clamps) */
+enum { DMODES = 5 };
+static const char *dmode_name[DMODES] = {"g=-1e4 spikes", "g=-inf", "g=-30 every token", "raw a=1e4", "mild"};
+
+static void deep_gates(rh_inputs *in, int mode, int n0)
+{
+    const int T = in->T, HV = in->HV, K = in->gk;
+    for (int t = 0; t < T; t++)
+        for (int hv = 0; hv < HV; hv++)
+            for (int c = 0; c < K; c++) {
+                const int64_t i = ((int64_t)t * HV + hv) * K + c;
+                const int n = n0 + t;
+                if (mode == 3) {
+                    in->a[i] = hv == 1 && n % 4 == 1 ? 1e4 : in->a[i] - 3.0;
+                    continue;
+                }
+                float *g = &in->g[i];
+                *g *= 0.05f;
+                if (mode == 0 && n % 5 == 2 && (hv == 0 || c == 7)) *g = -1e4f;
+                if (mode == 1 && n % 7 == 3 && hv == 1 && c < 16) *g = -INFINITY;
+                if (mode == 2 && hv == 0 && c % 2 == 0) *g = -30.0f;
+            }
+}
+
+/* XTOKENS tokens of one row through verify windows of T tokens with random acceptance (0..T),
+ * against the float64 recurrence of the accepted tokens: worst output and (every 8 tokens and
+ * at the end, materialised) state errors, every output and state finite. */
+static int deep_run(rssm_context *ctx, rssm_context *ref, int mode, int K, rssm_dtype ring, int T, uint64_t seed,
+                    xresult *x)
+{
+    enum { HV = 2, L = 8 };
+    const int V = K, NO = L * HV * V, NS = HV * V * K;
+    rssm_layer l = make_layer(RSSM_GATE_KDA, 0, HV, HV, K, V, L, RSSM_DTYPE_F32, ring, RSSM_DTYPE_F32);
+    rssm_layer l64 = make_layer(RSSM_GATE_KDA, 0, HV, HV, K, V, L, RSSM_DTYPE_F64, RSSM_DTYPE_F64, RSSM_DTYPE_F64);
+    const int32_t slot[1] = {0};
+    rh_state sr, s64;
+    memset(&sr, 0, sizeof sr), memset(&s64, 0, sizeof s64);
+    memset(x, 0, sizeof *x);
+    x->finite = 1;
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    double *o = malloc(sizeof(double) * NO), *o64 = malloc(sizeof(double) * NO);
+    double *S = malloc(sizeof(double) * NS), *S64 = malloc(sizeof(double) * NS);
+    int rc = o && o64 && S && S64 ? RH_OK : rh_set(RH_FAIL, "out of host memory");
+    if (!rc) rc = rh_state_create(ctx, &l, 1, &sr);
+    if (!rc) rc = rh_state_create(ref, &l64, 1, &s64);
+    for (int n = 0; n < XTOKENS && !rc;) {
+        rh_inputs in, acc_in;
+        rc = rh_inputs_alloc(&in, &l, 1, T, mode != 3);
+        if (rc) break;
+        rh_inputs_random(&in, &l, &rng);
+        round_inputs(&in);
+        deep_gates(&in, mode, n);
+        int32_t acc[1] = {(int)(rh_uniform(&rng) * (T + 1))};
+        rc = rh_step(ctx, &sr, RH_OP_VERIFY, &in, slot, NULL, NULL, 0, o);
+        if (!rc) rc = rh_commit(ctx, &sr, 1, T, slot, NULL, acc);
+        const int a = acc[0];
+        if (!rc && a > 0) {
+            x->finite &= rh_finite(o, (int64_t)a * HV * V);
+            rc = rh_inputs_slice(&in, 0, a, &acc_in);
+            if (!rc) rc = rh_step(ref, &s64, RH_OP_DECODE_PACKED, &acc_in, slot, NULL, NULL, 0, o64);
+            for (int t = 0; t < a && !rc; t++)
+                x->er = fmax(x->er, rh_relerr(o + (int64_t)t * HV * V, o64 + (int64_t)t * HV * V, HV * V));
+            if (!rc) rh_inputs_free(&acc_in);
+        }
+        rh_inputs_free(&in);
+        const int before = n;
+        n += a;
+        if (!rc && (n / 8 != before / 8 || n >= XTOKENS)) {
+            rc = rh_materialized(ctx, &sr, 1, slot, S);
+            if (!rc) rc = rh_checkpoint(ref, &s64, 1, slot, S64);
+            if (!rc) x->finite &= rh_finite(S, NS), x->sr = fmax(x->sr, rh_relerr(S, S64, NS));
+        }
+    }
+    rh_state_free(ctx, &sr), rh_state_free(ref, &s64);
+    free(o), free(o64), free(S), free(S64);
+    return rc;
+}
+
+/* KDA verify windows whose own decay passes what pre-decayed keys hold (params.h): never
+ * refused, finite, and within the clamp's bound of the float64 recurrence. */
+static void suite_kda_deep(void)
+{
+    static const rssm_device devs[3] = {RSSM_DEVICE_REFERENCE, RSSM_DEVICE_CPU, RSSM_DEVICE_CUDA};
+    static const int Ts[4] = {1, 2, 4, 8};
+    for (int d = 0; d < 3; d++) {
+        rssm_context *ctx, *ref;
+        const int crc = rh_context(devs[d], &ctx);
+        if (crc) {
+            t_case(crc, 0, "kda_deep/%s", rh_device_name(devs[d]));
+            continue;
+        }
+        if (rh_context(RSSM_DEVICE_REFERENCE, &ref)) return;
+        for (int K = 64; K <= 128; K += 64) /* CUDA: the general kernel, and the K = V = 128 kernels */
+            for (int r = 0; r < 2; r++)
+                for (int mode = 0; mode < DMODES; mode++)
+                    for (int ti = 0; ti < 4; ti++) {
+                        const rssm_dtype ring = r ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+                        const int T = Ts[ti];
+                        xresult x;
+                        const int rc = deep_run(ctx, ref, mode, K, ring, T, 9100 + 64 * mode + 8 * ti + r + K, &x);
+                        /* f32 ring: 1e-5, or (every token deep) the clamp's bound e^{-80/T} of
+                         * what it decays; bf16 ring: check's tolerance */
+                        const double tol = r ? 2e-2 : mode == 2 ? fmax(1e-5, 8 * exp(-80.0 / T)) : 1e-5;
+                        t_case(rc, x.finite && x.er <= tol && x.sr <= tol,
+                               "kda_deep/%s/K=%d/ring=%s/%s/T=%d: finite %d; vs float64: output %.3g, state %.3g "
+                               "(tol %.0e)",
+                               rh_device_name(devs[d]), K, rh_dtype_name(ring), dmode_name[mode], T, x.finite, x.er,
+                               x.sr, tol);
+                    }
+        rssm_context_free(ctx);
+        rssm_context_free(ref);
+    }
+}
+
 /* Rows of several lengths in one prefill call (cu_seqlens), live rings folded first, padding
  * rows with and without tokens, against each row's own call. */
 static void suite_prefill_ragged(void)
@@ -769,6 +894,7 @@ int main(int argc, char **argv)
     if (all || !strcmp(s, "materialize_prefill")) suite_materialize_prefill();
     if (all || !strcmp(s, "kda_extreme")) suite_kda_extreme();
     if (all || !strcmp(s, "gdn_extreme")) suite_gdn_extreme();
+    if (all || !strcmp(s, "kda_deep")) suite_kda_deep();
     if (all || !strcmp(s, "prefill_ragged")) suite_prefill_ragged();
     return t_end();
 }

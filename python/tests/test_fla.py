@@ -446,15 +446,23 @@ def test_ring_decode_matches_packed(gate):
     assert np.array_equal(cache.state.cursor[slots], np.full(3, (steps - 0) % 4))
 
 
+@pytest.mark.parametrize("spikes", [False, True])
 @pytest.mark.parametrize("layout", ["vk", "kv"])
 @pytest.mark.parametrize("gate", ["gdn", "kda"])
-def test_ring_verify_windows(gate, layout):
+def test_ring_verify_windows(gate, layout, spikes):
     """A speculative cache: windows of 3 tokens are verified, the next call's
     num_accepted_tokens keeps 3, 1, 2, ... of them (rejected tokens come again in the next
     window). Every window's outputs equal FLA's recurrence at those positions; the committed
-    states equal the recurrence after the accepted tokens."""
+    states equal the recurrence after the accepted tokens. With spikes, some tokens decay by
+    1e4 (value head 0) and 300 (one channel of head 1): windows far past what pre-decayed KDA
+    keys hold, taken as any other."""
     N, total, W = 2, 40, 3
     d = make(gate, N, total, seed=52)
+    if spikes:
+        d["g"] = np.array(d["g"])
+        d["g"][:, 4::5, 0] = -1e4
+        if gate == "kda":
+            d["g"][:, 7::6, 1, 3] = -300.0
     slots = np.array([1, 0])
     cache = fla.RingCache(2, 2, 16, 4, 32, gate=gate, ring_len=8, speculative=True, state_layout=layout)
     assert cache.checkpoint.shape[2:] == ((32, 16) if layout == "vk" else (16, 32))

@@ -243,43 +243,6 @@ static rssm_status check_cu_seqlens(const char *fn, const rssm_step_io *io)
     return RSSM_OK;
 }
 
-/* KDA verify stores pre-decayed keys k e^{-G} of the window's tokens; after a start fold G
- * restarts at 0, so a window whose own decay passes -RSSM_KDA_WINDOW_DECAY in some channel
- * would overflow float32. Refused on host devices (documented precondition on CUDA). */
-static rssm_status check_kda_window(const char *fn, const rssm_params *p)
-{
-    const rssm_layer *l = &p->layer;
-    const rssm_step_io *io = &p->io;
-    const int K = l->head_k_dim, HV = l->num_v_heads;
-    for (int32_t b = 0; b < io->batch; b++) {
-        if (io->slot[b] < 0) continue;
-        for (int hv = 0; hv < HV; hv++)
-            for (int c = 0; c < K; c++) {
-                double W = 0;
-                for (int t = 0; t < io->tokens; t++) {
-                    const int64_t bt = rssm_bt(io, b, t);
-                    if (io->g) {
-                        const int64_t gi = rssm_g_off(io, bt, hv, K) + c;
-                        W += l->io_dtype == RSSM_DTYPE_F64 ? ((const double *)io->g)[gi] : io->g[gi];
-                    } else {
-                        const int64_t ai = bt * io->a_stride + (int64_t)hv * K + c;
-                        const float a = l->io_dtype == RSSM_DTYPE_BF16 ? rssm_bf16_to_f32(((const uint16_t *)io->a)[ai])
-                                        : l->io_dtype == RSSM_DTYPE_F64 ? (float)((const double *)io->a)[ai]
-                                                                        : ((const float *)io->a)[ai];
-                        W += rssm_gate_f32(a, io->A_log[hv], io->dt_bias[hv * K + c], l->has_lower_bound,
-                                           l->lower_bound);
-                    }
-                }
-                if (!(W >= -RSSM_KDA_WINDOW_DECAY))
-                    return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
-                                     "%s: KDA window of row %d, head %d, channel %d decays by %g nats (limit %g): "
-                                     "verify fewer tokens at a time",
-                                     fn, b, hv, c, -W, (double)RSSM_KDA_WINDOW_DECAY);
-            }
-    }
-    return RSSM_OK;
-}
-
 static rssm_status check_ctx(const char *fn, rssm_context *ctx)
 {
     if (!ctx) return rssm_fail(RSSM_ERROR_NULL_POINTER, "%s: ctx is NULL", fn);
@@ -317,8 +280,6 @@ static rssm_status step_locked(const char *fn, rssm_op op, rssm_context *ctx, co
             }
         }
         if (op != RSSM_OP_DECODE_PACKED && (st = check_cursors(fn, &p.layer, state, p.io.slot, p.io.batch)) != RSSM_OK)
-            return st;
-        if (op == RSSM_OP_VERIFY && p.layer.gate == RSSM_GATE_KDA && (st = check_kda_window(fn, &p)) != RSSM_OK)
             return st;
         if (p.io.cu_seqlens && (st = check_cu_seqlens(fn, &p.io)) != RSSM_OK) return st;
     }

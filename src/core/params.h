@@ -104,8 +104,57 @@ RSSM_HD float rssm_gate_f32(float a, float A_log, float dt_bias, int safe, float
 /* L2-normalisation epsilon (inside the square root), as FLA. */
 #define RSSM_L2NORM_EPS 1e-6
 
-/* Largest decay (nats, per channel) one KDA verify window may have on its own. */
-#define RSSM_KDA_WINDOW_DECAY 80.0
+/* ---- KDA verify windows of any decay ----------------------------------------------------
+ * A KDA window stores its entries' keys pre-decayed, k e^{-G}, with G counted from the head's
+ * checkpoint; a window whose own decay passes -G_MAX starts with the head's fold, so from 0. A
+ * decay past about -88 nats in one channel would overflow float32 (and bf16). So in a channel
+ * whose window decays by more than RSSM_KDA_WINDOW_DECAY (the sum of its log-gates' negative
+ * parts) the window's log-gates are clamped at the level F where that sum becomes exactly
+ * -RSSM_KDA_WINDOW_DECAY (water filling: only gates below F change, to F), and the head folds
+ * at the start of the window. A clamped gate lets e^F of what it multiplies through instead of
+ * less. F <= -DECAY / T always (2e-9 for windows of up to 4 tokens, below float32's resolution
+ * 2^-24 = e^{-16.6}), and far lower when few tokens carry the decay: one spike in an 8-token
+ * window of ordinary gates leaves F near -80 + the others' decay. float64 rings (the reference
+ * device) take RSSM_KDA_WINDOW_DECAY_F64. */
+#define RSSM_KDA_WINDOW_DECAY 80.0f
+#define RSSM_KDA_WINDOW_DECAY_F64 600.0f
+
+/* The clamp level of one channel of a KDA verify window, log-gates g[t * stride] (t < T): -inf
+ * when their negative parts sum to -decay or more, else F with sum_t min(0, max(g_t, F)) =
+ * -decay, by Newton steps from -decay / T (the sum is convex and piecewise linear in F, so the
+ * steps stay above the root and reach it in at most T). NaN gates count as 0 here and stay NaN. */
+RSSM_HD float rssm_kda_window_level(const float *g, int stride, int T, float decay)
+{
+    float sum = 0.0f;
+    for (int t = 0; t < T; t++)
+        sum += g[t * stride] < 0.0f ? g[t * stride] : 0.0f;
+    if (!(sum < -decay)) return -INFINITY;
+    float F = -decay / T;
+    for (int it = 0; it < T; it++) {
+        float above = 0.0f;
+        int below = 0;
+        for (int t = 0; t < T; t++) {
+            const float n = g[t * stride] < 0.0f ? g[t * stride] : 0.0f;
+            if (n < F)
+                below++;
+            else
+                above += n;
+        }
+        const float next = (-decay - above) / below;
+        if (!(next < F)) break;
+        F = next;
+    }
+    return F;
+}
+
+/* The window decay of a layer: its stored keys' dtype decides. */
+RSSM_HD float rssm_kda_window_decay(const rssm_layer *l)
+{
+    return l->ring_dtype == RSSM_DTYPE_F64 ? RSSM_KDA_WINDOW_DECAY_F64 : RSSM_KDA_WINDOW_DECAY;
+}
+
+/* A log-gate under a window's clamp level (NaN stays NaN). */
+RSSM_HD float rssm_kda_clamp(float g, float level) { return g < level ? level : g; }
 
 /* Default early-fold threshold G_MAX (both gates). */
 #define RSSM_DEFAULT_FOLD_THRESHOLD 60.0f

@@ -668,9 +668,9 @@ static void replay_item_init(replay_item *it, const cpu_job *j, int b, int kh, c
     it->k16 = (uint16_t *)rssm_cpu_take(a, (size_t)K);
 }
 
-/* The head's live ring, the window's inputs (log-gates clamped at RSSM_GATE_FLOOR_F32) and the
- * start fold: the shared rule, or the head's early fold when the window would take min(G) past
- * -G_MAX. */
+/* The head's live ring, the window's inputs (log-gates clamped at RSSM_GATE_FLOOR_F32; KDA
+ * verify: at the window's levels) and the start fold: the shared rule, or the head's early fold
+ * when the window would take min(G) past -G_MAX or is deep. */
 static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu_arena *a)
 {
     const rssm_params *p = it->p;
@@ -693,15 +693,26 @@ static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu
     hd->vv = vv, hd->g = g, hd->beta = beta;
     ring_G(&hd->rg, gk, hd->Gh);
 
+    /* KDA verify: windows that decay too far for pre-decayed keys clamp and fold (params.h) */
+    int deep = 0;
+    if (it->verify && l->gate == RSSM_GATE_KDA)
+        for (int c = 0; c < K; c++) {
+            const float lvl = rssm_kda_window_level(g + c, gk, T, rssm_kda_window_decay(l));
+            for (int t = 0; t < T; t++)
+                g[(size_t)t * gk + c] = rssm_kda_clamp(g[(size_t)t * gk + c], lvl);
+            deep |= lvl > -INFINITY;
+        }
+
     int early = 0;
     if (!it->uniform && it->verify && h > 0) {
-        float W[RSSM_MAX_HEAD_DIM];
+        float m = INFINITY;
         for (int i = 0; i < gk; i++) {
-            W[i] = hd->Gh[i];
+            float W = hd->Gh[i];
             for (int t = 0; t < T; t++)
-                W[i] += g[(size_t)t * gk + i];
+                W += g[(size_t)t * gk + i];
+            m = W < m ? W : m;
         }
-        early = min_of(W, gk) < -it->thr;
+        early = deep || m < -it->thr;
     }
     hd->start = it->uniform || early;
     hd->c0 = it->uniform ? 0 : it->c;

@@ -387,7 +387,7 @@ __device__ __forceinline__ float inv_norm(const rssm_layer &l, const float *x)
  * and verify): g clamped at RSSM_GATE_FLOOR_F32 (params.h), whose e^g is 0 as any g below it;
  * packed decode keeps the raw gate. (KDA keeps it too: a KDA gate below the floor takes G past
  * -G_MAX, so the step folds and multiplies by e^G = 0 either way, and the key it would pre-decay
- * is never stored; its verify windows are bounded by contract.) */
+ * is never stored; a verify window clamps its gates at its levels instead: window_levels4.) */
 template <bool KDA, bool ONE, bool FLOOR>
 __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, int iobf, bool kw, bool qw, bool gw,
                                               const float (&ga)[4], float braw)
@@ -445,9 +445,21 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     }
 }
 
+/* KDA verify: the window's clamp levels of the lane's 4 channels (params.h,
+ * rssm_kda_window_level; -inf: none), from the gates in sm.gt. Every warp forms them alike where
+ * it reads the gates, so nothing is held across the start fold. */
+__device__ __forceinline__ void window_levels4(const kargs &A, int T, int c4, float (&lvl)[4])
+{
+    fixed_smem &sm = k128_smem();
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        lvl[e] = rssm_kda_window_level(&sm.gt[0][c4 + e], K128_DIM, T, rssm_kda_window_decay(&A.l));
+}
+
 /* Verify: 1 when the window would take some channel's G below -G_MAX (the head's early start
  * fold): min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl (KDA) or
- * in Gl[0] (GDN, whose gates sm.gt are the same on every channel) */
+ * in Gl[0] (GDN, whose gates sm.gt are the same on every channel); KDA also when some channel
+ * clamps (a deep window starts from the head's checkpoint) */
 template <bool KDA> __device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
@@ -458,7 +470,9 @@ template <bool KDA> __device__ __forceinline__ int window_folds_early(const karg
         return W < -A.l.fold_threshold;
     }
     const int c4 = lane * 4; /* the lane's first channel */
-    float W[4];
+    float W[4], lvl[4];
+    window_levels4(A, T, c4, lvl);
+    if (__any_sync(0xffffffffu, fmaxf(fmaxf(lvl[0], lvl[1]), fmaxf(lvl[2], lvl[3])) > -INFINITY)) return 1;
 #pragma unroll
     for (int e = 0; e < 4; e++)
         W[e] = Gl[c4 + e];
@@ -507,7 +521,8 @@ __device__ __forceinline__ void gates_one_token(int w, int lane, int h, const fl
     }
 }
 
-/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN), x_k, x_q, the entry's
+/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN; KDA gates at the
+ * window's clamp levels), x_k, x_q, the entry's
  * key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64 (columns 2t, 2t + 1 of the row
  * phase's B operand) */
 template <bool KDA, bool MMA>
@@ -516,14 +531,15 @@ __device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, 
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
-    float G[4];
+    float G[4], lvl[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    if (KDA) window_levels4(A, A.io.tokens, c4, lvl);
 #pragma unroll
     for (int e = 0; e < 4; e++)
         G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
     for (int tt = 0; tt <= t; tt++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            G[e] = G[e] + sm.gt[tt][c4 + e];
+            G[e] = G[e] + (KDA ? rssm_kda_clamp(sm.gt[tt][c4 + e], lvl[e]) : sm.gt[tt][c4 + e]);
     const float eg0 = KDA ? 0.0f : expf(G[0]);
 #pragma unroll
     for (int e = 0; e < 4; e++) {

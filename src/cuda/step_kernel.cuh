@@ -27,7 +27,8 @@
  * entries 0 .. h-1, and the step's new entries follow at local h + t, ring position p0 + h + t
  * (after a start fold h = 0 and p0 = KDA 0, GDN c0: the position of cursor value c0 + t).
  * Replay and verify clamp GDN's log-gates at RSSM_GATE_FLOOR_F32 (KDA keeps the raw gate: see
- * decode_k128.cu's prepare_token); packed decode and prefill keep them raw.
+ * decode_k128.cu's prepare_token; a KDA verify window clamps at its levels: window_levels);
+ * packed decode and prefill keep them raw.
  *
  * Packed decode runs the same code with an empty ring and an end fold on every token, so
  * replay at L = 1 (every step an end fold with h = 0) performs the same operations in the
@@ -314,7 +315,7 @@ __device__ __forceinline__ float beta_of(const kargs &A, int64_t bt, int hv)
 /* ---- shared-memory layout (floats), the same formula on host and device ----------------- */
 
 typedef struct smem_layout {
-    int ek, eG, ringu, xk, xq, kn, Gt, wk, wq, dec, rk, rq, vv, Gcur, beta, kq, nrm, misc, red, total;
+    int ek, eG, ringu, xk, xq, kn, Gt, wk, wq, dec, rk, rq, vv, Gcur, lvl, beta, kq, nrm, misc, red, total;
 } smem_layout;
 
 __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, int VS, int TC, int gk)
@@ -336,6 +337,7 @@ __host__ __device__ __forceinline__ smem_layout make_smem_layout(int L, int K, i
     s.rq = o, o += TC * VS;
     s.vv = o, o += TC * VS; /* v_t of this slice */
     s.Gcur = o, o += gk;    /* G after the entries so far */
+    s.lvl = o, o += gk;     /* KDA verify: the window's clamp levels */
     s.beta = o, o += TC;
     s.kq = o, o += TC;
     s.nrm = o, o += 2 * TC + 2; /* 1/norm of k_t, q_t; min G; window min */
@@ -536,7 +538,7 @@ struct step_smem {
     float *xk, *xq, *kn, *qn;  /* per token: e^G k, e^G q, normalised k, normalised scaled q */
     float *Gt, *wk, *wq, *dec; /* G_t; ring weights and GDN decays per (token, position) */
     float *rk, *rq, *vv;       /* ring parts of the rows per token, v of the slice's rows */
-    float *Gcur, *sbeta, *skq, *nrm, *red;
+    float *Gcur, *lvl, *sbeta, *skq, *nrm, *red;
 };
 
 /* The row's slots (s read, d written; materialise: src_slot, dst_slot), its tokens T (ragged
@@ -612,8 +614,22 @@ __device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &
     }
 }
 
-/* Verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (the head's early start fold);
- * G_c is the G of the last live entry, ring position p0 + h - 1 (GDN: one channel) */
+/* KDA verify: each channel's clamp level for the window's log-gates (params.h,
+ * rssm_kda_window_level; -inf: none) into M.lvl, one thread per channel (read after a barrier) */
+template <bool KDA>
+__device__ __forceinline__ void window_levels(const kargs &A, const step_cta &C, const step_smem &M, int T)
+{
+    const int tid = C.tid;
+    if (tid >= C.K) return;
+    float g[RSSM_MAX_RING_LEN];
+    for (int t = 0; t < T; t++)
+        g[t] = gate_replay<KDA>(A, (int64_t)C.b * T + t, C.hv, C.gk, tid);
+    M.lvl[tid] = rssm_kda_window_level(g, 1, T, rssm_kda_window_decay(&A.l));
+}
+
+/* Verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (the head's early start fold), or
+ * (KDA) when some channel clamps (a deep window starts from the head's checkpoint); G_c is the G
+ * of the last live entry, ring position p0 + h - 1 (GDN: one channel) */
 template <bool KDA, int TC>
 __device__ __forceinline__ int window_early(const kargs &A, const step_cta &C, const step_smem &M, int s, int p0, int h,
                                             int T)
@@ -625,7 +641,7 @@ __device__ __forceinline__ int window_early(const kargs &A, const step_cta &C, c
         float W = ld_dt_rw(A.st.ring_g, RSSM_DTYPE_F32, rssm_ring_g_off(&l, s, hv, p0 + h - 1, gk) + tid);
         for (int t = 0; t < T; t++)
             W += gate_replay<KDA>(A, (int64_t)C.b * T + t, hv, gk, tid);
-        m = W;
+        m = KDA && M.lvl[tid] > -INFINITY ? -INFINITY : W;
     }
     float mv[1] = {m};
     block_reduce<1>(mv, 1u, M.red, M.nrm + 2 * TC + 1);
@@ -698,7 +714,10 @@ __device__ __forceinline__ void chunk_inputs(const kargs &A, const step_cta &C, 
     for (int i = tid; i < nt * gk; i += RSSM_NT) {
         const int t = i / gk, cc = i % gk;
         const float g = gate_of(A, bt0 + t, hv, gk, cc);
-        M.Gt[t * gk + cc] = !KDA && replay ? rssm_gate_floor_f32(g) : g; /* g_t for now; G_t below */
+        /* g_t for now (G_t below): GDN replay at the floor, KDA verify at the window's levels */
+        M.Gt[t * gk + cc] = !KDA && replay                 ? rssm_gate_floor_f32(g)
+                            : KDA && C.mode == MODE_VERIFY ? rssm_kda_clamp(g, M.lvl[cc])
+                                                           : g;
     }
     if (tid < nt) M.sbeta[tid] = beta_of(A, bt0 + tid, hv);
     for (int i = tid; i < nt * VS; i += RSSM_NT) {
@@ -935,9 +954,9 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     const int mode = A.mode;
     int T = mode == MODE_MAT ? 0 : A.io.tokens; /* this row's tokens */
     const smem_layout S = make_smem_layout(L, K, VS, TC, gk);
-    const step_smem M = {sm + S.ek,   sm + S.eG,   sm + S.ringu, sm + S.xk,  sm + S.xq, sm + S.kn, sm + S.misc,
-                         sm + S.Gt,   sm + S.wk,   sm + S.wq,    sm + S.dec, sm + S.rk, sm + S.rq, sm + S.vv,
-                         sm + S.Gcur, sm + S.beta, sm + S.kq,    sm + S.nrm, sm + S.red};
+    const step_smem M = {sm + S.ek,   sm + S.eG,  sm + S.ringu, sm + S.xk,  sm + S.xq,  sm + S.kn, sm + S.misc,
+                         sm + S.Gt,   sm + S.wk,  sm + S.wq,    sm + S.dec, sm + S.rk,  sm + S.rq, sm + S.vv,
+                         sm + S.Gcur, sm + S.lvl, sm + S.beta,  sm + S.kq,  sm + S.nrm, sm + S.red};
     const step_cta C = {K, V, L, HV, gk, rdt, iodt, tid, w, lane, rg, li, b, hv, slice, kh, j0, mode};
 
     /* slots, tokens, cursor: out-of-range rows are padding, counted once per row */
@@ -979,6 +998,7 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     int p0 = KDA ? 0 : base; /* ring position of local entry 0 (the live entries, then the new ones) */
     stage_committed<CF, KDA>(A, C, M, s, p0, h);
     int early = 0; /* verify: the head's early start fold */
+    if (KDA && mode == MODE_VERIFY) window_levels<KDA>(A, C, M, T);
     if (mode == MODE_VERIFY && !uniform && h > 0) early = window_early<KDA, TC>(A, C, M, s, p0, h, T);
     __syncthreads();
     if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it (and the ring bases) */

@@ -135,6 +135,7 @@ typedef struct head {
     int base;          /* ring base: local entry i is the one of cursor value base + i */
     double *S;         /* [V][K] */
     double *u, *k, *G; /* [L][V], [L][K] (KDA: pre-decayed), [L][gk] */
+    float *gw;         /* [L][gk] a verify window's log-gates (KDA clamp levels) */
 } head;
 
 static int head_alloc(head *hd, const rssm_layer *l, int gk)
@@ -145,10 +146,11 @@ static int head_alloc(head *hd, const rssm_layer *l, int gk)
     hd->u = malloc(sizeof(double) * L * V);
     hd->k = malloc(sizeof(double) * L * K);
     hd->G = malloc(sizeof(double) * L * gk);
-    return hd->S && hd->u && hd->k && hd->G;
+    hd->gw = malloc(sizeof(float) * L * gk);
+    return hd->S && hd->u && hd->k && hd->G && hd->gw;
 }
 
-static void head_free(head *hd) { free(hd->S), free(hd->u), free(hd->k), free(hd->G); }
+static void head_free(head *hd) { free(hd->S), free(hd->u), free(hd->k), free(hd->G), free(hd->gw); }
 
 /* The head's ring base (0 without a ring). */
 static int head_base(const rssm_layer *l, const rssm_state *sp, int s, int hv)
@@ -373,6 +375,35 @@ static void load_token_replay(const rssm_params *p, int b, int t, int hv, token 
         tk->g[c] = rssm_gate_floor_f64(tk->g[c]);
 }
 
+/* KDA verify: each channel's clamp level for the window's log-gates (params.h,
+ * rssm_kda_window_level; -inf: none) into lvl; 1 when some channel clamps. */
+static int window_levels(const rssm_params *p, int b, int hv, head *hd, double *lvl)
+{
+    const int T = p->io.tokens, K = p->layer.head_k_dim;
+    float *g = hd->gw;
+    token tk;
+    for (int t = 0; t < T; t++) {
+        load_token_replay(p, b, t, hv, &tk);
+        for (int c = 0; c < K; c++)
+            g[t * K + c] = (float)tk.g[c];
+    }
+    int deep = 0;
+    for (int c = 0; c < K; c++) {
+        lvl[c] = rssm_kda_window_level(g + c, K, T, rssm_kda_window_decay(&p->layer));
+        deep |= lvl[c] > -INFINITY;
+    }
+    return deep;
+}
+
+/* Token (b, t) of a verify window as replay reads it: the floor, then (KDA) the window's levels. */
+static void load_window_token(const rssm_params *p, int b, int t, int hv, const double *lvl, token *tk)
+{
+    load_token_replay(p, b, t, hv, tk);
+    if (lvl)
+        for (int c = 0; c < p->gk; c++)
+            tk->g[c] = tk->g[c] < lvl[c] ? lvl[c] : tk->g[c];
+}
+
 /* One (row, value head) of a replay decode (T = 1) or a verify (T tokens). */
 static void replay_head(const rssm_params *p, int b, int hv, head *hd, const double *kring, double *scratch)
 {
@@ -390,6 +421,11 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
     head_load(hd, l, sp, kring, s, hv, 1, p->group);
     head_G(hd, G);
 
+    /* KDA verify: windows that decay too far for pre-decayed keys clamp and fold (params.h) */
+    double lvl_[RSSM_MAX_HEAD_DIM];
+    const double *lvl = verify && l->gate == RSSM_GATE_KDA ? lvl_ : NULL;
+    const int deep = lvl ? window_levels(p, b, hv, hd, lvl_) : 0;
+
     /* start fold: the shared rule, or the head's early fold when the window would pass -G_MAX */
     const int uniform = rssm_start_fold(c, T, L, verify && forced);
     int early = 0;
@@ -398,11 +434,11 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
         for (int i = 0; i < gk; i++)
             W[i] = G[i];
         for (int t = 0; t < T; t++) {
-            load_token_replay(p, b, t, hv, &tk);
+            load_window_token(p, b, t, hv, lvl, &tk);
             for (int i = 0; i < gk; i++)
                 W[i] += tk.g[i];
         }
-        early = min_of(W, gk) < -l->fold_threshold;
+        early = deep || min_of(W, gk) < -l->fold_threshold;
     }
     const int c0 = uniform ? 0 : c; /* the cursor the window starts from */
     if (uniform || early) {
@@ -416,7 +452,7 @@ static void replay_head(const rssm_params *p, int b, int hv, head *hd, const dou
     }
 
     for (int t = 0; t < T; t++) {
-        load_token_replay(p, b, t, hv, &tk);
+        load_window_token(p, b, t, hv, lvl, &tk);
         for (int i = 0; i < gk; i++)
             G[i] += tk.g[i];
         /* u_t = beta (v - [S0 (e^G k) + sum_i u_i w_i(k)]) */
