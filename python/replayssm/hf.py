@@ -18,8 +18,10 @@ everything around the recurrence (projections, convolution, gates, norms) is tra
 The generation cache's recurrent-state tensors are not kept up to date while enabled (the state is
 the ring's; writing it back every step would cost the traffic replay saves): states(cache, layer)
 reads a layer's state. Beam search works (the cache's reordering reorders the rings' rows, at the
-cost of a fold of each state per reorder). Not supported: packed sequences (cu_seqlens) with a
-cache. Tested with transformers 5.24 on the CPU (float32 and bfloat16 weights).
+cost of a fold of each state per reorder). Packed sequences (cu_seqlens, or Kimi-Linear's
+cu_seq_lens_q) give each sequence its own ring row: a packed prompt is their prefill, a packed
+step of one token per sequence their ReplaySSM decode. Tested with transformers 5.24 on the CPU
+(float32 and bfloat16 weights) and 5.17 on an H200 (CUDA tensors).
 """
 from __future__ import annotations
 
@@ -74,8 +76,10 @@ def _dispatcher(original, gate: str, decode: bool):
             return original(query, key, value, g=g, beta=beta, initial_state=initial_state,
                             output_final_state=output_final_state, use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                             **kwargs)
+        # packed sequences: Qwen3-Next / Qwen3.5 pass cu_seqlens, Kimi-Linear the attention kwargs' cu_seq_lens_q
+        cu_seqlens = kwargs.get("cu_seqlens", kwargs.get("cu_seq_lens_q"))
         return _replayssm_step(active, gate, decode, query, key, value, g, beta, initial_state, output_final_state,
-                               use_qk_l2norm_in_kernel, kwargs.get("cu_seqlens"))
+                               use_qk_l2norm_in_kernel, cu_seqlens)
 
     run._replayssm_original = original
     return run
@@ -93,21 +97,20 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     if cache is None:  # a forward without a generation cache: the packed recurrence, state as FLA gives it
         return fn(q, k, v, g, beta, initial_state=initial_state, output_final_state=output_final_state,
                   use_qk_l2norm_in_kernel=l2norm, cu_seqlens=cu_seqlens)
-    if cu_seqlens is not None:
-        raise NotImplementedError("replayssm.hf: packed sequences (cu_seqlens) with a generation cache are not "
-                                  "supported; call replayssm.hf.disable(model) for them")
-    B, _, H, K = q.shape
+    _, _, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
+    # one ring row per sequence: a batch row, or a packed sequence of cu_seqlens (one row of tokens)
+    rows = q.shape[0] if cu_seqlens is None else len(cu_seqlens) - 1
     rings = _rings_of(cache)
     ring = rings.get(module.layer_idx)
-    if ring is None or ring.num_slots != B or (initial_state is None and not decode):
+    if ring is None or ring.num_slots != rows or (initial_state is None and not decode):
         # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
         # the given state when there is one
-        ring = fla.RingCache(B, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="kv")
+        ring = fla.RingCache(rows, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="kv")
         if initial_state is not None:
-            ring.load(list(range(B)), initial_state.float())
+            ring.load(list(range(rows)), initial_state.float())
         rings[module.layer_idx] = ring
-    o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring)
+    o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring, cu_seqlens=cu_seqlens)
     if not output_final_state:
         return o, None
     # The cache copies what is returned into its own tensor: that tensor itself (a copy onto
@@ -115,7 +118,7 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     if initial_state is None:
         import torch
 
-        initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(B, HV, K, V)
+        initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(rows, HV, K, V)
     return o, initial_state
 
 

@@ -2,6 +2,8 @@
 Kimi-Linear configurations on the CPU, a ragged batch (left padding), 300 greedy tokens: the same tokens as
 transformers' own path, the recurrences run by replayssm's rings (checked in the cache), and the
 ring's state equal to transformers' recurrent state. Skipped without torch and transformers."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -157,3 +159,49 @@ def test_beam_search_tokens_equal_transformers(name):
         finally:
             hf.disable(model)
     assert torch.equal(out, ref)
+
+
+@pytest.mark.parametrize("name", ["qwen3-next", "kimi-linear"])
+def test_packed_sequences_with_a_cache(name):
+    """Packed sequences with a generation cache, as transformers passes them to an enabled layer's
+    delta-rule function (one row of tokens, cu_seqlens; Kimi-Linear: cu_seq_lens_q): a packed prompt
+    of 3 sequences, then 12 packed steps of one token per sequence (ring_len 4: folds on the way).
+    Each sequence's outputs and final state equal transformers' own recurrence over that sequence
+    alone."""
+    import sys
+
+    model = hf.enable(make(name, torch.float32), ring_len=4)
+    layer = next(m for m in model.modules() if hf._family(m) is not None)
+    fam = hf._family(layer)
+    mod = sys.modules[fam[0]]
+    packed_fn, own = getattr(mod, fam[4]), getattr(mod, fam[3])._replayssm_original
+    kda, HV, K, lens, steps = fam[2] == "kda", 4, 16, [5, 2, 7], 12
+    cu_name = "cu_seq_lens_q" if kda else "cu_seqlens"
+    gen = torch.Generator().manual_seed(5)
+
+    def tokens(n):
+        rnd = functools.partial(torch.randn, generator=gen)
+        g = -torch.rand((1, n, HV, K) if kda else (1, n, HV), generator=gen) * 2
+        return rnd(1, n, HV, K), rnd(1, n, HV, K), rnd(1, n, HV, K), g, torch.rand(1, n, HV, generator=gen)
+
+    class Cache:
+        pass
+
+    cache, calls = Cache(), [(tokens(sum(lens)), torch.tensor([0, 5, 7, 14]))]
+    calls += [(tokens(3), torch.arange(4)) for _ in range(steps)]
+    outs, state = [], None
+    active = hf._ACTIVE.set((layer, cache, 4))
+    try:
+        for x, cu in calls:
+            o, state = packed_fn(*x, initial_state=state, output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                 **{cu_name: cu})
+            outs.append((o, cu))
+    finally:
+        hf._ACTIVE.reset(active)
+    final = hf.states(cache, layer.layer_idx)
+    for n in range(3):  # sequence n alone, through transformers' own recurrence
+        seq = [torch.cat([x[i][:, cu[n]:cu[n + 1]] for x, cu in calls], 1) for i in range(5)]
+        ref_o, ref_s = own(*seq, initial_state=None, output_final_state=True, use_qk_l2norm_in_kernel=True)
+        mine = torch.cat([o[:, cu[n]:cu[n + 1]] for o, cu in outs], 1)
+        assert torch.allclose(mine, ref_o, rtol=1e-4, atol=1e-5), float((mine - ref_o).abs().max())
+        assert torch.allclose(torch.as_tensor(final[n]), ref_s[0], rtol=1e-4, atol=1e-5)
