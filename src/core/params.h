@@ -119,31 +119,45 @@ RSSM_HD float rssm_gate_f32(float a, float A_log, float dt_bias, int safe, float
 #define RSSM_KDA_WINDOW_DECAY 80.0f
 #define RSSM_KDA_WINDOW_DECAY_F64 600.0f
 
-/* The clamp level of one channel of a KDA verify window, log-gates g[t * stride] (t < T): -inf
- * when their negative parts sum to -decay or more, else F with sum_t min(0, max(g_t, F)) =
- * -decay, by Newton steps from -decay / T (the sum is convex and piecewise linear in F, so the
- * steps stay above the root and reach it in at most T). NaN gates count as 0 here and stay NaN. */
+/* The clamp level of one channel of a KDA verify window into `out`, GATE(t) its log-gate of token
+ * t < T: -inf when their negative parts sum to -decay or more, else F with sum_t min(0, max(g_t,
+ * F)) = -decay, by Newton steps from -decay / T (the sum is convex and piecewise linear in F, so
+ * the steps stay above the root and reach it in at most T). NaN gates count as 0 here and stay
+ * NaN. A macro over the gate's source (an expression in the loop variable t), so that every
+ * device runs this one definition where its gates are: an array, shared memory, or read per use. */
+#define RSSM_KDA_WINDOW_LEVEL(GATE, T, decay, out)                                                                     \
+    do {                                                                                                               \
+        float sum_ = 0.0f;                                                                                             \
+        for (int t = 0; t < (T); t++) {                                                                                \
+            const float g_ = (GATE);                                                                                   \
+            sum_ += g_ < 0.0f ? g_ : 0.0f;                                                                             \
+        }                                                                                                              \
+        float F_ = -INFINITY;                                                                                          \
+        if (sum_ < -(decay)) {                                                                                         \
+            F_ = -(decay) / (T);                                                                                       \
+            for (int it_ = 0; it_ < (T); it_++) {                                                                      \
+                float above_ = 0.0f;                                                                                   \
+                int below_ = 0;                                                                                        \
+                for (int t = 0; t < (T); t++) {                                                                        \
+                    const float g_ = (GATE), n_ = g_ < 0.0f ? g_ : 0.0f;                                               \
+                    if (n_ < F_)                                                                                       \
+                        below_++;                                                                                      \
+                    else                                                                                               \
+                        above_ += n_;                                                                                  \
+                }                                                                                                      \
+                const float next_ = (-(decay)-above_) / below_;                                                        \
+                if (!(next_ < F_)) break;                                                                              \
+                F_ = next_;                                                                                            \
+            }                                                                                                          \
+        }                                                                                                              \
+        (out) = F_;                                                                                                    \
+    } while (0)
+
+/* The level of gates g[t * stride]. */
 RSSM_HD float rssm_kda_window_level(const float *g, int stride, int T, float decay)
 {
-    float sum = 0.0f;
-    for (int t = 0; t < T; t++)
-        sum += g[t * stride] < 0.0f ? g[t * stride] : 0.0f;
-    if (!(sum < -decay)) return -INFINITY;
-    float F = -decay / T;
-    for (int it = 0; it < T; it++) {
-        float above = 0.0f;
-        int below = 0;
-        for (int t = 0; t < T; t++) {
-            const float n = g[t * stride] < 0.0f ? g[t * stride] : 0.0f;
-            if (n < F)
-                below++;
-            else
-                above += n;
-        }
-        const float next = (-decay - above) / below;
-        if (!(next < F)) break;
-        F = next;
-    }
+    float F;
+    RSSM_KDA_WINDOW_LEVEL(g[t * stride], T, decay, F);
     return F;
 }
 

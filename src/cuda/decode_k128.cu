@@ -152,7 +152,9 @@ struct fixed_smem {
     float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
         gt[8][K128_DIM];
     float wk[8][K128_LMAX], wq[8][K128_LMAX];
-    float beta[8], kq[8], pad_[8];
+    float beta[8], kq[8];
+    float deep; /* KDA verify: some channel's window gates are clamped (clamp_window_gates) */
+    float pad_[7];
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
@@ -387,7 +389,7 @@ __device__ __forceinline__ float inv_norm(const rssm_layer &l, const float *x)
  * and verify): g clamped at RSSM_GATE_FLOOR_F32 (params.h), whose e^g is 0 as any g below it;
  * packed decode keeps the raw gate. (KDA keeps it too: a KDA gate below the floor takes G past
  * -G_MAX, so the step folds and multiplies by e^G = 0 either way, and the key it would pre-decay
- * is never stored; a verify window clamps its gates at its levels instead: window_levels4.) */
+ * is never stored; a verify window's gates are clamped at their levels: clamp_window_gates.) */
 template <bool KDA, bool ONE, bool FLOOR>
 __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, int iobf, bool kw, bool qw, bool gw,
                                               const float (&ga)[4], float braw)
@@ -445,21 +447,30 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     }
 }
 
-/* KDA verify: the window's clamp levels of the lane's 4 channels (params.h,
- * rssm_kda_window_level; -inf: none), from the gates in sm.gt. Every warp forms them alike where
- * it reads the gates, so nothing is held across the start fold. */
-__device__ __forceinline__ void window_levels4(const kargs &A, int T, int c4, float (&lvl)[4])
+/* KDA verify: the window's gates in sm.gt clamped at each channel's level (params.h,
+ * RSSM_KDA_WINDOW_LEVEL), by one warp (a lane: its 4 channels), and sm.deep = 1 when some
+ * channel clamps (the head then folds at the start); read after a barrier. */
+__device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        lvl[e] = rssm_kda_window_level(&sm.gt[0][c4 + e], K128_DIM, T, rssm_kda_window_decay(&A.l));
+    const int c4 = lane * 4; /* the lane's first channel */
+    const float decay = rssm_kda_window_decay(&A.l);
+    bool deep = false;
+#pragma unroll 1
+    for (int e = 0; e < 4; e++) {
+        float lvl;
+        RSSM_KDA_WINDOW_LEVEL(sm.gt[t][c4 + e], T, decay, lvl);
+        for (int t = 0; t < T; t++)
+            sm.gt[t][c4 + e] = rssm_kda_clamp(sm.gt[t][c4 + e], lvl);
+        deep |= lvl > -INFINITY;
+    }
+    deep = __any_sync(0xffffffffu, deep);
+    if (lane == 0) sm.deep = deep ? 1.0f : 0.0f;
 }
 
 /* Verify: 1 when the window would take some channel's G below -G_MAX (the head's early start
  * fold): min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl (KDA) or
- * in Gl[0] (GDN, whose gates sm.gt are the same on every channel); KDA also when some channel
- * clamps (a deep window starts from the head's checkpoint) */
+ * in Gl[0] (GDN, whose gates sm.gt are the same on every channel) */
 template <bool KDA> __device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
@@ -470,9 +481,7 @@ template <bool KDA> __device__ __forceinline__ int window_folds_early(const karg
         return W < -A.l.fold_threshold;
     }
     const int c4 = lane * 4; /* the lane's first channel */
-    float W[4], lvl[4];
-    window_levels4(A, T, c4, lvl);
-    if (__any_sync(0xffffffffu, fmaxf(fmaxf(lvl[0], lvl[1]), fmaxf(lvl[2], lvl[3])) > -INFINITY)) return 1;
+    float W[4];
 #pragma unroll
     for (int e = 0; e < 4; e++)
         W[e] = Gl[c4 + e];
@@ -521,8 +530,7 @@ __device__ __forceinline__ void gates_one_token(int w, int lane, int h, const fl
     }
 }
 
-/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN; KDA gates at the
- * window's clamp levels), x_k, x_q, the entry's
+/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN), x_k, x_q, the entry's
  * key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64 (columns 2t, 2t + 1 of the row
  * phase's B operand) */
 template <bool KDA, bool MMA>
@@ -531,15 +539,14 @@ __device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, 
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
-    float G[4], lvl[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    if (KDA) window_levels4(A, A.io.tokens, c4, lvl);
+    float G[4];
 #pragma unroll
     for (int e = 0; e < 4; e++)
         G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
     for (int tt = 0; tt <= t; tt++)
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            G[e] = G[e] + (KDA ? rssm_kda_clamp(sm.gt[tt][c4 + e], lvl[e]) : sm.gt[tt][c4 + e]);
+            G[e] = G[e] + sm.gt[tt][c4 + e];
     const float eg0 = KDA ? 0.0f : expf(G[0]);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
@@ -990,14 +997,18 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
+    if constexpr (KDA && MODE == MODE_VERIFY) {
+        if (w == 0) clamp_window_gates(A, T, lane);
+        __syncthreads();
+    }
 
     /* ---- fold decision (shared cursor, fold flag, the head's window check) ---- */
     int uniform = 0, early = 0, c0 = c;
     if (MODE != MODE_PACKED) {
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
-        if (MODE == MODE_VERIFY && !uniform && h > 0)
-            early = window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
+        if (MODE == MODE_VERIFY && !uniform && h > 0) /* KDA: also a window with clamped gates */
+            early = (KDA && k128_smem().deep != 0.0f) || window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
     }
     const bool sfold = uniform || early;
     int new_base = base;

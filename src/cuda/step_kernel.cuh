@@ -621,10 +621,10 @@ __device__ __forceinline__ void window_levels(const kargs &A, const step_cta &C,
 {
     const int tid = C.tid;
     if (tid >= C.K) return;
-    float g[RSSM_MAX_RING_LEN];
-    for (int t = 0; t < T; t++)
-        g[t] = gate_replay<KDA>(A, (int64_t)C.b * T + t, C.hv, C.gk, tid);
-    M.lvl[tid] = rssm_kda_window_level(g, 1, T, rssm_kda_window_decay(&A.l));
+    float lvl; /* the gates read where they are, each pass (no per-thread array) */
+    RSSM_KDA_WINDOW_LEVEL(gate_replay<KDA>(A, (int64_t)C.b * T + t, C.hv, C.gk, tid), T, rssm_kda_window_decay(&A.l),
+                          lvl);
+    M.lvl[tid] = lvl;
 }
 
 /* Verify: 1 when min_k (G_c + the window's sum of g) < -G_MAX (the head's early start fold), or
@@ -973,6 +973,9 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
         return;
     }
 
+    /* KDA verify: the window's clamp levels, before the rows' registers are taken (read after phase 1's barrier) */
+    if (KDA && mode == MODE_VERIFY) window_levels<KDA>(A, C, M, T);
+
     /* prefetch this thread's rows of S0 */
     const int64_t ck0 = rssm_ckpt_off(&l, s, hv);
     float sreg[RPT][C_];
@@ -998,7 +1001,6 @@ template <class CF, bool KDA, int TC> __global__ void __launch_bounds__(RSSM_NT,
     int p0 = KDA ? 0 : base; /* ring position of local entry 0 (the live entries, then the new ones) */
     stage_committed<CF, KDA>(A, C, M, s, p0, h);
     int early = 0; /* verify: the head's early start fold */
-    if (KDA && mode == MODE_VERIFY) window_levels<KDA>(A, C, M, T);
     if (mode == MODE_VERIFY && !uniform && h > 0) early = window_early<KDA, TC>(A, C, M, s, p0, h, T);
     __syncthreads();
     if (A.cs > 1) cluster_sync_all(); /* every CTA sharing ring data has read it (and the ring bases) */
