@@ -3,7 +3,8 @@
  * CUDA where present), for GDN and KDA, f32 and bf16, the fast head size (K = V = 128) and an
  * uneven one (K = 64, V = 100): one scripted sequence of ops (replay decode with forced folds,
  * verify + commit, prefill + reset, packed decode with copy-on-write, materialise) runs on a
- * V-first state and on a K-first state that holds the same values; every output must be the same
+ * V-first state and on a K-first state that holds the same values (inputs packed, every third step
+ * at token strides with gaps, alike on both); every output must be the same
  * bits, and at the end every tensor too (the checkpoints compared element by element across the
  * layouts). The check matrix holds the K-first layout against the float64 reference; this test
  * says that no layout changes a result.
@@ -49,12 +50,14 @@ typedef struct twin {
     rh_state s[2];
 } twin;
 
+/* One op on both states, with the inputs packed or (strided) at token strides with gaps: alike
+ * on both, since strides may choose another kernel (CUDA: strided gates take the general one). */
 static int twin_step(rssm_context *ctx, twin *w, rh_op op, const rh_inputs *in, const int32_t *slot,
-                     const int32_t *wslot, const uint8_t *fold, double *o[2], int *same)
+                     const int32_t *wslot, const uint8_t *fold, int strided, double *o[2], int *same)
 {
     const int64_t n = (int64_t)in->B * in->T * in->HV * in->V;
     for (int d = 0; d < 2; d++) {
-        const int rc = rh_step(ctx, &w->s[d], op, in, slot, wslot, fold, d, o[d]);
+        const int rc = rh_step(ctx, &w->s[d], op, in, slot, wslot, fold, strided, o[d]);
         if (rc) return rc;
     }
     *same = *same && !memcmp(o[0], o[1], sizeof(double) * (size_t)n);
@@ -101,22 +104,23 @@ static int run_case(rssm_context *ctx, const rssm_layer *base, uint64_t seed, in
         if (verify) {
             const int32_t acc[R] = {T, 1, 0, T - 1};
             fold[1] = i % 3 == 0;
-            rc = twin_step(ctx, &rp, RH_OP_VERIFY, &in, slot, NULL, fold, o, same);
+            rc = twin_step(ctx, &rp, RH_OP_VERIFY, &in, slot, NULL, fold, i % 3 == 0, o, same);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_commit(ctx, &rp.s[d], R, T, slot, fold, acc);
         } else if (prefill) {
-            rc = twin_step(ctx, &rp, RH_OP_PREFILL, &in, slot, NULL, NULL, o, same);
+            rc = twin_step(ctx, &rp, RH_OP_PREFILL, &in, slot, NULL, NULL, i % 3 == 0, o, same);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_reset(ctx, &rp.s[d], R, slot);
         } else {
             fold[0] = i % 5 == 2;
-            rc = twin_step(ctx, &rp, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, o, same);
+            rc = twin_step(ctx, &rp, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, i % 3 == 0, o, same);
             for (int d = 0; d < 2 && !rc; d++)
                 rc = rh_advance(ctx, &rp.s[d], R, slot, fold);
         }
         if (!rc) {
             const int cow = i % 3 == 1;
-            rc = twin_step(ctx, &pp, RH_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL, o, same);
+            rc = twin_step(ctx, &pp, RH_OP_DECODE_PACKED, &in, pslot[cur], cow ? pslot[!cur] : NULL, NULL, i % 3 == 0,
+                           o, same);
             cur ^= cow;
         }
         rh_inputs_free(&in);

@@ -152,9 +152,7 @@ struct fixed_smem {
     float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
         gt[8][K128_DIM];
     float wk[8][K128_LMAX], wq[8][K128_LMAX];
-    float beta[8], kq[8];
-    float deep; /* KDA verify: some channel's window gates are clamped (clamp_window_gates) */
-    float pad_[7];
+    float beta[8], kq[8], pad_[8];
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
@@ -447,25 +445,36 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     }
 }
 
-/* KDA verify: the window's gates in sm.gt clamped at each channel's level (params.h,
- * RSSM_KDA_WINDOW_LEVEL), by one warp (a lane: its 4 channels), and sm.deep = 1 when some
- * channel clamps (the head then folds at the start); read after a barrier. */
+/* KDA verify: 1 when some channel's window decays by more than the clamp allows (params.h,
+ * RSSM_KDA_WINDOW_DECAY; the sum of its gates' negative parts). Each warp reads the gates of all
+ * 128 channels (a lane: its 4), so every warp of the CTA answers alike. */
+__device__ __forceinline__ bool window_is_deep(const kargs &A, int T, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    float W[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int t = 0; t < T; t++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            W[e] += fminf(sm.gt[t][c4 + e], 0.0f);
+    const float m = fminf(fminf(W[0], W[1]), fminf(W[2], W[3]));
+    return __any_sync(0xffffffffu, m < -rssm_kda_window_decay(&A.l));
+}
+
+/* KDA verify, a deep window: its gates in sm.gt clamped at each channel's level (params.h,
+ * RSSM_KDA_WINDOW_LEVEL), by one warp (a lane: its 4 channels); read after a barrier. */
 __device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
     const float decay = rssm_kda_window_decay(&A.l);
-    bool deep = false;
 #pragma unroll 1
     for (int e = 0; e < 4; e++) {
         float lvl;
         RSSM_KDA_WINDOW_LEVEL(sm.gt[t][c4 + e], T, decay, lvl);
         for (int t = 0; t < T; t++)
             sm.gt[t][c4 + e] = rssm_kda_clamp(sm.gt[t][c4 + e], lvl);
-        deep |= lvl > -INFINITY;
     }
-    deep = __any_sync(0xffffffffu, deep);
-    if (lane == 0) sm.deep = deep ? 1.0f : 0.0f;
 }
 
 /* Verify: 1 when the window would take some channel's G below -G_MAX (the head's early start
@@ -997,9 +1006,13 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
+    bool deep = false; /* KDA verify: a window with clamped gates (the head folds at its start) */
     if constexpr (KDA && MODE == MODE_VERIFY) {
-        if (w == 0) clamp_window_gates(A, T, lane);
-        __syncthreads();
+        deep = window_is_deep(A, T, lane);
+        if (deep) { /* rare, and alike in every warp */
+            if (w == 0) clamp_window_gates(A, T, lane);
+            __syncthreads();
+        }
     }
 
     /* ---- fold decision (shared cursor, fold flag, the head's window check) ---- */
@@ -1008,7 +1021,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
         if (MODE == MODE_VERIFY && !uniform && h > 0) /* KDA: also a window with clamped gates */
-            early = (KDA && k128_smem().deep != 0.0f) || window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
+            early = deep || window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
     }
     const bool sfold = uniform || early;
     int new_base = base;
