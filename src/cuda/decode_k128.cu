@@ -445,22 +445,6 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
     }
 }
 
-/* KDA verify: 1 when some channel's window decays by more than the clamp allows (params.h,
- * RSSM_KDA_WINDOW_DECAY; the sum of its gates' negative parts). Each warp reads the gates of all
- * 128 channels (a lane: its 4), so every warp of the CTA answers alike. */
-__device__ __forceinline__ bool window_is_deep(const kargs &A, int T, int lane)
-{
-    fixed_smem &sm = k128_smem();
-    const int c4 = lane * 4; /* the lane's first channel */
-    float W[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int t = 0; t < T; t++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            W[e] += fminf(sm.gt[t][c4 + e], 0.0f);
-    const float m = fminf(fminf(W[0], W[1]), fminf(W[2], W[3]));
-    return __any_sync(0xffffffffu, m < -rssm_kda_window_decay(&A.l));
-}
-
 /* KDA verify, a deep window: its gates in sm.gt clamped at each channel's level (params.h,
  * RSSM_KDA_WINDOW_LEVEL), by one warp (a lane: its 4 channels); read after a barrier. */
 __device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int lane)
@@ -477,10 +461,14 @@ __device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int la
     }
 }
 
-/* Verify: 1 when the window would take some channel's G below -G_MAX (the head's early start
- * fold): min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl (KDA) or
- * in Gl[0] (GDN, whose gates sm.gt are the same on every channel) */
-template <bool KDA> __device__ __forceinline__ int window_folds_early(const kargs &A, const float *Gl, int T, int lane)
+/* Verify: the window's fold tests, alike in every warp (a lane reads its 4 channels; every warp
+ * all 128): bit 0 when the window would take some channel's G below -G_MAX (the head's early
+ * start fold: min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl
+ * (KDA) or in Gl[0] (GDN, whose gates sm.gt are the same on every channel)); bit 1 (KDA) when
+ * some channel's window decays by more than the clamp allows (params.h, the sum of its gates'
+ * negative parts: its gates are clamped and the head folds at the start). h = 0: no live entries
+ * (no early fold). */
+template <bool KDA> __device__ __forceinline__ int window_tests(const kargs &A, const float *Gl, int h, int T, int lane)
 {
     fixed_smem &sm = k128_smem();
     if (!KDA) {
@@ -490,16 +478,19 @@ template <bool KDA> __device__ __forceinline__ int window_folds_early(const karg
         return W < -A.l.fold_threshold;
     }
     const int c4 = lane * 4; /* the lane's first channel */
-    float W[4];
+    float W[4], N[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int e = 0; e < 4; e++)
-        W[e] = Gl[c4 + e];
+        W[e] = h > 0 ? Gl[c4 + e] : 0.0f;
     for (int t = 0; t < T; t++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            W[e] = W[e] + sm.gt[t][c4 + e];
+        for (int e = 0; e < 4; e++) {
+            const float g = sm.gt[t][c4 + e];
+            W[e] = W[e] + g, N[e] = N[e] + fminf(g, 0.0f);
+        }
     const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
-    return m < -A.l.fold_threshold;
+    const bool deep = fminf(fminf(N[0], N[1]), fminf(N[2], N[3])) < -rssm_kda_window_decay(&A.l);
+    return (h > 0 && m < -A.l.fold_threshold) | (__any_sync(0xffffffffu, deep) << 1);
 }
 
 /* One token (ONE): every warp, in registers, for its lanes' 4 channels: G (G1: channel c4's; GDN:
@@ -1006,22 +997,20 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
-    bool deep = false; /* KDA verify: a window with clamped gates (the head folds at its start) */
-    if constexpr (KDA && MODE == MODE_VERIFY) {
-        deep = window_is_deep(A, T, lane);
-        if (deep) { /* rare, and alike in every warp */
-            if (w == 0) clamp_window_gates(A, T, lane);
-            __syncthreads();
-        }
-    }
-
     /* ---- fold decision (shared cursor, fold flag, the head's window check) ---- */
     int uniform = 0, early = 0, c0 = c;
     if (MODE != MODE_PACKED) {
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
-        if (MODE == MODE_VERIFY && !uniform && h > 0) /* KDA: also a window with clamped gates */
-            early = deep || window_folds_early<KDA>(A, KDA ? Gl : sG + h - 1, T, lane);
+        /* KDA: every window (a deep one clamps its gates and folds); GDN: with live entries */
+        if (MODE == MODE_VERIFY && (KDA || (!uniform && h > 0))) {
+            const int tests = window_tests<KDA>(A, KDA ? Gl : sG + h - 1, uniform ? 0 : h, T, lane);
+            early = !uniform && h > 0 && tests != 0;
+            if (KDA && (tests & 2)) { /* rare, and alike in every warp */
+                if (w == 0) clamp_window_gates(A, T, lane);
+                __syncthreads();
+            }
+        }
     }
     const bool sfold = uniform || early;
     int new_base = base;
