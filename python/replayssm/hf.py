@@ -20,7 +20,11 @@ the ring's; writing it back every step would cost the traffic replay saves): sta
 reads a layer's state. Beam search works (the cache's reordering reorders the rings' rows, at the
 cost of a fold of each state per reorder). Packed sequences (cu_seqlens, or Kimi-Linear's
 cu_seq_lens_q) give each sequence its own ring row: a packed prompt is their prefill, a packed
-step of one token per sequence their ReplaySSM decode. Tested with transformers 5.24 on the CPU
+step of one token per sequence their ReplaySSM decode. enable(model, speculative=True) makes a
+forward of several tokens after the prompt a verify window that the cache's crop commits in part
+(the rejected tokens are a cursor move), which lets transformers' assisted generation
+(prompt_lookup_num_tokens, assistant_model) run on these models, whose recurrent state
+transformers itself cannot roll back. Tested with transformers 5.24 on the CPU
 (float32 and bfloat16 weights) and 5.17 on an H200 (CUDA tensors).
 """
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any, Optional
 
 __all__ = ["enable", "disable", "states", "FAMILIES"]
 
-# the layer whose forward is running: (module, generation cache or None, ring_len)
+# the layer whose forward is running: (module, generation cache or None, ring_len, speculative)
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("replayssm_hf_active", default=None)
 
 # modeling module, layer class, gate, decode function, prefill function (module-level names the
@@ -88,7 +92,7 @@ def _dispatcher(original, gate: str, decode: bool):
 def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, output_final_state, l2norm, cu_seqlens):
     from . import fla
 
-    module, cache, ring_len = active
+    module, cache, ring_len, speculative = active
     kda = gate == "kda"
     if decode:
         fn = fla.fused_recurrent_kda if kda else fla.fused_recurrent_gated_delta_rule
@@ -101,16 +105,28 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     HV, V = v.shape[2], v.shape[3]
     # one ring row per sequence: a batch row, or a packed sequence of cu_seqlens (one row of tokens)
     rows = q.shape[0] if cu_seqlens is None else len(cu_seqlens) - 1
-    rings = _rings_of(cache)
+    rings = _rings_of(cache, speculative)
     ring = rings.get(module.layer_idx)
     if ring is None or ring.num_slots != rows or (initial_state is None and not decode):
         # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
         # the given state when there is one
-        ring = fla.RingCache(rows, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="kv")
+        ring = fla.RingCache(rows, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="kv",
+                             speculative=speculative)
         if initial_state is not None:
             ring.load(list(range(rows)), initial_state.float())
         rings[module.layer_idx] = ring
-    o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring, cu_seqlens=cu_seqlens)
+    T = q.shape[1]
+    if speculative and cu_seqlens is None and T > ring_len:
+        # the last ring_len tokens stay a verify window that a crop may take back (assisted
+        # generation's first forward is the prompt with the drafts after it); the rest are committed
+        cut = T - ring_len
+        o1, _ = fn(q[:, :cut], k[:, :cut], v[:, :cut], g[:, :cut], beta[:, :cut], use_qk_l2norm_in_kernel=l2norm,
+                   ring_cache=ring)
+        o2, _ = fn(q[:, cut:], k[:, cut:], v[:, cut:], g[:, cut:], beta[:, cut:], use_qk_l2norm_in_kernel=l2norm,
+                   ring_cache=ring)
+        o = _cat_tokens(o1, o2)
+    else:
+        o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring, cu_seqlens=cu_seqlens)
     if not output_final_state:
         return o, None
     # The cache copies what is returned into its own tensor: that tensor itself (a copy onto
@@ -122,9 +138,16 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     return o, initial_state
 
 
-def _rings_of(cache) -> dict:
+def _cat_tokens(a, b):
+    import torch
+
+    return torch.cat([a, b], 1)
+
+
+def _rings_of(cache, speculative: bool = False) -> dict:
     """The rings of a generation cache (layer index -> RingCache), made on first use; the cache's
-    row reordering (beam search) and row selection then reorder the rings' rows too."""
+    row reordering (beam search) and row selection then reorder the rings' rows too, and its crop
+    commits the rings' pending windows (speculative: the cache becomes croppable)."""
     rings = cache.__dict__.get("_replayssm_rings")
     if rings is not None:
         return rings
@@ -133,7 +156,46 @@ def _rings_of(cache) -> dict:
         original = getattr(cache, name, None)
         if original is not None:
             setattr(cache, name, _following(original, rings))
+    if getattr(cache, "crop", None) is not None:
+        cache.crop = _cropping(cache.crop, rings)
+    if speculative and hasattr(type(cache), "is_croppable"):
+        cache.__class__ = _croppable_class(type(cache))
     return rings
+
+
+def _croppable_class(cls):
+    """cls whose is_croppable also holds for linear-attention layers: transformers calls them not
+    croppable because it cannot roll their recurrent state back; here that state is the rings',
+    which the crop commits (convolution states roll back by transformers' own past recording)."""
+
+    def is_croppable(self):
+        return all(getattr(layer, "is_croppable", True) or hasattr(layer, "recurrent_states") for layer in self.layers)
+
+    return type(cls.__name__, (cls,), {"is_croppable": property(is_croppable), "__module__": cls.__module__})
+
+
+def _cropping(original, rings):
+    """cache.crop(-n) (transformers' assisted generation: n of the verified window's tokens were
+    rejected) as a commit of each pending window's first T - n tokens; crop(0) keeps them all. The
+    cache's own crop then rolls back its convolution states and attention caches."""
+
+    def crop(tokens_to_remove, *args, **kwargs):
+        n = -int(tokens_to_remove) if int(tokens_to_remove) < 0 else 0
+        for ring in rings.values():
+            pending = ring.pending()
+            if n and len(pending) != ring.num_slots:
+                raise ValueError(f"replayssm.hf: crop({tokens_to_remove}) of tokens that no speculative window holds "
+                                 f"(enable(model, speculative=True) keeps a window's tokens until the crop)")
+            if pending:
+                slots = sorted(pending)
+                kept = [pending[s] - n for s in slots]
+                if min(kept) < 0:
+                    raise ValueError(f"replayssm.hf: crop({tokens_to_remove}) of a window of {min(pending.values())} "
+                                     f"tokens")
+                ring.commit(slots, kept)
+        return original(tokens_to_remove, *args, **kwargs)
+
+    return crop
 
 
 def _following(original, rings):
@@ -163,14 +225,14 @@ def _device_of(ring):
     return ck.device if hasattr(ck, "device") and not isinstance(ck.device, str) else "cpu"
 
 
-def _wrap_forward(module, ring_len: int) -> None:
+def _wrap_forward(module, ring_len: int, speculative: bool) -> None:
     original = module.__dict__.get("_replayssm_forward") or module.forward
 
     def forward(*args, **kwargs):
         cache = kwargs.get("cache", kwargs.get("cache_params"))
         if cache is None and len(args) > 1:
             cache = args[1]
-        token = _ACTIVE.set((module, cache, ring_len))
+        token = _ACTIVE.set((module, cache, ring_len, speculative))
         try:
             return original(*args, **kwargs)
         finally:
@@ -180,10 +242,14 @@ def _wrap_forward(module, ring_len: int) -> None:
     module.forward = forward
 
 
-def enable(model: Any, ring_len: int = 16) -> Any:
+def enable(model: Any, ring_len: int = 16, speculative: bool = False) -> Any:
     """Routes the model's Qwen3-Next / Qwen3.5 Gated DeltaNet and Kimi-Linear KDA layers through
     replayssm (see the module's text). ring_len: the ring's length L (the checkpoint is written
-    every L tokens). Returns the model; raises ValueError when it has no such layer."""
+    every L tokens). speculative: the last tokens of every forward (up to ring_len of them) are a
+    verify window that the cache's crop (transformers' assisted generation) commits in part, so the
+    model is no longer stateful for transformers (assisted generation runs: prompt_lookup_num_tokens,
+    assistant_model); a crop may take back up to ring_len tokens (ring_len >= the drafts + 1).
+    Returns the model; raises ValueError when it has no such layer."""
     ring_len = int(ring_len)
     if ring_len < 1:
         raise ValueError(f"replayssm.hf.enable: ring_len {ring_len} < 1")
@@ -193,12 +259,15 @@ def enable(model: Any, ring_len: int = 16) -> Any:
         if fam is None:
             continue
         _patch_functions(fam)
-        _wrap_forward(m, ring_len)
+        _wrap_forward(m, ring_len, bool(speculative))
         n += 1
     if n == 0:
         raise ValueError("replayssm.hf.enable: the model has no Qwen3-Next, Qwen3.5 or Kimi-Linear linear-attention "
                          "layer (" + ", ".join(f[1] for f in FAMILIES) + ")")
     model._replayssm_layers = n
+    if speculative:  # the recurrent state rolls back (the rings); transformers then allows assisted generation
+        model.__dict__.setdefault("_replayssm_stateful", type(model)._is_stateful)
+        model._is_stateful = False
     return model
 
 
@@ -210,6 +279,9 @@ def disable(model: Any) -> Any:
         if original is not None:
             m.__dict__.pop("forward", None)
     model.__dict__.pop("_replayssm_layers", None)
+    if "_replayssm_stateful" in model.__dict__:
+        model.__dict__.pop("_replayssm_stateful")
+        model.__dict__.pop("_is_stateful", None)
     return model
 
 

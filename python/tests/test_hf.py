@@ -190,7 +190,7 @@ def test_packed_sequences_with_a_cache(name):
     cache, calls = Cache(), [(tokens(sum(lens)), torch.tensor([0, 5, 7, 14]))]
     calls += [(tokens(3), torch.arange(4)) for _ in range(steps)]
     outs, state = [], None
-    active = hf._ACTIVE.set((layer, cache, 4))
+    active = hf._ACTIVE.set((layer, cache, 4, False))
     try:
         for x, cu in calls:
             o, state = packed_fn(*x, initial_state=state, output_final_state=True, use_qk_l2norm_in_kernel=True,
@@ -205,3 +205,37 @@ def test_packed_sequences_with_a_cache(name):
         mine = torch.cat([o[:, cu[n]:cu[n + 1]] for o, cu in outs], 1)
         assert torch.allclose(mine, ref_o, rtol=1e-4, atol=1e-5), float((mine - ref_o).abs().max())
         assert torch.allclose(torch.as_tensor(final[n]), ref_s[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_assisted_generation_tokens_equal_transformers(name, monkeypatch):
+    """enable(speculative=True): transformers' assisted generation (prompt lookup, 3 drafts) runs on
+    these models; every candidate forward is a verify window of the rings and each crop commits the
+    accepted part. The tokens equal transformers' own greedy search, and windows were cut short on
+    the way (rollback exercised)."""
+    from replayssm import fla
+
+    model = make(name, torch.float32)
+    half = torch.randint(3, VOCAB, (1, 12), generator=torch.Generator().manual_seed(4))
+    ids = torch.cat([half, half, half[:, :6]], 1)  # repeats: the lookup finds drafts
+    kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=80, min_new_tokens=80,
+              do_sample=False, pad_token_id=0)
+    commits = []
+    original = fla.RingCache.commit
+
+    def commit(self, slots, accepted):
+        commits.append((dict(self.pending()), [int(a) for a in accepted]))
+        return original(self, slots, accepted)
+
+    monkeypatch.setattr(fla.RingCache, "commit", commit)
+    with torch.no_grad():
+        ref = model.generate(**kw)
+        hf.enable(model, ring_len=8, speculative=True)
+        try:
+            out = model.generate(**kw, prompt_lookup_num_tokens=3)
+        finally:
+            hf.disable(model)
+    assert torch.equal(out, ref)
+    cut = sum(1 for pend, acc in commits if any(a < t for a, t in zip(acc, pend.values())))
+    assert cut > 0, "no verify window was cut short"
+    assert model._is_stateful  # disable gives transformers' own flag back
