@@ -161,8 +161,9 @@ def test_beam_search_tokens_equal_transformers(name):
     assert torch.equal(out, ref)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", ["qwen3-next", "kimi-linear"])
-def test_packed_sequences_with_a_cache(name):
+def test_packed_sequences_with_a_cache(name, device):
     """Packed sequences with a generation cache, as transformers passes them to an enabled layer's
     delta-rule function (one row of tokens, cu_seqlens; Kimi-Linear: cu_seq_lens_q): a packed prompt
     of 3 sequences, then 12 packed steps of one token per sequence (ring_len 4: folds on the way).
@@ -170,7 +171,7 @@ def test_packed_sequences_with_a_cache(name):
     alone."""
     import sys
 
-    model = hf.enable(make(name, torch.float32), ring_len=4)
+    model = hf.enable(make(name, torch.float32).to(device), ring_len=4)
     layer = next(m for m in model.modules() if hf._family(m) is not None)
     fam = hf._family(layer)
     mod = sys.modules[fam[0]]
@@ -182,13 +183,14 @@ def test_packed_sequences_with_a_cache(name):
     def tokens(n):
         rnd = functools.partial(torch.randn, generator=gen)
         g = -torch.rand((1, n, HV, K) if kda else (1, n, HV), generator=gen) * 2
-        return rnd(1, n, HV, K), rnd(1, n, HV, K), rnd(1, n, HV, K), g, torch.rand(1, n, HV, generator=gen)
+        x = rnd(1, n, HV, K), rnd(1, n, HV, K), rnd(1, n, HV, K), g, torch.rand(1, n, HV, generator=gen)
+        return tuple(t.to(device) for t in x)
 
     class Cache:
         pass
 
-    cache, calls = Cache(), [(tokens(sum(lens)), torch.tensor([0, 5, 7, 14]))]
-    calls += [(tokens(3), torch.arange(4)) for _ in range(steps)]
+    cache, calls = Cache(), [(tokens(sum(lens)), torch.tensor([0, 5, 7, 14], device=device))]
+    calls += [(tokens(3), torch.arange(4, device=device)) for _ in range(steps)]
     outs, state = [], None
     active = hf._ACTIVE.set((layer, cache, 4, False))
     try:
@@ -204,20 +206,23 @@ def test_packed_sequences_with_a_cache(name):
         ref_o, ref_s = own(*seq, initial_state=None, output_final_state=True, use_qk_l2norm_in_kernel=True)
         mine = torch.cat([o[:, cu[n]:cu[n + 1]] for o, cu in outs], 1)
         assert torch.allclose(mine, ref_o, rtol=1e-4, atol=1e-5), float((mine - ref_o).abs().max())
-        assert torch.allclose(torch.as_tensor(final[n]), ref_s[0], rtol=1e-4, atol=1e-5)
+        assert torch.allclose(torch.as_tensor(final[n], device=device), ref_s[0], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", list(MODELS))
-def test_assisted_generation_tokens_equal_transformers(name, monkeypatch):
+def test_assisted_generation_tokens_equal_transformers(name, device, monkeypatch):
     """enable(speculative=True): transformers' assisted generation (prompt lookup, 3 drafts) runs on
     these models; every candidate forward is a verify window of the rings and each crop commits the
     accepted part. The tokens equal transformers' own greedy search, and windows were cut short on
     the way (rollback exercised)."""
     from replayssm import fla
 
-    model = make(name, torch.float32)
+    if not hasattr(transformers.Cache, "activate_past_recording"):
+        pytest.skip(f"transformers {transformers.__version__} has no cache rollback for assisted generation")
+    model = make(name, torch.float32).to(device)
     half = torch.randint(3, VOCAB, (1, 12), generator=torch.Generator().manual_seed(4))
-    ids = torch.cat([half, half, half[:, :6]], 1)  # repeats: the lookup finds drafts
+    ids = torch.cat([half, half, half[:, :6]], 1).to(device)  # repeats: the lookup finds drafts
     kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=80, min_new_tokens=80,
               do_sample=False, pad_token_id=0)
     commits = []
