@@ -997,6 +997,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
+
     /* ---- fold decision (shared cursor, fold flag, the head's window check) ---- */
     int uniform = 0, early = 0, c0 = c;
     if (MODE != MODE_PACKED) {

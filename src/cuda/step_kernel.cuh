@@ -615,7 +615,7 @@ __device__ __forceinline__ void stage_committed(const kargs &A, const step_cta &
 }
 
 /* KDA verify: each channel's clamp level for the window's log-gates (params.h,
- * rssm_kda_window_level; -inf: none) into M.lvl, one thread per channel (read after a barrier) */
+ * RSSM_KDA_WINDOW_LEVEL; -inf: none) into M.lvl, one thread per channel (read after a barrier) */
 template <bool KDA>
 __device__ __forceinline__ void window_levels(const kargs &A, const step_cta &C, const step_smem &M, int T)
 {
