@@ -244,3 +244,26 @@ def test_assisted_generation_tokens_equal_transformers(name, device, monkeypatch
     cut = sum(1 for pend, acc in commits if any(a < t for a, t in zip(acc, pend.values())))
     assert cut > 0, "no verify window was cut short"
     assert model._is_stateful  # disable gives transformers' own flag back
+
+
+@pytest.mark.parametrize("name", ["qwen3-next", "kimi-linear"])
+def test_assistant_model_tokens_equal_transformers(name):
+    """enable(speculative=True) with a draft model (another random model of the family, whose own
+    drafts are mostly rejected): windows of up to 21 tokens (ring_len 32), the tokens of
+    transformers' own greedy search."""
+    if not hasattr(transformers.Cache, "activate_past_recording"):
+        pytest.skip(f"transformers {transformers.__version__} has no cache rollback for assisted generation")
+    model = make(name, torch.float32)
+    torch.manual_seed(1)
+    draft = MODELS[name]().eval()
+    ids = torch.randint(3, VOCAB, (1, 20), generator=torch.Generator().manual_seed(7))
+    kw = dict(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=40, min_new_tokens=40,
+              do_sample=False, pad_token_id=0)
+    with torch.no_grad():
+        ref = model.generate(**kw)
+        hf.enable(model, ring_len=32, speculative=True)
+        try:
+            out = model.generate(**kw, assistant_model=draft)
+        finally:
+            hf.disable(model)
+    assert torch.equal(out, ref)
