@@ -209,6 +209,7 @@ def _following(original, rings):
         out = original(indices, *args, **kwargs)
         idx = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]
         for layer, ring in list(rings.items()):
+            _settle(ring)
             states = ring.read(list(range(ring.num_slots)))[idx]
             new = ring if len(idx) == ring.num_slots else fla.RingCache(
                 len(idx), ring.H, ring.K, ring.HV, ring.V, gate=ring.gate, ring_len=ring.ring_len,
@@ -218,6 +219,14 @@ def _following(original, rings):
         return out
 
     return apply
+
+
+def _settle(ring) -> None:
+    """Commits a speculative ring's pending windows whole (no crop came: every token counts)."""
+    pending = ring.pending()
+    if pending:
+        slots = sorted(pending)
+        ring.commit(slots, [pending[s] for s in slots])
 
 
 def _device_of(ring):
@@ -292,4 +301,5 @@ def states(cache: Any, layer_idx: int, *, state_v_first: bool = False):
     if layer_idx not in rings:
         raise KeyError(f"replayssm.hf.states: layer {layer_idx} has no replayssm state in this cache")
     ring = rings[layer_idx]
+    _settle(ring)
     return ring.read(list(range(ring.num_slots)), state_v_first=state_v_first)

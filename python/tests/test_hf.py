@@ -267,3 +267,21 @@ def test_assistant_model_tokens_equal_transformers(name):
         finally:
             hf.disable(model)
     assert torch.equal(out, ref)
+
+
+def test_speculative_states_after_a_window_count_every_token():
+    """enable(speculative=True): the state read right after a forward whose last tokens are a
+    pending window (no crop) counts them all, as the non-speculative path does."""
+    model = make("qwen3-next", torch.float32)
+    ids = torch.randint(3, VOCAB, (2, 11), generator=torch.Generator().manual_seed(6))
+    states = []
+    for speculative in (False, True):
+        hf.enable(model, ring_len=4, speculative=speculative)
+        try:
+            with torch.no_grad():
+                out = model(input_ids=ids, use_cache=True)
+            states.append(torch.as_tensor(hf.states(out.past_key_values, 0)))
+        finally:
+            hf.disable(model)
+    # a prefill of 11 tokens against a prefill of 7 and a window of 4: the same state to rounding
+    assert float((states[0] - states[1]).abs().max()) <= 1e-5 * float(states[0].abs().max())
