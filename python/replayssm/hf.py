@@ -20,8 +20,8 @@ the ring's; writing it back every step would cost the traffic replay saves): sta
 reads a layer's state. Beam search works (the cache's reordering reorders the rings' rows, at the
 cost of a fold of each state per reorder). Packed sequences (cu_seqlens, or Kimi-Linear's
 cu_seq_lens_q) give each sequence its own ring row: a packed prompt is their prefill, a packed
-step of one token per sequence their ReplaySSM decode. enable(model, speculative=True) makes a
-forward of several tokens after the prompt a verify window that the cache's crop commits in part
+step of one token per sequence their ReplaySSM decode. enable(model, speculative=True) makes the
+last tokens of every forward (up to ring_len) a verify window that the cache's crop commits in part
 (the rejected tokens are a cursor move), which lets transformers' assisted generation
 (prompt_lookup_num_tokens, assistant_model) run on these models, whose recurrent state
 transformers itself cannot roll back. Tested with transformers 5.24 on the CPU
@@ -124,7 +124,9 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
                    ring_cache=ring)
         o2, _ = fn(q[:, cut:], k[:, cut:], v[:, cut:], g[:, cut:], beta[:, cut:], use_qk_l2norm_in_kernel=l2norm,
                    ring_cache=ring)
-        o = _cat_tokens(o1, o2)
+        import torch
+
+        o = torch.cat([o1, o2], 1)
     else:
         o, _ = fn(q, k, v, g, beta, use_qk_l2norm_in_kernel=l2norm, ring_cache=ring, cu_seqlens=cu_seqlens)
     if not output_final_state:
@@ -136,12 +138,6 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
 
         initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(rows, HV, K, V)
     return o, initial_state
-
-
-def _cat_tokens(a, b):
-    import torch
-
-    return torch.cat([a, b], 1)
 
 
 def _rings_of(cache, speculative: bool = False) -> dict:
