@@ -5,9 +5,11 @@
  * the same run. bench/README.md explains every column.
  *
  * How a measurement is set up, per batch B and ring length L:
- *  - Working set: M banks of B slots each (slot of row i in bank m = m*B + i), so that the
- *    checkpoints of all banks are at least --working-set-mib (default 1 GiB), far more than
- *    the last-level cache. M is rounded up to a multiple of L.
+ *  - Working set: M banks of B slots each (slot of row i in bank m = m*B + i, or with
+ *    --slot-order random the (m*B + i)-th entry of a random permutation of all M*B slots, as a
+ *    pool hands slots out), so that the checkpoints of all banks are at least
+ *    --working-set-mib (default 1 GiB), far more than the last-level cache. M is rounded up
+ *    to a multiple of L.
  *  - One timed unit = M steps, step m running bank m: every slot is visited once per unit,
  *    so states always come from memory. On CUDA the unit is captured as one CUDA graph.
  *  - Replay: each step is rssm_decode_replay + rssm_advance. A slot's cursor moves by one per
@@ -171,9 +173,10 @@ typedef struct config_run {
     int Bs;                 /* stride of a bank's row in the slot tables: B rounded up to 16
                                (pointers passed to the library must be 16-byte aligned) */
     rssm_state st;          /* num_slots = M*B */
-    int32_t *slots;         /* [M][Bs] device: bank m, row i -> slot m*B + i */
+    int32_t *slots;         /* [M][Bs] device: bank m, row i -> slot perm[m*B + i] */
+    int32_t *perm;          /* [M*B] host: the slot of logical row m*B + i (identity unless random) */
     int32_t *accepted;      /* [M][Bs] device (verify) */
-    int32_t *cursor0;       /* [M*B] host: initial cursors of the phase */
+    int32_t *cursor0;       /* [M*B] host: initial cursors of the phase, by logical row m*B + i */
     int32_t *accepted_host; /* [M][Bs] host copy */
     /* inputs: NI sets; a set holds T blocks of B tokens (each block 64-byte aligned), also
      * read as one packed [B, T, ...] tensor by verify */
@@ -204,12 +207,12 @@ static void run_free(config_run *r)
     rssm_mem_free(c, r->q), rssm_mem_free(c, r->k), rssm_mem_free(c, r->v);
     rssm_mem_free(c, r->a), rssm_mem_free(c, r->b), rssm_mem_free(c, r->o);
     rssm_mem_free(c, r->A_log), rssm_mem_free(c, r->dt_bias);
-    free(r->cursor0), free(r->accepted_host);
+    free(r->cursor0), free(r->accepted_host), free(r->perm);
     memset(&r->st, 0, sizeof r->st);
     r->slots = r->accepted = NULL;
     r->q = r->k = r->v = r->a = r->b = r->o = NULL;
     r->A_log = r->dt_bias = NULL;
-    r->cursor0 = r->accepted_host = NULL;
+    r->cursor0 = r->accepted_host = r->perm = NULL;
 }
 
 /* Fills `bytes` of device memory with normal(0, sigma) values of dtype d (or zeros when
@@ -298,14 +301,21 @@ static int run_setup(config_run *r, const bench_options *o)
     int32_t *slots = malloc(tab);
     r->accepted_host = calloc(1, tab);
     r->cursor0 = malloc(sizeof(int32_t) * M * B);
-    if (!slots || !r->accepted_host || !r->cursor0) {
+    r->perm = malloc(sizeof(int32_t) * M * B);
+    if (!slots || !r->accepted_host || !r->cursor0 || !r->perm) {
         free(slots);
         return call_failed(r, RSSM_ERROR_OUT_OF_MEMORY, "host slot tables");
     }
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    for (int s = 0; s < M * B; s++)
+        r->perm[s] = s;
+    for (int s = M * B - 1; o->random_slots && s > 0; s--) { /* Fisher-Yates */
+        const int j = (int)(rng_next(&seed) % (uint64_t)(s + 1)), t = r->perm[s];
+        r->perm[s] = r->perm[j], r->perm[j] = t;
+    }
     for (int m = 0; m < M; m++)
         for (int i = 0; i < Bs; i++) {
-            slots[m * Bs + i] = i < B ? m * B + i : -1;
+            slots[m * Bs + i] = i < B ? r->perm[m * B + i] : -1;
             r->accepted_host[m * Bs + i] = T - (T > 1 ? (int)(rng_next(&seed) >> 63) : 0); /* T-1 or T */
         }
     int bad = alloc_dev(r, tab, (void **)&r->slots) || alloc_dev(r, tab, (void **)&r->accepted) ||
@@ -364,14 +374,18 @@ static int run_setup(config_run *r, const bench_options *o)
  * KDA ring bases. */
 static int run_reset(config_run *r, int phase)
 {
-    const int L = r->layer.ring_len;
+    const int L = r->layer.ring_len, n = r->M * r->B;
+    int32_t *by_slot = malloc(sizeof(int32_t) * n);
+    if (!by_slot) return call_failed(r, RSSM_ERROR_OUT_OF_MEMORY, "host cursors");
     for (int m = 0; m < r->M; m++)
-        for (int i = 0; i < r->B; i++)
+        for (int i = 0; i < r->B; i++) {
             r->cursor0[m * r->B + i] = (phase == BENCH_PHASE_INPHASE ? m : i + m) % L;
-    if (call_failed(
-            r, rssm_mem_copy(r->ctx, r->st.cursor, r->cursor0, sizeof(int32_t) * r->M * r->B, RSSM_COPY_HOST_TO_DEVICE),
-            "rssm_mem_copy"))
-        return 1;
+            by_slot[r->perm[m * r->B + i]] = r->cursor0[m * r->B + i];
+        }
+    const int bad = call_failed(
+        r, rssm_mem_copy(r->ctx, r->st.cursor, by_slot, sizeof(int32_t) * n, RSSM_COPY_HOST_TO_DEVICE), "rssm_mem_copy");
+    free(by_slot);
+    if (bad) return 1;
     if (r->st.ring_base) {
         rssm_state_bytes sb;
         rssm_state_size(&r->layer, r->M * r->B, &sb);
@@ -640,6 +654,7 @@ static void row_command(const bench_options *o, const bench_result *x, char *out
     if (l->state_layout == RSSM_LAYOUT_KV) w += snprintf(out + w, n - w, " --state-layout kv");
     if (o->threads) w += snprintf(out + w, n - w, " --threads %d", o->threads);
     if (o->verify) w += snprintf(out + w, n - w, " --verify %d", o->verify);
+    if (o->random_slots) w += snprintf(out + w, n - w, " --slot-order random");
     if (o->ws_mib != 1024) snprintf(out + w, n - w, " --working-set-mib %g", o->ws_mib);
 }
 
@@ -680,6 +695,7 @@ static void print_header(bench_session *bs)
            l0->gate == RSSM_GATE_KDA ? "KDA" : "GDN", l0->num_k_heads, l0->num_v_heads, l0->head_k_dim, l0->head_v_dim,
            dtype_name(l0->state_dtype), l0->state_layout == RSSM_LAYOUT_KV ? "[K, V]" : "[V, K]",
            dtype_name(l0->ring_dtype), dtype_name(l0->io_dtype));
+    printf("# slots   : %s\n", o->random_slots ? "random order over the working set" : "consecutive");
     if (!strcmp(o->model, "qwen3.5-122b") && shape_is_preset(o))
         printf("# note    : qwen3.5-122b shape H=16 HV=64 K=V=128 is our assumption\n");
 }

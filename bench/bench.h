@@ -25,6 +25,7 @@ typedef struct bench_options {
     const char *csv;                     /* also write the rows as CSV (NULL: no) */
     int verify;                          /* T tokens per verify step; 0 = decode */
     int phase;                           /* BENCH_PHASE_* */
+    int random_slots;                    /* 1: rows name the working set's slots in a random order */
     double ws_mib;                       /* MiB of checkpoints the slots rotate over (default 1024) */
     double min_time;                     /* seconds per timed measurement (default 0.3) */
     int repeat;                          /* best of this many measurements (default 3) */

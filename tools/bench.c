@@ -31,6 +31,8 @@ static void usage(FILE *f)
                "  --phase staggered|inphase|both\n"
                "                               ring phases of the rows (default staggered: row i starts\n"
                "                               at cursor i mod L; inphase: all rows of a step fold together)\n"
+               "  --slot-order seq|random      rows name consecutive slots (default) or the working set's\n"
+               "                               slots in a random order, as a pool hands them out\n"
                "  --verify T                   verify mode: replay verify of T tokens + commit (T-1 or T\n"
                "                               accepted) vs T packed steps writing T intermediate states\n"
                "  --working-set-mib N          checkpoints the slots rotate over (default 1024)\n"
@@ -85,6 +87,7 @@ int cli_bench(int argc, char **argv)
     cli_choices_from_names(bench_models, models, 7);
     int device = o.device, model = 0;
     static const cli_choice layouts[] = {{"vk", RSSM_LAYOUT_VK}, {"kv", RSSM_LAYOUT_KV}, {NULL, 0}};
+    static const cli_choice orders[] = {{"seq", 0}, {"random", 1}, {NULL, 0}};
     shape_flags f = {-1, 0, 0, 0, 0, RSSM_DTYPE_F32, -1, RSSM_DTYPE_BF16, RSSM_LAYOUT_VK};
     const cli_opt opts[] = {cli_choice_of("--device", &device, cli_devices),
                             cli_int("--threads", &o.threads, 0, 4096),
@@ -101,6 +104,7 @@ int cli_bench(int argc, char **argv)
                             cli_choice_of("--io", &f.io, cli_dtypes),
                             cli_choice_of("--state-layout", &f.layout, layouts),
                             cli_choice_of("--phase", &o.phase, phases),
+                            cli_choice_of("--slot-order", &o.random_slots, orders),
                             cli_int("--verify", &o.verify, 1, RSSM_MAX_RING_LEN),
                             cli_num("--working-set-mib", &o.ws_mib, 1 << 20),
                             cli_num("--min-time", &o.min_time, 3600),
