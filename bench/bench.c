@@ -382,8 +382,9 @@ static int run_reset(config_run *r, int phase)
             r->cursor0[m * r->B + i] = (phase == BENCH_PHASE_INPHASE ? m : i + m) % L;
             by_slot[r->perm[m * r->B + i]] = r->cursor0[m * r->B + i];
         }
-    const int bad = call_failed(
-        r, rssm_mem_copy(r->ctx, r->st.cursor, by_slot, sizeof(int32_t) * n, RSSM_COPY_HOST_TO_DEVICE), "rssm_mem_copy");
+    const int bad =
+        call_failed(r, rssm_mem_copy(r->ctx, r->st.cursor, by_slot, sizeof(int32_t) * n, RSSM_COPY_HOST_TO_DEVICE),
+                    "rssm_mem_copy");
     free(by_slot);
     if (bad) return 1;
     if (r->st.ring_base) {

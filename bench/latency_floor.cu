@@ -9,9 +9,12 @@
  *             memory traffic without its arithmetic
  *   copy-idx0 the same with the state's address known at launch (no slot index to wait for, as
  *             FLA's decode of contiguous states)
- *   copy-pdl  `copy` launched with programmatic dependent launch: a node may start while the one
- *             before it finishes and loads its state then, waiting for the previous node only
- *             before its writes (griddepcontrol), as a layer's inputs come from the layer before
+ *   copy-pdl  `copy` as a programmatic dependent launch, as the decode kernels with cuda_pdl: a node
+ *             may start while the one before it finishes; meanwhile it reads its slot through L2
+ *             and prefetches its state into L2, then waits for the node before (griddepcontrol)
+ *             and lets the next one launch, and loads and stores as `copy`
+ *   pdl-early the same but loading the state itself before the wait (not safe where the kernel
+ *             before may write it; the bound of overlapping the state's DRAM latency whole)
  *
  * Shape: Qwen3-Next's linear-attention state, 32 value heads of 128 x 128 f32 (2 MiB per row);
  * launch shape as the K = V = 128 packed kernel's (32 x split CTAs per row of 512 / split threads,
@@ -25,38 +28,48 @@
 
 enum { HV = 32, ROW_BYTES = HV * 128 * 128 * 4, NODES = 128, REPS = 20 };
 
-#define CK(x)                                                                                                         \
-    do {                                                                                                              \
-        cudaError_t e_ = (x);                                                                                         \
-        if (e_ != cudaSuccess) {                                                                                      \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                        \
-            exit(1);                                                                                                  \
-        }                                                                                                             \
+#define CK(x)                                                                                                          \
+    do {                                                                                                               \
+        cudaError_t e_ = (x);                                                                                          \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 struct node_args {
-    float4 *state;     /* slots x ROW_BYTES */
-    const int *slot;   /* [B] this node's slots */
-    int first;         /* copy-idx0: this node's first slot (rows first .. first + B - 1) */
-    int split;         /* CTAs per value head */
+    float4 *state;   /* slots x ROW_BYTES */
+    const int *slot; /* [B] this node's slots */
+    int first;       /* copy-idx0: this node's first slot (rows first .. first + B - 1) */
+    int split;       /* CTAs per value head */
 };
 
 __global__ void empty_kernel(node_args) {}
 
-/* MODE 0: slot from memory; 1: slot = first + row; 2: slot from memory, PDL */
+/* MODE 0: slot from memory; 1: slot = first + row; 2: PDL, L2 prefetch before the wait;
+ * 3: PDL, loads before the wait */
 template <int MODE> __global__ void copy_kernel(node_args a)
 {
-    const int b = blockIdx.y, part = blockIdx.x; /* part: head * split + p */
-    if (MODE == 2) asm volatile("griddepcontrol.launch_dependents;");
-    const int s = MODE == 1 ? a.first + b : a.slot[b];
+    const int b = blockIdx.y, part = blockIdx.x;         /* part: head * split + p */
     const int per_cta = ROW_BYTES / 16 / (HV * a.split); /* float4 per CTA */
+    if (MODE == 2) {
+        if (threadIdx.x == 0) {
+            const int s0 = __ldcg(a.slot + b);
+            const float4 *p0 = a.state + (size_t)s0 * (ROW_BYTES / 16) + (size_t)part * per_cta;
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p0), "r"(per_cta * 16) : "memory");
+        }
+        asm volatile("griddepcontrol.wait;" ::: "memory");
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    }
+    if (MODE == 3) asm volatile("griddepcontrol.launch_dependents;");
+    const int s = MODE == 1 ? a.first + b : a.slot[b];
     float4 *p = a.state + (size_t)s * (ROW_BYTES / 16) + (size_t)part * per_cta;
     float4 x[8];
     const int n = per_cta / blockDim.x; /* 8 at every split: 64 KiB / split over 512 / split threads */
 #pragma unroll
     for (int i = 0; i < 8; i++)
         if (i < n) x[i] = p[threadIdx.x + i * blockDim.x];
-    if (MODE == 2) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (MODE == 3) asm volatile("griddepcontrol.wait;" ::: "memory");
 #pragma unroll
     for (int i = 0; i < 8; i++)
         if (i < n) p[threadIdx.x + i * blockDim.x] = x[i];
@@ -68,13 +81,13 @@ static void launch(int kind, const node_args &a, int B, cudaStream_t st)
     if (kind == 0) empty_kernel<<<grid, block, 0, st>>>(a);
     if (kind == 1) copy_kernel<0><<<grid, block, 0, st>>>(a);
     if (kind == 2) copy_kernel<1><<<grid, block, 0, st>>>(a);
-    if (kind == 3) {
+    if (kind >= 3) {
         cudaLaunchConfig_t c = {};
         cudaLaunchAttribute at[1];
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
         c.gridDim = grid, c.blockDim = block, c.stream = st, c.attrs = at, c.numAttrs = 1;
-        CK(cudaLaunchKernelEx(&c, copy_kernel<2>, a));
+        CK(cudaLaunchKernelEx(&c, kind == 3 ? copy_kernel<2> : copy_kernel<3>, a));
     }
     CK(cudaGetLastError());
 }
@@ -91,10 +104,10 @@ int main(int argc, char **argv)
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    const char *names[4] = {"empty", "copy", "copy-idx0", "copy-pdl"};
+    const char *names[5] = {"empty", "copy", "copy-idx0", "copy-pdl", "pdl-early"};
     printf("# %s, %d SMs; µs per layer call, %d kernel nodes per graph, states of 2 MiB per row\n", prop.name, sms,
            NODES);
-    printf("%6s %10s %10s %10s %10s\n", "B", names[0], names[1], names[2], names[3]);
+    printf("%6s %10s %10s %10s %10s %10s\n", "B", names[0], names[1], names[2], names[3], names[4]);
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (int bi = 0; bi < nb; bi++) {
@@ -116,7 +129,7 @@ int main(int argc, char **argv)
         free(h);
         const int split = B * HV <= sms ? 4 : 2;
         printf("%6d", B);
-        for (int kind = 0; kind < 4; kind++) {
+        for (int kind = 0; kind < 5; kind++) {
             cudaGraph_t g;
             cudaGraphExec_t ge;
             CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));

@@ -124,6 +124,10 @@ typedef struct rssm_context_params {
     int32_t cuda_prefill;            /* CUDA prefill: -1 = chunks of 16 tokens, wide lanes whole or sliced by grid size
                                         (default); 0 = one token at a time; 1 = chunks on narrow lanes; 2 / 3 = chunks
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */
+    int32_t cuda_pdl;                /* CUDA fast kernels: programmatic dependent launch (a step kernel may start
+                                        while the kernel before it on the stream finishes, and reads nothing that
+                                        kernel may write until it has finished): -1 = for grids of at most one
+                                        value head per SM (default), 0 = never, 1 = always */
     const char *pipeline_trace_file; /* diagnostic builds (RSSM_PIPE_TRACE) only: CSV of the replay
                                         pipeline's last launch, written when the context is freed
                                         (the string must live as long as the context) */

@@ -498,8 +498,8 @@ static void sb_limit(sb_fixture *f, rssm_gate gate, int k128, rt_counts *c)
     const int32_t a_only[2] = {f->a, -1}, ac[2] = {f->a, f->cs};
     int lim_ok = rssm_plan_set_small_batch(small, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
     const int32_t autolim = rssm_plan_small_batch(small);
-    const int auto_on = gate == RSSM_GATE_KDA && k128 && rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
-    lim_ok &= autolim == (auto_on ? 3 * sm_count(ctx) / f->m.HV : 0);
+    const int auto_on = k128 && rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
+    lim_ok &= autolim == (auto_on ? (gate == RSSM_GATE_KDA ? 3 : 1) * sm_count(ctx) / f->m.HV : 0);
     lim_ok &= rssm_plan_set_small_batch(small, -2) == RSSM_ERROR_BAD_ARGUMENT && *rssm_last_error();
     lim_ok &= rssm_plan_set_small_batch(NULL, 1) == RSSM_ERROR_NULL_POINTER && rssm_plan_small_batch(NULL) == 0;
     lim_ok &= rssm_plan_small_batch(small) == autolim; /* a refused call changed nothing */

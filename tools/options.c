@@ -203,7 +203,7 @@ static int set_value(const cli_command *cmd, const cli_opt *o, const char *v)
 
 static const cli_choice split_choices[] = {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
 
-enum { N_SWITCHES = 8 };
+enum { N_SWITCHES = 9 };
 
 /* The switches of rssm_context_params (replayssm.h says what each does); ranges as the library's. */
 static void switch_table(rssm_context_params *p, cli_opt *t)
@@ -216,6 +216,7 @@ static void switch_table(rssm_context_params *p, cli_opt *t)
     t[5] = cli_int("--cuda-pipeline", &p->cuda_pipeline, -1, 1);
     t[6] = cli_int("--cuda-pipeline-balance", &p->cuda_pipeline_balance, -1, 1);
     t[7] = cli_int("--cuda-prefill", &p->cuda_prefill, -1, 3);
+    t[8] = cli_int("--cuda-pdl", &p->cuda_pdl, -1, 1);
 }
 
 void cli_switches_usage(FILE *f)
@@ -228,6 +229,7 @@ void cli_switches_usage(FILE *f)
                "  --cuda-pipeline -1|0|1      CUDA replay decode on the persistent pipeline\n"
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"
                "  --cuda-prefill -1..3        CUDA prefill lanes (0 one token at a time, 1 narrow, 2 wide, 3 sliced)\n"
+               "  --cuda-pdl -1|0|1           CUDA fast kernels: programmatic dependent launch\n"
                "(-1 = by the measured rule)\n");
 }
 

@@ -17,6 +17,7 @@ rssm_context_params rssm_context_params_default(void)
     p.cuda_pipeline = -1;
     p.cuda_pipeline_balance = -1;
     p.cuda_prefill = -1;
+    p.cuda_pdl = -1;
     return p;
 }
 
@@ -43,7 +44,8 @@ static rssm_status check_params(const rssm_context_params *p)
     if ((st = check_switch("cuda_ring_read", p->cuda_ring_read, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline", p->cuda_pipeline, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline_balance", p->cuda_pipeline_balance, -1, 1)) != RSSM_OK) return st;
-    return check_switch("cuda_prefill", p->cuda_prefill, -1, 3);
+    if ((st = check_switch("cuda_prefill", p->cuda_prefill, -1, 3)) != RSSM_OK) return st;
+    return check_switch("cuda_pdl", p->cuda_pdl, -1, 1);
 }
 
 static const rssm_backend *backend_of(rssm_device device)

@@ -32,6 +32,7 @@ typedef struct cuda_impl {
     int pipe;     /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
     int pipe_bal; /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
     int pf_mode;  /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
+    int pdl;      /* cuda_pdl: the fast kernels' programmatic dependent launch, -1 = by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -279,6 +280,12 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
             A.split = ctas * 2 <= im->sm_count ? 2 : 1;
         A.pf_ahead = im->prefetch * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
+        /* programmatic dependent launch where the grid holds at most one value head per SM: there
+         * the step is bound by latency and the launch and the checkpoint's DRAM latency overlap the
+         * kernel before (GDN packed decode at B = 1 / 2: 3.85 -> 2.91 / 5.01 -> 3.73 µs, even at 4);
+         * grids of about a wave lost up to 10% with it (B = 6 and 8) and larger ones 2-5%
+         * (bench/results/pdl-2026-12-02/) */
+        A.pdl = im->pdl > 0 || (im->pdl < 0 && ctas <= im->sm_count);
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -433,6 +440,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
     im->pipe = params->cuda_pipeline;
     im->pipe_bal = params->cuda_pipeline_balance;
     im->pf_mode = params->cuda_prefill;
+    im->pdl = params->cuda_pdl;
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||

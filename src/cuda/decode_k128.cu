@@ -1131,9 +1131,29 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     return true;
 }
 
+/* Programmatic dependent launch (A.pdl): the grid may start while the kernel before it on the
+ * stream finishes, and until that kernel has finished it reads nothing that kernel may write.
+ * Meanwhile one thread reads the row's slot through L2 (an L1 copy could go stale) and prefetches
+ * the CTA's rows of the checkpoint into L2, a hint only: if the kernel before rewrites those bytes,
+ * the loads after the wait read them from L2 as rewritten. Once the wait is over the next grid may
+ * launch (not before: its own prefetches then overlap this grid's work, not an earlier one's). */
+template <bool KDA, bool SBF> __device__ __forceinline__ void pdl_prologue(const kargs &A)
+{
+    if (threadIdx.x == 0) {
+        const int split_log2 = 31 - __clz(A.split), b = blockIdx.y;
+        const int s = __ldcg(A.io.slot + b);
+        if (s >= 0 && s < A.st.num_slots)
+            prefetch_head<KDA, SBF, MODE_PACKED>(A.st, A.l, s, blockIdx.x >> split_log2, blockIdx.x & (A.split - 1),
+                                                 (int)blockDim.x / 4, A.group);
+    }
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
 template <bool KDA, bool SBF, int MODE, int TC, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 {
+    if (A.pdl) pdl_prologue<KDA, SBF>(A);
     decode_k128_cta<KDA, SBF, MODE, TC, false, KF>(A);
 }
 
@@ -1147,6 +1167,7 @@ __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 template <bool KDA, bool SBF, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
+    if (A.pdl) pdl_prologue<KDA, SBF>(A);
     if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true, KF>(A)) return;
     __syncthreads(); /* the replay step stages into the same shared memory */
     decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false, KF>(A);

@@ -70,11 +70,13 @@ typedef struct kargs {
     int pf_ahead;                       /* decode_k128.cu only: L2 prefetch for the CTA this many ahead (0: off) */
     int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
     int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
+    int pdl;                            /* decode_k128.cu only: programmatic dependent launch */
 } kargs;
 
 /* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
  * dynamic shared memory, grouped in thread-block clusters of A.cs CTAs along x when A.cs > 1
- * (the CTAs that share ring data; see each kernel's race notes). */
+ * (the CTAs that share ring data; see each kernel's race notes), as a programmatic dependent
+ * launch when A.pdl (the kernel then waits for the grid before it: griddepcontrol.wait). */
 static inline cudaError_t launch_clustered(const void *kernel, kargs A, unsigned gx, unsigned gy, unsigned threads,
                                            size_t smem, cudaStream_t stream)
 {
@@ -84,15 +86,23 @@ static inline cudaError_t launch_clustered(const void *kernel, kargs A, unsigned
     lc.blockDim = dim3(threads, 1, 1);
     lc.dynamicSmemBytes = smem;
     lc.stream = stream;
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    unsigned n = 0;
     if (A.cs > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = (unsigned)A.cs;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        lc.attrs = attr;
-        lc.numAttrs = 1;
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = (unsigned)A.cs;
+        attr[n].val.clusterDim.y = 1;
+        attr[n].val.clusterDim.z = 1;
+        n++;
     }
+    if (A.pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    lc.attrs = n ? attr : NULL;
+    lc.numAttrs = n;
     void *args[] = {&A};
     return cudaLaunchKernelExC(&lc, kernel, args);
 }

@@ -190,13 +190,14 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     return st;
 }
 
-/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, KDA layers of K = V = 128 (the fast kernels' shape, the
- * one measured): fold every row while the step has at most
- * SMALL_BATCH_HEADS_PER_SM value heads per multiprocessor (B * HV <= 3 * SMs: 12 rows of 32
- * heads on an H200), where bench-step measured the folded step 1-12% faster than replay's
- * (both still slower than packed's; bench/results/README.md, "Small batches"). GDN layers:
- * never (folded steps measured 5% faster at 8 rows, 4% slower at 4). Host devices: never. */
-#define SMALL_BATCH_HEADS_PER_SM 3
+/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, layers of K = V = 128 (the fast kernels' shape, the one
+ * measured): fold every row while the step has at most KDA_HEADS_PER_SM (KDA) or
+ * GDN_HEADS_PER_SM (GDN) value heads per multiprocessor: 12 and 4 rows of 32 heads on an H200,
+ * where bench-step measured the folded step faster than replay's (KDA 9-20%, GDN 17-19% at 1-2
+ * rows, even at 4, 8% slower at 8; both still slower than packed's; bench/results/README.md,
+ * "Small batches"). Host devices: never. */
+#define KDA_HEADS_PER_SM 3
+#define GDN_HEADS_PER_SM 1
 
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
 {
@@ -208,11 +209,11 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
         const rssm_layer *l0 = &plan->pool->lm[0].layer;
-        const int measured = l0->gate == RSSM_GATE_KDA && l0->head_k_dim == 128 && l0->head_v_dim == 128;
+        const int measured = l0->head_k_dim == 128 && l0->head_v_dim == 128;
         rssm_context_info info;
         rssm_context_get_info(plan->pool->ctx, &info);
         const int sms = measured ? info.multiprocessors : 0;
-        max_rows = sms * SMALL_BATCH_HEADS_PER_SM / l0->num_v_heads;
+        max_rows = sms * (l0->gate == RSSM_GATE_KDA ? KDA_HEADS_PER_SM : GDN_HEADS_PER_SM) / l0->num_v_heads;
     }
     plan->small_rows = max_rows;
     return RSSM_OK;
