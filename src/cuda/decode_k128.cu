@@ -859,9 +859,9 @@ template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd
 }
 
 /* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
- * decode where the row folds this step and its ring is empty (cursor and ring base 0: packed's
- * instructions, so its time), else it returns false before it has written anything and the
- * caller runs the replay step. Returns true when the CTA is done.
+ * decode where the row folds this step and its ring is empty (cursor 0, hence ring base 0:
+ * packed's instructions, so its time), else it returns false before it has written anything and
+ * the caller runs the replay step. Returns true when the CTA is done.
  * Longer than the phases it calls: the coordinates, the slot checks, the ring copies, the start
  * fold and the window's new entries stay here, because moved into functions of their own they
  * changed the machine code of the KDA verify kernels (more spills; the SASS comparison of the
@@ -953,9 +953,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
     int c = 0, base = 0;
-    if (MODE != MODE_PACKED || CHK) {
+    if (MODE != MODE_PACKED) {
         c = A.st.cursor[s];
         base = A.st.ring_base[hd];
+    } else if (CHK) {
+        c = A.st.cursor[s]; /* with the rows, which it arrives before */
     }
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
@@ -971,8 +973,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     auto copy_ring = [&](int p0, int n) {
         copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, p0, n);
     };
-    if (spec) copy_ring(0, L);  /* needs only the slot */
-    int h = CHK ? 0 : c - base; /* CHK: packed's step; c and base are tested before the rows' writes */
+    if (spec) copy_ring(0, L);                                          /* needs only the slot */
+    int h = CHK ? 0 : c - base;                                         /* CHK: packed's step; c is tested below */
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
@@ -994,6 +996,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (kw || qw || gw) prepare_token<KDA, ONE, !KDA && MODE != MODE_PACKED>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
     cp_wait_all();
     __syncthreads(); /* ring in shared memory, token inputs prepared */
+    /* CHK: a row with ring entries (or a bad cursor) is the replay step's to do. Its cursor came
+     * with the rows' loads, so testing it here, after the token's preparation, waits for nothing,
+     * and from here on the step is packed's code; the ring base is not read (with the cursor at 0
+     * it is 0: 0 <= base <= cursor) */
+    if (CHK && c != 0) return false;
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
@@ -1103,14 +1110,6 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         __syncthreads();
     }
 
-    /* CHK: a head with ring entries (or a bad cursor or base) is the replay step's to do; its
-     * test waits for the cursor only here, where packed's step has nothing left but the rows,
-     * and before anything is written */
-    if (CHK && (c != 0 || base != 0)) {
-        cp_wait_all();
-        return false;
-    }
-
     /* ---- rows ---- */
     if (end) {
         rows_end_fold<KDA, SBF, KF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
@@ -1160,10 +1159,8 @@ __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 /* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
  * decode for the folding heads whose ring is empty, the replay step for the others (the first
  * such step of a row that has entries, or every row when a graph captured on a small step runs
- * a larger one). The decision depends on the row's slot, fold flag and cursor and the head's
- * ring base, so it is uniform over a CTA and over a cluster (GDN: one row's group of value
- * heads, whose bases are all 0 where the cursor is, 0 <= base <= cursor; KDA: one head's
- * parts). */
+ * a larger one). The decision depends on the row's slot, fold flag and cursor, so it is uniform
+ * over a CTA and over a cluster (GDN: one row's group of value heads; KDA: one head's parts). */
 template <bool KDA, bool SBF, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
