@@ -973,8 +973,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     auto copy_ring = [&](int p0, int n) {
         copy_ring_entries<KDA>(A, sK, sU, sG, sGall, ringg, rk0, hd, L, rsz, R, part, tid, nt, spec, p0, n);
     };
-    if (spec) copy_ring(0, L);                                          /* needs only the slot */
-    int h = CHK ? 0 : c - base;                                         /* CHK: packed's step; c is tested below */
+    if (spec) copy_ring(0, L); /* needs only the slot */
+    /* CHK: packed's step; c is tested below */
+    int h = CHK ? 0 : c - base;
     if (MODE != MODE_PACKED && (c < 0 || c > L || base < 0 || h < 0)) { /* a bad cursor or ring base */
         if (blockIdx.x == 0 && tid == 0) atomicAdd(A.err, 1);
         zero_exit();
