@@ -108,10 +108,10 @@ class Kernel:
 
 
 class ReplaySSM(Kernel):
-    def __init__(self, replay):
+    def __init__(self, replay, switches=None):
         self.replay = replay
         self.name = "rs-replay" if replay else "rs-packed"
-        self.ctx = rs.Context(DEV)
+        self.ctx = rs.Context(DEV, **(switches or {}))
 
     def layer(self, gate, H, HV, io="bf16"):
         return rs.Layer(gate=gate, H=H, HV=HV, K=K, V=V, ring_len=L, state_dtype="f32", ring_dtype="bf16",
@@ -328,8 +328,9 @@ class SGLangReplay(SGLangPacked):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
-def load_kernels():
-    ks, notes = [ReplaySSM(False), ReplaySSM(True)], []
+def load_kernels(switches=None):
+    """The kernels to time; switches: replayssm's context switches (rssm_context_params)."""
+    ks, notes = [ReplaySSM(False, switches), ReplaySSM(True, switches)], []
     try:
         import fla
 
@@ -425,10 +426,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commit", default=None, help="the tree's commit for the records (default: git's HEAD)")
+    ap.add_argument("--cuda-pdl", type=int, choices=(-1, 0, 1), default=None,
+                    help="replayssm's programmatic dependent launch (cuda_pdl; default: the library's rule)")
     a = ap.parse_args(argv)
     batches = [int(b) for b in a.batch.split(",")]
     os.makedirs(a.out, exist_ok=True)
-    kernels, notes = load_kernels()
+    kernels, notes = load_kernels({} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl})
     bw = copy_bandwidth()
     gpu = torch.cuda.get_device_name()
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

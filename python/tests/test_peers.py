@@ -37,3 +37,12 @@ def test_outputs_are_written(peers, tmp_path):
     text = (tmp_path / "peers.txt").read_text()
     assert "| 8 | 8.00 | 8.00 | 0.50 |" in text
     assert (tmp_path / "peers.csv").read_text().count("\n") == 5
+
+
+def test_replayssm_switches_reach_its_context(peers):
+    """--cuda-pdl (and any context switch) reaches replayssm's kernels; a bad value is refused."""
+    gate, H, HV = peers.MODELS["qwen3-next"]
+    off = peers.f64_error(peers.ReplaySSM(False, {"cuda_pdl": 0}), gate, H, HV, seed=3)
+    assert off == peers.f64_error(peers.ReplaySSM(False), gate, H, HV, seed=3)  # no bit depends on it
+    with pytest.raises(Exception, match="cuda_pdl"):
+        peers.ReplaySSM(False, {"cuda_pdl": 2})
