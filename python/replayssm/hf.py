@@ -184,13 +184,10 @@ def _cropping(original, rings):
             if n and len(pending) != ring.num_slots:
                 raise ValueError(f"replayssm.hf: crop({tokens_to_remove}) of tokens that no speculative window holds "
                                  f"(enable(model, speculative=True) keeps a window's tokens until the crop)")
-            if pending:
-                slots = sorted(pending)
-                kept = [pending[s] - n for s in slots]
-                if min(kept) < 0:
-                    raise ValueError(f"replayssm.hf: crop({tokens_to_remove}) of a window of {min(pending.values())} "
-                                     f"tokens")
-                ring.commit(slots, kept)
+            if pending and min(pending.values()) < n:
+                raise ValueError(f"replayssm.hf: crop({tokens_to_remove}) of a window of {min(pending.values())} "
+                                 f"tokens")
+            _commit_pending(ring, n)
         return original(tokens_to_remove, *args, **kwargs)
 
     return crop
@@ -207,7 +204,7 @@ def _following(original, rings):
         out = original(indices, *args, **kwargs)
         idx = [int(i) for i in (indices.tolist() if hasattr(indices, "tolist") else indices)]
         for layer, ring in list(rings.items()):
-            _settle(ring)
+            _commit_pending(ring)
             states = ring.read(list(range(ring.num_slots)))[idx]
             new = ring if len(idx) == ring.num_slots else fla.RingCache(
                 len(idx), ring.H, ring.K, ring.HV, ring.V, gate=ring.gate, ring_len=ring.ring_len,
@@ -219,12 +216,13 @@ def _following(original, rings):
     return apply
 
 
-def _settle(ring) -> None:
-    """Commits a speculative ring's pending windows whole (no crop came: every token counts)."""
+def _commit_pending(ring, rejected: int = 0) -> None:
+    """Commits each pending window of a speculative ring but its last `rejected` tokens; with none
+    rejected (no crop came: every token counts) the windows count whole."""
     pending = ring.pending()
     if pending:
         slots = sorted(pending)
-        ring.commit(slots, [pending[s] for s in slots])
+        ring.commit(slots, [pending[s] - rejected for s in slots])
 
 
 def _device_of(ring):
@@ -299,5 +297,5 @@ def states(cache: Any, layer_idx: int, *, state_v_first: bool = False):
     if layer_idx not in rings:
         raise KeyError(f"replayssm.hf.states: layer {layer_idx} has no replayssm state in this cache")
     ring = rings[layer_idx]
-    _settle(ring)
+    _commit_pending(ring)
     return ring.read(list(range(ring.num_slots)), state_v_first=state_v_first)

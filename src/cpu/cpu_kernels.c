@@ -695,9 +695,10 @@ static void replay_head_load(const replay_item *it, replay_head *hd, int hv, cpu
 
     /* KDA verify: windows that decay too far for pre-decayed keys clamp and fold (params.h) */
     int deep = 0;
+    const float decay = rssm_kda_window_decay(l);
     if (it->verify && l->gate == RSSM_GATE_KDA)
         for (int c = 0; c < K; c++) {
-            const float lvl = rssm_kda_window_level(g + c, gk, T, rssm_kda_window_decay(l));
+            const float lvl = rssm_kda_window_level(g + c, gk, T, decay);
             if (!(lvl > -INFINITY)) continue; /* no clamp: the common window */
             for (int t = 0; t < T; t++)
                 g[(size_t)t * gk + c] = rssm_kda_clamp(g[(size_t)t * gk + c], lvl);
