@@ -152,7 +152,9 @@ struct fixed_smem {
     float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
         gt[8][K128_DIM];
     float wk[8][K128_LMAX], wq[8][K128_LMAX];
-    float beta[8], kq[8], pad_[8];
+    float beta[8], kq[8];
+    int base; /* the head's ring base as read, parked for KDA's test at the end */
+    int pad_[7];
 };
 static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte aligned");
 
@@ -162,7 +164,8 @@ static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte align
 static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
 {
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
-           (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) + (window_mma ? 8 * K128_XDS * sizeof(double) : 0);
+           (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) +
+           (window_mma ? 8 * K128_XDS * sizeof(double) + K128_NT * sizeof(uint32_t) : 0);
 }
 #define K128_SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
@@ -674,12 +677,13 @@ __device__ __forceinline__ float window_token_chain(int rdt, int h, int t, bool 
  * channels 16 j + 4 (l % 4) + e of its row srow, A from S, B from column l / 4 of sXd), two
  * accumulators, then the ring in tiles of 4 entries (entry i0 + l % 4). Lane 4 r + t ends with
  * row r's two values of token t and finishes that row and token (window_token_chain): o_t of
- * row b, u_t into the ring of slot s at position wpos + t. */
+ * row b, u_t into the ring of slot s at position wpos + t. vb: v of that row and token as read
+ * (io dtype bits). */
 template <int TC>
 __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)[8][4], const double *sXd,
                                                 const unsigned char *sU, int rbf, int h, int wpos, int T, int lane,
-                                                int srow, int sch, int b, int s, int HV, int hv, int L,
-                                                const uint32_t (&vraw)[2], int iobf)
+                                                int srow, int sch, int b, int s, int HV, int hv, int L, uint32_t vb,
+                                                int iobf)
 {
     fixed_smem &sm = k128_smem();
     const rssm_layer &l = A.l;
@@ -708,8 +712,7 @@ __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)
     }
     const int t = cq;
     const bool live = t < T;
-    const float vr =
-        __shfl_sync(FULL_MASK, __uint_as_float(iobf ? vraw[0] << 16 : vraw[0]), 8 * t + n); /* v of token t, row srow */
+    const float vr = __uint_as_float(iobf ? vb << 16 : vb);
     float dd = (float)(d0 + e0), o = (float)(d1 + e1);
     const float uw =
         window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
@@ -903,6 +906,13 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     const int srow = MMA ? row0 + (lane >> 2) : row0, sch = MMA ? 4 * (lane & 3) : c4;
     constexpr int SSTEP = MMA ? 16 : K128_DIM;
     double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * K128_DIM * sizeof(float) : 0));
+    /* MMA: v. Held in a register from round 0 through the start fold, it was spilled, and the
+     * spill's store waited for the load (a DRAM round trip per CTA): PARK_V loads it in round 0
+     * and parks it in shared memory from the first barrier to the rows; GDN with a bf16 state
+     * loads it after the start fold instead (parked: 64 bytes of spills against 8, and 1.5%
+     * slower on the H200) */
+    constexpr bool PARK_V = MMA && (KDA || !SBF);
+    uint32_t *sV = (uint32_t *)(sXd + 8 * K128_XDS);
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
     int s = A.io.slot[b];
@@ -922,9 +932,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     stage_token_inputs<KDA>(A, b, T, tp, kh, hv, HV, lane, iobf, kw, qw, gw, ga, braw);
     cp_commit();                 /* group 0: token inputs */
     uint32_t vraw[2] = {0u, 0u}; /* v of the row phase (load_v) */
-    /* (MMA: after the start fold, whose registers are short: held from here, v would be
-     * spilled, and the spill's store would wait for the load) */
-    if (!MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
+    if (!MMA || PARK_V) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
     auto vreg = [&](int jj) { return __uint_as_float(iobf ? vraw[jj] << 16 : vraw[jj]); };
 
     /* ---- round 1: cursor, ring base and the warp's 8 rows of S0 ---- */
@@ -986,17 +994,28 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(KDA ? 0 : base, h);
     cp_commit(); /* group 1: the ring (possibly empty) */
     /* GDN, speculative: every position copied, the live entries from shared entry base on */
-    if (!KDA && spec) {
+    /* f32-state verify: an offset from the fixed shared base, formed where used; the other
+     * kernels: shifted pointers. Chosen per kernel by what ptxas -v spills (the f32 window of 3-4
+     * tokens: 44 bytes with shifted pointers, 28 with the offset; bf16 state and one token: the
+     * reverse) */
+    constexpr bool OFFSET = !KDA && !SBF && MODE == MODE_VERIFY;
+    const int e0 = OFFSET && spec ? base : 0;
+    if (!KDA && spec && !OFFSET) {
         sK += (size_t)base * K128_DIM * rsz, sU += (size_t)base * K128_DIM * rsz;
         sG += base;
     }
+    auto lK = [&]() { return sK + (size_t)e0 * K128_DIM * rsz; };
+    auto lU = [&]() { return sU + (size_t)e0 * K128_DIM * rsz; };
+    auto lG = [&]() { return sG + e0; };
     /* KDA: G_{h-1} per channel (valid when h > 0) */
-    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG;
+    const float *Gl = KDA ? (spec ? sGall + (h > 0 ? h - 1 : 0) * K128_DIM : sG) : sG; /* GDN: unused */
 
     /* token preparation, while S0 and the ring are in flight */
     if (kw || qw || gw) prepare_token<KDA, ONE, !KDA && MODE != MODE_PACKED>(A, tp, lane, iobf, kw, qw, gw, ga, braw);
     cp_wait_all();
-    __syncthreads(); /* ring in shared memory, token inputs prepared */
+    if (PARK_V) sV[tid] = vraw[0];
+    if (KDA && tid == 0) sm.base = base; /* read at the end from here, not held (and spilled) */
+    __syncthreads();                     /* ring in shared memory, token inputs prepared */
     /* CHK: a row with ring entries (or a bad cursor) is the replay step's to do. Its cursor came
      * with the rows' loads, so testing it here, after the token's preparation, waits for nothing,
      * and from here on the step is packed's code; the ring base is not read (with the cursor at 0
@@ -1013,7 +1032,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         c0 = uniform ? 0 : c;
         /* KDA: every window (a deep one clamps its gates and folds); GDN: with live entries */
         if (MODE == MODE_VERIFY && (KDA || (!uniform && h > 0))) {
-            const int tests = window_tests<KDA>(A, KDA ? Gl : sG + h - 1, uniform ? 0 : h, T, lane);
+            const int tests = window_tests<KDA>(A, KDA ? Gl : lG() + h - 1, uniform ? 0 : h, T, lane);
             early = !uniform && h > 0 && tests != 0;
             if (KDA && (tests & 2)) { /* rare, and alike in every warp */
                 if (w == 0) clamp_window_gates(A, T, lane);
@@ -1022,20 +1041,20 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         }
     }
     const bool sfold = uniform || early;
-    int new_base = base;
+    int new_base = -1; /* KDA: the head's ring base after the step's folds (-1: unchanged) */
 
     /* fold of the h committed entries (shared memory) into S (k128_common.cuh) */
-    auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, rbf, c4, row0); };
+    auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, lK(), lU(), lG(), rbf, c4, row0); };
 
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
             if constexpr (MMA) {
-                fold_ring_rows_mma<KDA>(S, KDA ? Gl : sG + h - 1, h, sK, sU, sG, rbf, sch, srow, (float *)sXd);
+                fold_ring_rows_mma<KDA>(S, KDA ? Gl : lG() + h - 1, h, lK(), lU(), lG(), rbf, sch, srow, (float *)sXd);
             } else {
                 float Gs[4];
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    Gs[e] = KDA ? Gl[c4 + e] : sG[h - 1];
+                    Gs[e] = KDA ? Gl[c4 + e] : lG()[h - 1];
                 fold_ring(Gs);
             }
             store_checkpoint_rows<SBF, MMA>(
@@ -1046,15 +1065,14 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
     /* the ring position of the step's first new entry (cursor value c0): KDA c0 - base = h, GDN c0 */
     const int wpos = KDA ? h : c0;
-
-    if (MMA) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
+    if (MMA && !PARK_V) load_v<TC>(A, b, T, hv, row0, lane, iobf, vraw);
 
     /* ---- cumulative gates and everything derived from them ---- */
     float wa4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wb4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, G1 = 0.0f, gmin1 = 0.0f;
     if (ONE) {
-        gates_one_token<KDA, MODE>(w, lane, h, Gl, sG, wa4, wb4, G1, gmin1);
+        gates_one_token<KDA, MODE>(w, lane, h, Gl, lG(), wa4, wb4, G1, gmin1);
     } else if (tw) { /* verify: warp t, token t */
-        gates_window_token<KDA, MMA>(A, sXd, w, lane, h, Gl, sG);
+        gates_window_token<KDA, MMA>(A, sXd, w, lane, h, Gl, lG());
     } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
                                              * rows): zero vectors, so that the rows need no branch */
         zero_window_slot<MMA>(sXd, w, lane);
@@ -1083,11 +1101,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
     if (ONE) {
         ring_weights<KDA>(
-            sm.wk[0], sm.wq[0], sK, rbf, sG, G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
+            sm.wk[0], sm.wq[0], lK(), rbf, lG(), G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
             [&](int e) { return wb4[e]; });
         /* the new entry's k and G; GDN: the group's key also when this head folds early */
         if (MODE != MODE_PACKED && (KDA ? !end : end != 1) && part == 0 && w == NW - 1) {
-            write_new_entry<KDA>(A, h, wpos, Gl, sG, rbf, lane, ringg, rk0, hv == kh * group, !end);
+            write_new_entry<KDA>(A, h, wpos, Gl, lG(), rbf, lane, ringg, rk0, hv == kh * group, !end);
         }
         /* GDN: the head's ring base after a fold (every part of the head has read it: one CTA,
          * or the cluster wait above), by the same warp (there, with its offset formed apart,
@@ -1096,7 +1114,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             A.st.ring_base[(int64_t)opaque(s) * HV + hv] = end ? (end == 2 ? c0 + 1 : 0) : c0;
         __syncthreads();
     } else {
-        window_ring_weights<KDA>(sK, sG, rbf, T, h, w, NW, lane);
+        window_ring_weights<KDA>(lK(), lG(), rbf, T, h, w, NW, lane);
         if (MODE != MODE_PACKED && !end && part == 0 &&
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;
@@ -1113,18 +1131,21 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 
     /* ---- rows ---- */
     if (end) {
-        rows_end_fold<KDA, SBF, KF>(A, S, sK, sU, sG, Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
+        rows_end_fold<KDA, SBF, KF>(A, S, lK(), lU(), lG(), Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
                                     MODE == MODE_PACKED ? d : s);
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
-        rows_window_mma<TC>(A, S, sXd, sU, rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vraw, iobf);
+        /* v of the lane's token lane % 4 and row srow, as load_v's lane 8 (lane % 4) + lane / 4 read it */
+        const int vl = 8 * (lane & 3) + (lane >> 2);
+        const uint32_t vb = PARK_V ? sV[32 * w + vl] : __shfl_sync(FULL_MASK, vraw[0], vl);
+        rows_window_mma<TC>(A, S, sXd, lU(), rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vb, iobf);
     } else if (MODE != MODE_PACKED) {
-        rows_window<TC>(A, S, sU, rbf, h, wpos, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
+        rows_window<TC>(A, S, lU(), rbf, h, wpos, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
     }
     /* GDN verify: the head's ring base after a start fold (here rather than before the rows:
      * fewer registers held through them) */
     if (!KDA && !ONE && sfold && part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = c0;
-    if (KDA && MODE != MODE_PACKED && new_base != base) {
+    if (KDA && MODE != MODE_PACKED && new_base >= 0 && new_base != sm.base) {
         if (A.cs > 1) cluster_sync_all(); /* every part of the head has read ring_base */
         if (part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = new_base;
     }
