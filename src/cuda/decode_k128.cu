@@ -908,10 +908,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     double *sXd = (double *)((unsigned char *)sGall + (KDA && spec ? (size_t)L * K128_DIM * sizeof(float) : 0));
     /* MMA: v. Held in a register from round 0 through the start fold, it was spilled, and the
      * spill's store waited for the load (a DRAM round trip per CTA): PARK_V loads it in round 0
-     * and parks it in shared memory from the first barrier to the rows; GDN with a bf16 state
-     * loads it after the start fold instead (parked: 64 bytes of spills against 8, and 1.5%
-     * slower on the H200) */
-    constexpr bool PARK_V = MMA && (KDA || !SBF);
+     * and parks it in shared memory from the first barrier to the rows. GDN with a bf16 state or
+     * the K-first layout loads it after the start fold instead, as ptxas and the H200 prefer
+     * there (parked: GDN bf16 64 bytes of spills against 8 and 1.5% slower; K-first f32 203.6
+     * against 199.0 us at T = 4, B = 128; bench/results/verify-spill-2026-12-02/) */
+    constexpr bool PARK_V = MMA && (KDA || (!SBF && !KF));
     uint32_t *sV = (uint32_t *)(sXd + 8 * K128_XDS);
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
