@@ -994,11 +994,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* ---- round 2: the live ring entries into shared memory (GDN from position base) ---- */
     if (!spec && MODE != MODE_PACKED && h > 0) copy_ring(KDA ? 0 : base, h);
     cp_commit(); /* group 1: the ring (possibly empty) */
-    /* GDN, speculative: every position copied, the live entries from shared entry base on */
-    /* f32-state verify: an offset from the fixed shared base, formed where used; the other
-     * kernels: shifted pointers. Chosen per kernel by what ptxas -v spills (the f32 window of 3-4
-     * tokens: 44 bytes with shifted pointers, 28 with the offset; bf16 state and one token: the
-     * reverse) */
+    /* GDN, speculative: every position copied, the live entries from shared entry base on:
+     * f32-state verify addresses them by an offset from the fixed shared base, formed where used,
+     * the other kernels by shifted pointers. Chosen by ptxas -v: with shifted pointers the f32
+     * windows spill more, and in the K-first window kernel a spill store waits for a global load;
+     * with the offset, bf16 state and one-token kernels spill more */
     constexpr bool OFFSET = !KDA && !SBF && MODE == MODE_VERIFY;
     const int e0 = OFFSET && spec ? base : 0;
     if (!KDA && spec && !OFFSET) {

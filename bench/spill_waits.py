@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Spill stores that wait for DRAM, kernel by kernel, from a cubin's SASS.
+
+A register spilled right after a global load is stored to local memory with STL, and that store
+cannot issue before the load has returned: the warp stalls for a DRAM round trip where the source
+expected the load to stay in flight. ptxas -v counts spill bytes, not this; the count here is
+what made GDN verify (T = 3-4) 9% slower at 4bf317d (bench/results/verify-spill-2026-12-02/).
+
+    nvcc ... -cubin -o k.cubin src/cuda/decode_k128.cu     (the build's flags, -arch sm_90)
+    python3 bench/spill_waits.py k.cubin [--match decode_k128]
+
+Needs cuobjdump (CUDA toolkit, or triton's copy) on PATH, or a saved `cuobjdump -sass` listing
+in place of the cubin. Per kernel: STL and LDL counts and the STLs whose source register was last
+written by a global load (LDG). It reads one instruction at a time in listing order, so a load and
+a store in different branches can be paired (an over-count, never an under-count).
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+INSN = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)\s*([^;]*);")
+# opcodes whose first register operand is not a destination
+NO_DEST = ("ST", "RED", "ATOM", "BRA", "BAR", "BSYNC", "BSSY", "EXIT", "RET", "CALL", "WARPSYNC", "LDGSTS")
+
+
+def demangle(name):
+    out = subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
+    return out or name
+
+
+def width(op):
+    """Registers an instruction writes from its first destination register on."""
+    if ".128" in op:
+        return 4
+    if ".64" in op or op.startswith("DMMA"):
+        return 2
+    return 1
+
+
+def scan(body):
+    writer = {}  # register number -> opcode that last wrote it
+    stl = ldl = waits = 0
+    for line in body.splitlines():
+        m = INSN.match(line)
+        if not m:
+            continue
+        op, args = m.groups()
+        if op.startswith("STL"):
+            stl += 1
+            src = re.search(r"\],\s*R(\d+)", args)
+            if src and writer.get(int(src.group(1)), "").startswith("LDG"):
+                waits += 1
+            continue
+        if op.startswith("LDL"):
+            ldl += 1
+        if op.startswith(NO_DEST):
+            continue
+        dst = re.search(r"\bR(\d+)\b", args)
+        if dst:
+            first = int(dst.group(1))
+            for r in range(first, first + width(op)):
+                writer[r] = op
+    return stl, ldl, waits
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("input", help="a .cubin, or the text of cuobjdump -sass")
+    ap.add_argument("--match", default="", help="only kernels whose demangled name contains this")
+    a = ap.parse_args(argv)
+    if a.input.endswith(".cubin"):
+        r = subprocess.run(["cuobjdump", "-sass", a.input], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"cuobjdump failed: {r.stderr.strip()}")
+        text = r.stdout
+    else:
+        with open(a.input) as f:
+            text = f.read()
+    rows = []
+    for part in re.split(r"\n\s+Function : ", text)[1:]:
+        name, _, body = part.partition("\n")
+        name = demangle(name.strip())
+        if a.match in name:
+            rows.append((name, *scan(body)))
+    if not rows:
+        sys.exit("no kernel matched")
+    w = max(len(r[0]) for r in rows)
+    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG")
+    for name, stl, ldl, waits in sorted(rows):
+        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:3d}")
+
+
+if __name__ == "__main__":
+    main()
