@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Peer benchmark: replayssm's decode against the public kernels, in one process on one GPU.
 
-    python bench/peers.py --out DIR [--batch 1,8,64,512] [--models qwen3-next,kimi-linear]
+    python bench/peers.py --out DIR [--batch 1,8,64,512] [--models qwen3-next,kimi-linear] [--verify T]
 
 Kernels (each skipped, with the reason printed, when its package is missing):
   rs-packed, rs-replay   replayssm through its Python binding (replayssm.ops), V-first state
@@ -10,6 +10,14 @@ Kernels (each skipped, with the reason printed, when its package is missing):
                          (KDA), state K-first [.., K, V] and V-first (state_v_first=True)
   sgl-packed             SGLang's packed decode (fused qkv row, V-first state pool, in place)
   sgl-replay             SGLang's ReplaySSM decode (checkpoint + d/k/g ring caches, write position)
+With --verify T (speculative verify of T tokens per row, then the commit of the accepted ones, each
+row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
+  rs-verify              replayssm's verify + commit (one cursor move per step for all layers)
+  sgl-spec               SGLang's GDN ReplaySSM spec verify (gdn_replayssm_spec_decode, its circular
+                         d/k/g caches in bf16 / bf16 / f32) + its commits after the last layer
+                         (commit_gdn_replayssm_spec: the cursors; commit_gdn_replayssm_circular: the
+                         rows whose ring is full fold every layer in one launch), as its engine calls
+                         them for an f32 checkpoint
 
 Method (as the project's CLI bench): Qwen3-Next GDN (H=16, HV=32) and Kimi-Linear KDA (H=HV=32),
 K=V=128, f32 state, bf16 q/k/v and raw gate inputs a, b (every kernel evaluates the gates and
@@ -22,9 +30,10 @@ Slot order: "seq" rows use slots 0..B-1 of a pool of 2B slots; "rnd" a random sa
 random order (as a serving pool has). FLA's GDN entry takes no slot indices (its states are the
 rows' own contiguous [B, ...] tensors): "contig". FLA's KDA entry takes ssm_state_indices (the
 in-place form engines call): seq and rnd.
-err: the largest |o - o_ref| over max |o_ref| of 2L + 5 decode steps at B = 4 from the same random
-state and inputs, against the float64 recurrence of replayssm.reference; these runs take float32
-q, k, v and o (of bf16 values), so that the error is the kernel's and not o's bf16 rounding.
+err: the largest |o - o_ref| over max |o_ref| of 2L + 5 decode steps (verify: the whole windows of T
+in them, every token accepted) at B = 4 from the same random state and inputs, against the float64
+recurrence of replayssm.reference; these runs take float32 q, k, v and o (of bf16 values), so that
+the error is the kernel's and not o's bf16 rounding.
 
 Writes peers.csv, peers.txt (the tables) and peers.png (us against B, one line per kernel) in
 --out. The peers' code is imported from their installed packages at run time.
@@ -328,6 +337,161 @@ class SGLangReplay(SGLangPacked):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+def accepted_rows(B, T, gen):
+    """Tokens each row keeps of a verify window: T - 1 or T, drawn once per row (3.5 of 4 on
+    average), as a draft model's acceptance is."""
+    return (T - torch.randint(0, 2, (B,), generator=gen, device=DEV)).to(torch.int32)
+
+
+class ReplaySSMVerify(ReplaySSM):
+    """replayssm's speculative verify of T tokens per row and the commit of the accepted ones
+    (ops.verify per layer, ops.commit once after the last: the layers share the cursor)."""
+
+    def __init__(self, T, switches=None):
+        super().__init__(True, switches)
+        self.T, self.name = T, "rs-verify"
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        ly, T = self.layer(gate, H, HV), self.T
+        slot = slot_rows(B, order, gen)
+        states, cursor = [], None
+        for _ in range(nl):
+            st = rs.State.allocate(ly, 2 * B, self.ctx, ring=True, cursor=cursor)
+            cursor = st.cursor
+            states.append(st)
+        cursor[slot.long()] = (torch.arange(B, device=DEV) % L).to(torch.int32)  # staggered rows
+        ins = [make_inputs(gate, B, H, HV, T, gen) for _ in range(nl)]
+        outs = [torch.empty(B, T, HV, V, dtype=torch.bfloat16, device=DEV) for _ in range(nl)]
+        acc = accepted_rows(B, T, gen)
+
+        def step():
+            for st, x, o in zip(states, ins, outs):
+                ops.verify(self.ctx, ly, st, x["q"], x["k"], x["v"], x["a"], x["b"], x["A_log"], x["dt_bias"],
+                           slot=slot, out=o)
+            ops.commit(self.ctx, ly, states[0], T, slot, None, acc)
+
+        return step, L
+
+    def run_steps(self, gate, H, HV, S0, x):
+        ly, T = self.layer(gate, H, HV, "f32"), self.T
+        B, n = x["q"].shape[0], x["q"].shape[1] // T * T
+        st = rs.State.allocate(ly, B, self.ctx, ring=True)
+        if isinstance(st.checkpoint, torch.Tensor):
+            st.checkpoint.copy_(torch.from_numpy(S0).float())
+        else:  # a host context's numpy state
+            st.checkpoint[...] = S0
+        slot = torch.arange(B, device=DEV, dtype=torch.int32)
+        every = torch.full((B,), T, device=DEV, dtype=torch.int32)
+        out = []
+        for t0 in range(0, n, T):
+            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            out.append(ops.verify(self.ctx, ly, st, xw["q"], xw["k"], xw["v"], xw["a"], xw["b"], xw["A_log"],
+                                  xw["dt_bias"], slot=slot))
+            ops.commit(self.ctx, ly, st, T, slot, None, every)
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
+class SGLangSpecVerify(Kernel):
+    """SGLang's GDN ReplaySSM speculative verify (Part B of its RFC #28511), called as its GDN
+    backend and its verify commit call it for an f32 checkpoint: per layer gdn_replayssm_spec_decode
+    (launch_mode "verify": the window's outputs from the checkpoint and the circular d/k/g history,
+    the window's records appended); after the last layer commit_gdn_replayssm_spec (the cursors:
+    write position, base, flush flag) and commit_gdn_replayssm_circular (rows whose ring reached
+    its capacity fold it into the checkpoint, every layer in one launch). Rows start at staggered
+    write positions i mod (L - 2T + 1) (its ring keeps at most L - 2T + 1 committed entries before
+    it flushes). GDN only."""
+
+    name = "sgl-spec"
+
+    def __init__(self, T):
+        from sglang.kernels.ops.attention.linear.gdn_replayssm_spec_decode import (
+            commit_gdn_replayssm_circular, commit_gdn_replayssm_spec, gdn_replayssm_spec_decode)
+
+        self.T = T
+        self.decode, self.commit_cursors, self.commit_rings = (gdn_replayssm_spec_decode, commit_gdn_replayssm_spec,
+                                                               commit_gdn_replayssm_circular)
+
+    def orders_for(self, gate):
+        return ("seq", "rnd") if gate == "gdn" else ()
+
+    def buffers(self, nl, n, B, H, HV, dtype):
+        """Checkpoints and rings of nl layers over n slots, cursors of B request rows (+ 1, as its pool)."""
+        z = lambda *shape, dt=torch.float32: torch.zeros(*shape, dtype=dt, device="cuda")  # noqa: E731
+        return dict(S=z(nl, n, HV, V, K), d=z(nl, n, HV, L, V, dt=dtype), k=z(nl, n, H, L, K, dt=dtype),
+                    g=z(nl, n, HV, L), wp=z(B + 1, dt=torch.int32), base=z(B + 1, dt=torch.int32),
+                    flush=z(B + 1, dt=torch.int8))
+
+    @staticmethod
+    def flat(x, T):
+        """One window's inputs as its varlen entry takes them: [B T, heads, dim], a and b [B T, HV]."""
+        B = x["q"].shape[0]
+        f = {n: x[n].reshape(B * T, *x[n].shape[2:]).contiguous() for n in ("q", "k", "v", "a", "b")}
+        f.update(A_log=x["A_log"], dt_bias=x["dt_bias"])
+        return f
+
+    def layer_call(self, f, buf, l, out, qsl, slot, rows):
+        self.decode(f["q"], f["k"], f["v"], f["a"], f["b"], f["A_log"], f["dt_bias"], buf["S"][l], buf["d"][l],
+                    buf["k"][l], buf["g"][l], None, None, None, out, qsl, slot, rows, buf["wp"], buf["base"],
+                    buf["flush"], L, self.T, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, null_block_id=-1,
+                    launch_mode="verify")
+
+    def commit(self, buf, slot, rows, acc):
+        self.commit_cursors(buf["wp"], buf["base"], buf["flush"], acc, rows, L, self.T, fold_every_commit=False,
+                            null_block_id=-1)
+        self.commit_rings(checkpoint_state=buf["S"], d_cache=buf["d"], k_cache=buf["k"], g_cache=buf["g"],
+                          d_residual_cache=None, k_residual_cache=None, state_batch_indices=slot,
+                          replay_indices=rows, write_pos=buf["wp"], cache_base=buf["base"], is_flush=buf["flush"],
+                          accept_lens=acc, null_block_id=-1)
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        T = self.T
+        slot = slot_rows(B, order, gen)
+        rows = torch.arange(B, device="cuda", dtype=torch.int32)
+        buf = self.buffers(nl, 2 * B, B, H, HV, torch.bfloat16)
+        buf["wp"][:B] = (torch.arange(B, device="cuda") % (L - 2 * T + 1)).to(torch.int32)
+        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
+        outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        acc = accepted_rows(B, T, gen)
+
+        def step():
+            for l, (f, o) in enumerate(zip(ins, outs)):
+                self.layer_call(f, buf, l, o, qsl, slot, rows)
+            self.commit(buf, slot, rows, acc)
+
+        return step, L
+
+    def run_steps(self, gate, H, HV, S0, x):
+        T = self.T
+        B, n = x["q"].shape[0], x["q"].shape[1] // T * T
+        buf = self.buffers(1, B, B, H, HV, x["v"].dtype)
+        buf["S"][0].copy_(torch.from_numpy(S0).float())
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        every = torch.full((B,), T, device="cuda", dtype=torch.int32)
+        out = []
+        for t0 in range(0, n, T):
+            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
+            self.layer_call(self.flat(xw, T), buf, 0, o, qsl, slot, slot)
+            self.commit(buf, slot, slot, every)
+            out.append(o.reshape(B, T, HV, V))
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
+def load_verify_kernels(T, switches=None):
+    """The verify kernels (--verify T)."""
+    ks, notes = [ReplaySSMVerify(T, switches)], []
+    try:
+        import sglang
+
+        ks.append(SGLangSpecVerify(T))
+        notes.append(f"sglang {getattr(sglang, '__version__', '?')}")
+    except Exception as e:  # noqa: BLE001 - any import failure means the peer is not there
+        notes.append(f"sgl-spec: skipped ({type(e).__name__}: {e})")
+    return ks, notes
+
+
 def load_kernels(switches=None):
     """The kernels to time; switches: replayssm's context switches (rssm_context_params)."""
     ks, notes = [ReplaySSM(False, switches), ReplaySSM(True, switches)], []
@@ -413,6 +577,7 @@ def f64_error(kernel, gate, H, HV, seed):
     xn = {n: t.double().cpu().numpy() for n, t in x.items()}
     o_ref, _ = ref.run_layer(gate, xn["q"], xn["k"], xn["v"], xn["a"], xn["b"], xn["A_log"], xn["dt_bias"],
                              initial_state=S0, scale=K ** -0.5)
+    o_ref = o_ref[:, :o.shape[1]]  # verify: the whole windows
     return float(np.abs(o - o_ref).max() / np.abs(o_ref).max())
 
 
@@ -428,10 +593,15 @@ def main(argv=None):
     ap.add_argument("--commit", default=None, help="the tree's commit for the records (default: git's HEAD)")
     ap.add_argument("--cuda-pdl", type=int, choices=(-1, 0, 1), default=None,
                     help="replayssm's programmatic dependent launch (cuda_pdl; default: the library's rule)")
+    ap.add_argument("--verify", type=int, default=0, metavar="T",
+                    help="time speculative verify of T tokens + commit instead of decode (2 <= T <= L / 2)")
     a = ap.parse_args(argv)
     batches = [int(b) for b in a.batch.split(",")]
     os.makedirs(a.out, exist_ok=True)
-    kernels, notes = load_kernels({} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl})
+    if a.verify and not 2 <= a.verify <= L // 2:
+        ap.error(f"--verify {a.verify}: T from 2 to L / 2 = {L // 2} (SGLang's ring needs L >= 2 T)")
+    switches = {} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl}
+    kernels, notes = load_verify_kernels(a.verify, switches) if a.verify else load_kernels(switches)
     bw = copy_bandwidth()
     gpu = torch.cuda.get_device_name()
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -439,7 +609,8 @@ def main(argv=None):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = [f"# replayssm {rs.version()} ({commit}), torch {torch.__version__}, {gpu}, {date}",
             f"# peers: {'; '.join(notes)}",
-            f"# copy bandwidth {bw / 1e12:.2f} TB/s (read + write); packed floor = 2 x state bytes / that",
+            f"# copy bandwidth {bw / 1e12:.2f} TB/s (read + write); floor = " +
+            ("state bytes / that (the checkpoint read alone)" if a.verify else "2 x state bytes / that (packed)"),
             f"# command: python bench/peers.py {' '.join(sys.argv[1:] if argv is None else argv)}"]
     print("\n".join(head), flush=True)
     rows = []
@@ -447,6 +618,9 @@ def main(argv=None):
         gate, H, HV = MODELS[model]
         errs = {}
         for kn in kernels:
+            if hasattr(kn, "orders_for") and not kn.orders_for(gate):
+                print(f"# {model} {kn.name}: not for this gate", flush=True)
+                continue
             try:
                 errs[kn.name] = f64_error(kn, gate, H, HV, a.seed)
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is reported, not fatal
@@ -467,11 +641,12 @@ def main(argv=None):
                         us = float("nan")
                     step = None
                     torch.cuda.empty_cache()
-                    floor = 2 * state_bytes / bw * 1e6
-                    rows.append(dict(model=model, gate=gate, B=B, kernel=kn.name, order=order, layout=kn.layout,
+                    floor = (1 if a.verify else 2) * state_bytes / bw * 1e6
+                    rows.append(dict(model=model, gate=gate, B=B, T=a.verify or 1, kernel=kn.name, order=order,
+                                     layout=kn.layout,
                                      us=round(us, 3), floor_packed_us=round(floor, 3), layers=nl,
                                      err_f64=f"{errs[kn.name]:.2e}", gpu=gpu, commit=commit, date=date))
-                    print(f"{model:12s} B={B:4d} {kn.name:10s} {order:6s} {us:9.2f} us  (packed floor {floor:.2f},"
+                    print(f"{model:12s} B={B:4d} {kn.name:10s} {order:6s} {us:9.2f} us  (floor {floor:.2f},"
                           f" err {errs[kn.name]:.1e}, {nl} layers)", flush=True)
     write_outputs(a.out, head, rows)
 
@@ -486,8 +661,11 @@ def write_outputs(out, head, rows):
         rs_ = [r for r in rows if r["model"] == model]
         cols = list(dict.fromkeys((r["kernel"], r["order"]) for r in rs_))
         errs = {(r["kernel"], r["order"]): r["err_f64"] for r in rs_}
-        lines += ["", f"## {model} (us per layer call; err = max |o - o_f64| / max |o_f64| over {ERR_T} steps)", "",
-                  "| B | " + " | ".join(f"{k} {o}" for k, o in cols) + " | packed floor |",
+        T = rs_[0].get("T", 1)
+        what = f"verify of {T} tokens + commit" if T > 1 else "decode"
+        floor_name = "read floor" if T > 1 else "packed floor"
+        lines += ["", f"## {model}, {what} (us per layer call; err = max |o - o_f64| / max |o_f64| over {ERR_T} steps)",
+                  "", "| B | " + " | ".join(f"{k} {o}" for k, o in cols) + f" | {floor_name} |",
                   "|---:|" + "---:|" * (len(cols) + 1)]
         for B in dict.fromkeys(r["B"] for r in rs_):
             val = {(r["kernel"], r["order"]): r["us"] for r in rs_ if r["B"] == B}

@@ -46,3 +46,28 @@ def test_replayssm_switches_reach_its_context(peers):
     assert off == peers.f64_error(peers.ReplaySSM(False), gate, H, HV, seed=3)  # no bit depends on it
     with pytest.raises(Exception, match="cuda_pdl"):
         peers.ReplaySSM(False, {"cuda_pdl": 2})
+
+
+@pytest.mark.parametrize("model", ["qwen3-next", "kimi-linear"])
+def test_replayssm_verify_error_runs_on_the_cpu(peers, model):
+    """--verify: replayssm's verify + commit over whole windows, every token accepted, against the
+    float64 recurrence of the same tokens; a wrong window or commit shows as an O(1) error."""
+    gate, H, HV = peers.MODELS[model]
+    err = peers.f64_error(peers.ReplaySSMVerify(4), gate, H, HV, seed=3)
+    assert err < 5e-3  # its bf16 ring
+    assert peers.ERR_T // 4 * 4 >= 2 * peers.L  # the windows pass at least one fold
+
+
+def test_accepted_rows(peers):
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    acc = peers.accepted_rows(4096, 4, gen)
+    assert set(acc.tolist()) == {3, 4} and abs(acc.float().mean().item() - 3.5) < 0.05
+
+
+def test_verify_outputs_name_the_window(peers, tmp_path):
+    rows = [dict(model="qwen3-next", gate="gdn", B=8, T=4, kernel=k, order="rnd", layout="vfirst", us=2.0,
+                 floor_packed_us=0.25, layers=2, err_f64="1.0e-07", gpu="-", commit="-", date="-")
+            for k in ("rs-verify", "sgl-spec")]
+    peers.write_outputs(str(tmp_path), ["# test"], rows)
+    text = (tmp_path / "peers.txt").read_text()
+    assert "verify of 4 tokens + commit" in text and "| 8 | 2.00 | 2.00 | 0.25 |" in text and "read floor" in text
