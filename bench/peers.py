@@ -18,6 +18,8 @@ row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
                          (commit_gdn_replayssm_spec: the cursors; commit_gdn_replayssm_circular: the
                          rows whose ring is full fold every layer in one launch), as its engine calls
                          them for an f32 checkpoint
+  sgl-packed-verify      SGLang's recurrent verify writing every row's T intermediate states, then
+                         the scatter of each row's last accepted state into the pool (all layers)
 
 Method (as the project's CLI bench): Qwen3-Next GDN (H=16, HV=32) and Kimi-Linear KDA (H=HV=32),
 K=V=128, f32 state, bf16 q/k/v and raw gate inputs a, b (every kernel evaluates the gates and
@@ -479,16 +481,82 @@ class SGLangSpecVerify(Kernel):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+class SGLangPackedVerify(SGLangSpecVerify):
+    """SGLang's recurrent verify, its GDN backend's target_verify without ReplaySSM: per layer
+    fused_sigmoid_gating_delta_rule_update (the rows' states read from the pool, the T intermediate
+    states of every row written to a [rows, T, HV, V, K] buffer, the pool left as it was); after the
+    last layer fused_mamba_state_scatter_with_mask copies each row's last accepted state into the
+    pool, every layer in one launch. GDN only."""
+
+    name = "sgl-packed-verify"
+
+    def __init__(self, T):
+        from sglang.kernels.ops.attention.linear.fused_sigmoid_gating_recurrent import (
+            fused_sigmoid_gating_delta_rule_update)
+        from sglang.kernels.ops.mamba.mamba_state_scatter_triton import fused_mamba_state_scatter_with_mask
+
+        self.T = T
+        self.update, self.scatter = fused_sigmoid_gating_delta_rule_update, fused_mamba_state_scatter_with_mask
+
+    def layer_call(self, f, pool, inter, out, qsl, slot, rows):
+        o = self.update(A_log=f["A_log"], a=f["a"], dt_bias=f["dt_bias"], softplus_beta=1.0, softplus_threshold=20.0,
+                        q=f["q"][None], k=f["k"][None], v=f["v"][None], b=f["b"], initial_state_source=pool,
+                        initial_state_indices=slot, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, cu_seqlens=qsl,
+                        disable_state_update=True, intermediate_states_buffer=inter, intermediate_state_indices=rows,
+                        cache_steps=self.T)
+        out.copy_(o.reshape(out.shape))
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        T = self.T
+        slot = slot_rows(B, order, gen)
+        rows = torch.arange(B, device="cuda", dtype=torch.int32)
+        pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
+        inter = torch.zeros(nl, B, T, HV, V, K, device="cuda")
+        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
+        outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        last = accepted_rows(B, T, gen) - 1  # the step whose state each row keeps
+
+        def step():
+            for l, (f, o) in enumerate(zip(ins, outs)):
+                self.layer_call(f, pool[l], inter[l], o, qsl, slot, rows)
+            self.scatter(pool, inter, slot, last)
+
+        return step, 1
+
+    def run_steps(self, gate, H, HV, S0, x):
+        T = self.T
+        B, n = x["q"].shape[0], x["q"].shape[1] // T * T
+        pool = torch.from_numpy(S0).float().cuda()[None].contiguous()
+        inter = torch.zeros(1, B, T, HV, V, K, device="cuda")
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        last = torch.full((B,), T - 1, device="cuda", dtype=torch.int32)
+        out = []
+        for t0 in range(0, n, T):
+            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
+            self.layer_call(self.flat(xw, T), pool[0], inter[0], o, qsl, slot, slot)
+            self.scatter(pool, inter, slot, last)
+            out.append(o.reshape(B, T, HV, V))
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
 def load_verify_kernels(T, switches=None):
     """The verify kernels (--verify T)."""
     ks, notes = [ReplaySSMVerify(T, switches)], []
     try:
         import sglang
 
-        ks.append(SGLangSpecVerify(T))
         notes.append(f"sglang {getattr(sglang, '__version__', '?')}")
     except Exception as e:  # noqa: BLE001 - any import failure means the peer is not there
-        notes.append(f"sgl-spec: skipped ({type(e).__name__}: {e})")
+        notes.append(f"sglang: skipped ({type(e).__name__}: {e})")
+        return ks, notes
+    for cls in (SGLangSpecVerify, SGLangPackedVerify):
+        try:
+            ks.append(cls(T))
+        except Exception as e:  # noqa: BLE001
+            notes.append(f"{cls.name}: skipped ({type(e).__name__}: {e})")
     return ks, notes
 
 
