@@ -90,9 +90,9 @@ def make_inputs(gate, B, H, HV, T, gen, io=torch.bfloat16):
     return x
 
 
-def token(x, t):
-    """Token t of every per-token input ([B, 1, ...]); the per-layer parameters as they are."""
-    return {n: (v[:, t:t + 1].contiguous() if v.dim() >= 3 else v) for n, v in x.items()}
+def token(x, t, n=1):
+    """Tokens t .. t+n-1 of every per-token input ([B, n, ...]); the per-layer parameters as they are."""
+    return {name: (v[:, t:t + n].contiguous() if v.dim() >= 3 else v) for name, v in x.items()}
 
 
 def slot_rows(B, order, gen):
@@ -386,7 +386,7 @@ class ReplaySSMVerify(ReplaySSM):
         every = torch.full((B,), T, device=DEV, dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            xw = token(x, t0, T)
             out.append(ops.verify(self.ctx, ly, st, xw["q"], xw["k"], xw["v"], xw["a"], xw["b"], xw["A_log"],
                                   xw["dt_bias"], slot=slot))
             ops.commit(self.ctx, ly, st, T, slot, None, every)
@@ -473,7 +473,7 @@ class SGLangSpecVerify(Kernel):
         every = torch.full((B,), T, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            xw = token(x, t0, T)
             o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
             self.layer_call(self.flat(xw, T), buf, 0, o, qsl, slot, slot)
             self.commit(buf, slot, slot, every)
@@ -534,7 +534,7 @@ class SGLangPackedVerify(SGLangSpecVerify):
         last = torch.full((B,), T - 1, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            xw = {k_: (v_[:, t0:t0 + T].contiguous() if v_.dim() >= 3 else v_) for k_, v_ in x.items()}
+            xw = token(x, t0, T)
             o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
             self.layer_call(self.flat(xw, T), pool[0], inter[0], o, qsl, slot, slot)
             self.scatter(pool, inter, slot, last)
