@@ -18,6 +18,9 @@ row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
                          (commit_gdn_replayssm_spec: the cursors; commit_gdn_replayssm_circular: the
                          rows whose ring is full fold every layer in one launch), as its engine calls
                          them for an f32 checkpoint
+                         KDA: its fold-every-commit spec path (the recurrent verify kernel writing
+                         the window's raw inputs to a ring, then commit_kda_replayssm_spec_all_layers
+                         replaying each row's accepted prefix into its checkpoint)
   sgl-packed-verify      SGLang's recurrent verify writing every row's T intermediate states, then
                          the scatter of each row's last accepted state into the pool (all layers)
 
@@ -425,10 +428,11 @@ class SGLangSpecVerify(Kernel):
 
     @staticmethod
     def flat(x, T):
-        """One window's inputs as its varlen entry takes them: [B T, heads, dim], a and b [B T, HV]."""
+        """One window's inputs as its varlen entries take them: q, k, v [B T, heads, dim], b [B T, HV],
+        a [B T, HV] (GDN) or [B T, HV K] (KDA), dt_bias flat."""
         B = x["q"].shape[0]
-        f = {n: x[n].reshape(B * T, *x[n].shape[2:]).contiguous() for n in ("q", "k", "v", "a", "b")}
-        f.update(A_log=x["A_log"], dt_bias=x["dt_bias"])
+        f = {n: x[n].reshape(B * T, *x[n].shape[2:]).contiguous() for n in ("q", "k", "v", "b")}
+        f.update(a=x["a"].reshape(B * T, -1).contiguous(), A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1))
         return f
 
     def layer_call(self, f, buf, l, out, qsl, slot, rows):
@@ -486,7 +490,8 @@ class SGLangPackedVerify(SGLangSpecVerify):
     fused_sigmoid_gating_delta_rule_update (the rows' states read from the pool, the T intermediate
     states of every row written to a [rows, T, HV, V, K] buffer, the pool left as it was); after the
     last layer fused_mamba_state_scatter_with_mask copies each row's last accepted state into the
-    pool, every layer in one launch. GDN only."""
+    pool, every layer in one launch. KDA: the same entry with is_kda, its verify kernel for the
+    Triton decode backends."""
 
     name = "sgl-packed-verify"
 
@@ -498,13 +503,20 @@ class SGLangPackedVerify(SGLangSpecVerify):
         self.T = T
         self.update, self.scatter = fused_sigmoid_gating_delta_rule_update, fused_mamba_state_scatter_with_mask
 
-    def layer_call(self, f, pool, inter, out, qsl, slot, rows):
+    def orders_for(self, gate):
+        return ("seq", "rnd")
+
+    def verify_call(self, gate, f, pool, out, qsl, slot, rows, **extra):
+        """One layer's window through SGLang's recurrent verify kernel (extra: its buffers)."""
         o = self.update(A_log=f["A_log"], a=f["a"], dt_bias=f["dt_bias"], softplus_beta=1.0, softplus_threshold=20.0,
                         q=f["q"][None], k=f["k"][None], v=f["v"][None], b=f["b"], initial_state_source=pool,
                         initial_state_indices=slot, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, cu_seqlens=qsl,
-                        disable_state_update=True, intermediate_states_buffer=inter, intermediate_state_indices=rows,
-                        cache_steps=self.T)
+                        is_kda=gate == "kda", disable_state_update=True, intermediate_state_indices=rows,
+                        cache_steps=self.T, **extra)
         out.copy_(o.reshape(out.shape))
+
+    def layer_call(self, gate, f, pool, inter, out, qsl, slot, rows):
+        self.verify_call(gate, f, pool, out, qsl, slot, rows, intermediate_states_buffer=inter)
 
     def make(self, gate, H, HV, B, nl, order, gen):
         T = self.T
@@ -519,7 +531,7 @@ class SGLangPackedVerify(SGLangSpecVerify):
 
         def step():
             for l, (f, o) in enumerate(zip(ins, outs)):
-                self.layer_call(f, pool[l], inter[l], o, qsl, slot, rows)
+                self.layer_call(gate, f, pool[l], inter[l], o, qsl, slot, rows)
             self.scatter(pool, inter, slot, last)
 
         return step, 1
@@ -536,8 +548,77 @@ class SGLangPackedVerify(SGLangSpecVerify):
         for t0 in range(0, n, T):
             xw = token(x, t0, T)
             o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
-            self.layer_call(self.flat(xw, T), pool[0], inter[0], o, qsl, slot, slot)
+            self.layer_call(gate, self.flat(xw, T), pool[0], inter[0], o, qsl, slot, slot)
             self.scatter(pool, inter, slot, last)
+            out.append(o.reshape(B, T, HV, V))
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
+class SGLangKDASpecVerify(SGLangPackedVerify):
+    """SGLang's KDA ReplaySSM speculative verify (fold every commit): per layer its recurrent
+    verify kernel with the ring write fused in (cache_ring: each row's window of raw v, raw k, the
+    per-channel gate and beta into ring positions 0 .. T-1, no intermediate states, the pool left
+    as it was); after the last layer commit_kda_replayssm_spec_all_layers replays each row's
+    accepted prefix into its checkpoint, every layer in one launch. KDA only."""
+
+    name = "sgl-spec"
+
+    def __init__(self, T):
+        super().__init__(T)
+        from sglang.kernels.ops.attention.linear.kda_replayssm_spec_decode import commit_kda_replayssm_spec_all_layers
+
+        self.fold = commit_kda_replayssm_spec_all_layers
+
+    def orders_for(self, gate):
+        return ("seq", "rnd") if gate == "kda" else ()
+
+    @staticmethod
+    def rings(nl, n, H, HV, dtype):
+        z = lambda *shape, dt=torch.float32: torch.zeros(*shape, dtype=dt, device="cuda")  # noqa: E731
+        return dict(v=z(nl, n, HV, L, V, dt=dtype), k=z(nl, n, H, L, K, dt=dtype), g=z(nl, n, HV, L, K),
+                    beta=z(nl, n, HV, L))
+
+    def spec_call(self, f, pool, ring, l, out, qsl, slot, rows):
+        self.verify_call("kda", f, pool, out, qsl, slot, rows, intermediate_states_buffer=None, cache_ring=True,
+                         replayssm_rawv=ring["v"][l], replayssm_rawk=ring["k"][l], replayssm_g=ring["g"][l],
+                         replayssm_beta=ring["beta"][l])
+
+    def commit(self, pool, ring, slot, acc, H):
+        self.fold(checkpoint_state=pool, rawv_cache=ring["v"], rawk_cache=ring["k"], gk_cache=ring["g"],
+                  beta_cache=ring["beta"], ssm_state_indices=slot, accept_lens=acc, max_cache_len=L, num_k_heads=H,
+                  null_block_id=-1)
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        T = self.T
+        slot = slot_rows(B, order, gen)
+        rows = torch.arange(B, device="cuda", dtype=torch.int32)
+        pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
+        ring = self.rings(nl, 2 * B, H, HV, torch.bfloat16)
+        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
+        outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        acc = accepted_rows(B, T, gen)
+
+        def step():
+            for l, (f, o) in enumerate(zip(ins, outs)):
+                self.spec_call(f, pool[l], ring, l, o, qsl, slot, rows)
+            self.commit(pool, ring, slot, acc, H)
+
+        return step, 1
+
+    def run_steps(self, gate, H, HV, S0, x):
+        T = self.T
+        B, n = x["q"].shape[0], x["q"].shape[1] // T * T
+        pool = torch.from_numpy(S0).float().cuda()[None].contiguous()
+        ring = self.rings(1, B, H, HV, x["v"].dtype)
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        every = torch.full((B,), T, device="cuda", dtype=torch.int32)
+        out = []
+        for t0 in range(0, n, T):
+            o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
+            self.spec_call(self.flat(token(x, t0, T), T), pool[0], ring, 0, o, qsl, slot, slot)
+            self.commit(pool, ring, slot, every, H)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
 
@@ -552,7 +633,7 @@ def load_verify_kernels(T, switches=None):
     except Exception as e:  # noqa: BLE001 - any import failure means the peer is not there
         notes.append(f"sglang: skipped ({type(e).__name__}: {e})")
         return ks, notes
-    for cls in (SGLangSpecVerify, SGLangPackedVerify):
+    for cls in (SGLangSpecVerify, SGLangKDASpecVerify, SGLangPackedVerify):
         try:
             ks.append(cls(T))
         except Exception as e:  # noqa: BLE001
