@@ -348,6 +348,13 @@ def accepted_rows(B, T, gen):
     return (T - torch.randint(0, 2, (B,), generator=gen, device=DEV)).to(torch.int32)
 
 
+def request_rows(B, order, gen):
+    """Request rows 0 .. B-1 of a per-request cursor table: in order, or shuffled ("rnd"), as a
+    serving engine's request slots are."""
+    idx = torch.randperm(B, generator=gen, device=DEV) if order == "rnd" else torch.arange(B, device=DEV)
+    return idx.to(torch.int32)
+
+
 class ReplaySSMVerify(ReplaySSM):
     """replayssm's speculative verify of T tokens per row and the commit of the accepted ones
     (ops.verify per layer, ops.commit once after the last: the layers share the cursor)."""
@@ -402,9 +409,11 @@ class SGLangSpecVerify(Kernel):
     (launch_mode "verify": the window's outputs from the checkpoint and the circular d/k/g history,
     the window's records appended); after the last layer commit_gdn_replayssm_spec (the cursors:
     write position, base, flush flag) and commit_gdn_replayssm_circular (rows whose ring reached
-    its capacity fold it into the checkpoint, every layer in one launch). Rows start at staggered
-    write positions i mod (L - 2T + 1) (its ring keeps at most L - 2T + 1 committed entries before
-    it flushes). GDN only."""
+    its capacity fold it into the checkpoint, every layer in one launch). Its rings in the
+    activations' dtype (bf16), with the low parts its pool keeps then (rawv, rawk: d and the
+    normalised k rounded in two parts, which its fold adds back). Rows start at staggered write
+    positions i mod (L - 2T + 1) (its ring keeps at most L - 2T + 1 committed entries before it
+    flushes); request rows in order, or shuffled with "rnd". GDN only."""
 
     name = "sgl-spec"
 
@@ -419,12 +428,14 @@ class SGLangSpecVerify(Kernel):
     def orders_for(self, gate):
         return ("seq", "rnd") if gate == "gdn" else ()
 
-    def buffers(self, nl, n, B, H, HV, dtype):
-        """Checkpoints and rings of nl layers over n slots, cursors of B request rows (+ 1, as its pool)."""
+    def buffers(self, nl, n, B, H, HV):
+        """Checkpoints and bf16 rings (high and low parts) of nl layers over n slots, cursors of B
+        request rows (+ 1, as its pool)."""
         z = lambda *shape, dt=torch.float32: torch.zeros(*shape, dtype=dt, device="cuda")  # noqa: E731
-        return dict(S=z(nl, n, HV, V, K), d=z(nl, n, HV, L, V, dt=dtype), k=z(nl, n, H, L, K, dt=dtype),
-                    g=z(nl, n, HV, L), wp=z(B + 1, dt=torch.int32), base=z(B + 1, dt=torch.int32),
-                    flush=z(B + 1, dt=torch.int8))
+        bf = torch.bfloat16
+        return dict(S=z(nl, n, HV, V, K), d=z(nl, n, HV, L, V, dt=bf), k=z(nl, n, H, L, K, dt=bf),
+                    d_lo=z(nl, n, HV, L, V, dt=bf), k_lo=z(nl, n, H, L, K, dt=bf), g=z(nl, n, HV, L),
+                    wp=z(B + 1, dt=torch.int32), base=z(B + 1, dt=torch.int32), flush=z(B + 1, dt=torch.int8))
 
     @staticmethod
     def flat(x, T):
@@ -437,23 +448,23 @@ class SGLangSpecVerify(Kernel):
 
     def layer_call(self, f, buf, l, out, qsl, slot, rows):
         self.decode(f["q"], f["k"], f["v"], f["a"], f["b"], f["A_log"], f["dt_bias"], buf["S"][l], buf["d"][l],
-                    buf["k"][l], buf["g"][l], None, None, None, out, qsl, slot, rows, buf["wp"], buf["base"],
-                    buf["flush"], L, self.T, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, null_block_id=-1,
-                    launch_mode="verify")
+                    buf["k"][l], buf["g"][l], buf["d_lo"][l], buf["k_lo"][l], None, out, qsl, slot, rows, buf["wp"],
+                    buf["base"], buf["flush"], L, self.T, scale=K ** -0.5, use_qk_l2norm_in_kernel=True,
+                    null_block_id=-1, launch_mode="verify")
 
     def commit(self, buf, slot, rows, acc):
         self.commit_cursors(buf["wp"], buf["base"], buf["flush"], acc, rows, L, self.T, fold_every_commit=False,
                             null_block_id=-1)
         self.commit_rings(checkpoint_state=buf["S"], d_cache=buf["d"], k_cache=buf["k"], g_cache=buf["g"],
-                          d_residual_cache=None, k_residual_cache=None, state_batch_indices=slot,
+                          d_residual_cache=buf["d_lo"], k_residual_cache=buf["k_lo"], state_batch_indices=slot,
                           replay_indices=rows, write_pos=buf["wp"], cache_base=buf["base"], is_flush=buf["flush"],
                           accept_lens=acc, null_block_id=-1)
 
     def make(self, gate, H, HV, B, nl, order, gen):
         T = self.T
         slot = slot_rows(B, order, gen)
-        rows = torch.arange(B, device="cuda", dtype=torch.int32)
-        buf = self.buffers(nl, 2 * B, B, H, HV, torch.bfloat16)
+        rows = request_rows(B, order, gen)
+        buf = self.buffers(nl, 2 * B, B, H, HV)
         buf["wp"][:B] = (torch.arange(B, device="cuda") % (L - 2 * T + 1)).to(torch.int32)
         ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
         outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
@@ -470,7 +481,7 @@ class SGLangSpecVerify(Kernel):
     def run_steps(self, gate, H, HV, S0, x):
         T = self.T
         B, n = x["q"].shape[0], x["q"].shape[1] // T * T
-        buf = self.buffers(1, B, B, H, HV, x["v"].dtype)
+        buf = self.buffers(1, B, B, H, HV)
         buf["S"][0].copy_(torch.from_numpy(S0).float())
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
         qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
@@ -506,32 +517,31 @@ class SGLangPackedVerify(SGLangSpecVerify):
     def orders_for(self, gate):
         return ("seq", "rnd")
 
-    def verify_call(self, gate, f, pool, out, qsl, slot, rows, **extra):
-        """One layer's window through SGLang's recurrent verify kernel (extra: its buffers)."""
-        o = self.update(A_log=f["A_log"], a=f["a"], dt_bias=f["dt_bias"], softplus_beta=1.0, softplus_threshold=20.0,
+    def verify_call(self, gate, f, pool, qsl, slot, rows, **extra):
+        """One layer's window through SGLang's recurrent verify kernel (extra: its buffers); returns
+        its output [1, B T, HV, V], which it allocates (the engine takes it as it is)."""
+        return self.update(A_log=f["A_log"], a=f["a"], dt_bias=f["dt_bias"], softplus_beta=1.0, softplus_threshold=20.0,
                         q=f["q"][None], k=f["k"][None], v=f["v"][None], b=f["b"], initial_state_source=pool,
                         initial_state_indices=slot, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, cu_seqlens=qsl,
                         is_kda=gate == "kda", disable_state_update=True, intermediate_state_indices=rows,
                         cache_steps=self.T, **extra)
-        out.copy_(o.reshape(out.shape))
 
-    def layer_call(self, gate, f, pool, inter, out, qsl, slot, rows):
-        self.verify_call(gate, f, pool, out, qsl, slot, rows, intermediate_states_buffer=inter)
+    def layer_call(self, gate, f, pool, inter, qsl, slot, rows):
+        return self.verify_call(gate, f, pool, qsl, slot, rows, intermediate_states_buffer=inter)
 
     def make(self, gate, H, HV, B, nl, order, gen):
         T = self.T
         slot = slot_rows(B, order, gen)
-        rows = torch.arange(B, device="cuda", dtype=torch.int32)
+        rows = torch.arange(B, device="cuda", dtype=torch.int32)  # the verify buffer's rows
         pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
         inter = torch.zeros(nl, B, T, HV, V, K, device="cuda")
         ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
-        outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
         qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         last = accepted_rows(B, T, gen) - 1  # the step whose state each row keeps
 
         def step():
-            for l, (f, o) in enumerate(zip(ins, outs)):
-                self.layer_call(gate, f, pool[l], inter[l], o, qsl, slot, rows)
+            for l, f in enumerate(ins):
+                self.layer_call(gate, f, pool[l], inter[l], qsl, slot, rows)
             self.scatter(pool, inter, slot, last)
 
         return step, 1
@@ -546,9 +556,7 @@ class SGLangPackedVerify(SGLangSpecVerify):
         last = torch.full((B,), T - 1, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            xw = token(x, t0, T)
-            o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
-            self.layer_call(gate, self.flat(xw, T), pool[0], inter[0], o, qsl, slot, slot)
+            o = self.layer_call(gate, self.flat(token(x, t0, T), T), pool[0], inter[0], qsl, slot, slot)
             self.scatter(pool, inter, slot, last)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
@@ -573,13 +581,15 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         return ("seq", "rnd") if gate == "kda" else ()
 
     @staticmethod
-    def rings(nl, n, H, HV, dtype):
+    def rings(nl, n, H, HV):
+        """Its per-slot rings of nl layers: raw v and k in the activations' dtype (bf16), the gates and
+        beta in f32."""
         z = lambda *shape, dt=torch.float32: torch.zeros(*shape, dtype=dt, device="cuda")  # noqa: E731
-        return dict(v=z(nl, n, HV, L, V, dt=dtype), k=z(nl, n, H, L, K, dt=dtype), g=z(nl, n, HV, L, K),
-                    beta=z(nl, n, HV, L))
+        bf = torch.bfloat16
+        return dict(v=z(nl, n, HV, L, V, dt=bf), k=z(nl, n, H, L, K, dt=bf), g=z(nl, n, HV, L, K), beta=z(nl, n, HV, L))
 
-    def spec_call(self, f, pool, ring, l, out, qsl, slot, rows):
-        self.verify_call("kda", f, pool, out, qsl, slot, rows, intermediate_states_buffer=None, cache_ring=True,
+    def spec_call(self, f, pool, ring, l, qsl, slot, rows):
+        return self.verify_call("kda", f, pool, qsl, slot, rows, intermediate_states_buffer=None, cache_ring=True,
                          replayssm_rawv=ring["v"][l], replayssm_rawk=ring["k"][l], replayssm_g=ring["g"][l],
                          replayssm_beta=ring["beta"][l])
 
@@ -593,15 +603,14 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         slot = slot_rows(B, order, gen)
         rows = torch.arange(B, device="cuda", dtype=torch.int32)
         pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
-        ring = self.rings(nl, 2 * B, H, HV, torch.bfloat16)
+        ring = self.rings(nl, 2 * B, H, HV)
         ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
-        outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
         qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         acc = accepted_rows(B, T, gen)
 
         def step():
-            for l, (f, o) in enumerate(zip(ins, outs)):
-                self.spec_call(f, pool[l], ring, l, o, qsl, slot, rows)
+            for l, f in enumerate(ins):
+                self.spec_call(f, pool[l], ring, l, qsl, slot, rows)
             self.commit(pool, ring, slot, acc, H)
 
         return step, 1
@@ -610,14 +619,13 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         T = self.T
         B, n = x["q"].shape[0], x["q"].shape[1] // T * T
         pool = torch.from_numpy(S0).float().cuda()[None].contiguous()
-        ring = self.rings(1, B, H, HV, x["v"].dtype)
+        ring = self.rings(1, B, H, HV)
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
         qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         every = torch.full((B,), T, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
-            self.spec_call(self.flat(token(x, t0, T), T), pool[0], ring, 0, o, qsl, slot, slot)
+            o = self.spec_call(self.flat(token(x, t0, T), T), pool[0], ring, 0, qsl, slot, slot)
             self.commit(pool, ring, slot, every, H)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
