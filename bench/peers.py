@@ -14,7 +14,8 @@ With --verify T (speculative verify of T tokens per row, then the commit of the 
 row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
   rs-verify              replayssm's verify + commit (one cursor move per step for all layers)
   sgl-spec               SGLang's GDN ReplaySSM spec verify (gdn_replayssm_spec_decode, its circular
-                         d/k/g caches in bf16 / bf16 / f32) + its commits after the last layer
+                         d/k/g caches in bf16 / bf16 / f32, d and k with their bf16 low parts) + its
+                         commits after the last layer
                          (commit_gdn_replayssm_spec: the cursors; commit_gdn_replayssm_circular: the
                          rows whose ring is full fold every layer in one launch), as its engine calls
                          them for an f32 checkpoint
