@@ -7,10 +7,12 @@ expected the load to stay in flight. ptxas -v counts spill bytes, not this; the 
 what made GDN verify (T = 3-4) 9% slower at 4bf317d (bench/results/verify-spill-2026-12-02/).
 
     nvcc ... -cubin -o k.cubin src/cuda/decode_k128.cu     (the build's flags, -arch sm_90)
-    python3 bench/spill_waits.py k.cubin [--match decode_k128]
+    python3 bench/spill_waits.py k.cubin [--match REGEX] [--max-waits N]
+    python3 bench/spill_waits.py build/libreplayssm.so --match 'decode_k128_kernel<\w+, \w+, 2, 4,' --max-waits 0
 
-Needs cuobjdump (CUDA toolkit, or triton's copy) on PATH, or a saved `cuobjdump -sass` listing
-in place of the cubin. Per kernel: STL and LDL counts and the STLs whose source register was last
+Needs cuobjdump (CUDA toolkit, or triton's copy) on PATH, or --cuobjdump, for a cubin, object or
+library; a saved `cuobjdump -sass` listing (a .sass or .txt file) is read as it is. With
+--max-waits it exits 1 when a matched kernel has more such stores (the ctest spill_waits_windows). Per kernel: STL and LDL counts and the STLs whose source register was last
 written by a global load (LDG). It reads one instruction at a time in listing order, so a load and
 a store in different branches can be paired (an over-count, never an under-count).
 """
@@ -66,22 +68,27 @@ def scan(body):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("input", help="a .cubin, or the text of cuobjdump -sass")
-    ap.add_argument("--match", default="", help="only kernels whose demangled name contains this")
+    ap.add_argument("input", help="a cubin, object or shared library, or the text of cuobjdump -sass (.sass, .txt)")
+    ap.add_argument("--match", default="", help="only kernels whose demangled name this regular expression finds")
+    ap.add_argument("--max-waits", type=int, default=None, help="exit 1 when a matched kernel has more")
+    ap.add_argument("--cuobjdump", default="cuobjdump", help="the cuobjdump to run (default: the one on PATH)")
     a = ap.parse_args(argv)
-    if a.input.endswith(".cubin"):
-        r = subprocess.run(["cuobjdump", "-sass", a.input], capture_output=True, text=True)
+    if a.input.endswith((".sass", ".txt")):
+        with open(a.input) as f:
+            text = f.read()
+    else:
+        try:
+            r = subprocess.run([a.cuobjdump, "-sass", a.input], capture_output=True, text=True)
+        except OSError as e:
+            sys.exit(f"cannot run {a.cuobjdump}: {e}")
         if r.returncode != 0:
             sys.exit(f"cuobjdump failed: {r.stderr.strip()}")
         text = r.stdout
-    else:
-        with open(a.input) as f:
-            text = f.read()
     rows = []
     for part in re.split(r"\n\s+Function : ", text)[1:]:
         name, _, body = part.partition("\n")
         name = demangle(name.strip())
-        if a.match in name:
+        if re.search(a.match, name):
             rows.append((name, *scan(body)))
     if not rows:
         sys.exit("no kernel matched")
@@ -89,6 +96,11 @@ def main(argv=None):
     print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG")
     for name, stl, ldl, waits in sorted(rows):
         print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:3d}")
+    over = [r[0] for r in rows if a.max_waits is not None and r[3] > a.max_waits]
+    if over:
+        print(f"{len(over)} kernel(s) with more than {a.max_waits} spill store(s) waiting for a global load")
+        sys.exit(1)
+    print(f"{len(rows)} kernel(s) checked")
 
 
 if __name__ == "__main__":
