@@ -349,6 +349,16 @@ def accepted_rows(B, T, gen):
     return (T - torch.randint(0, 2, (B,), generator=gen, device=DEV)).to(torch.int32)
 
 
+def varlen_window(x, T):
+    """A window of T tokens per row as SGLang's varlen entries take it: q, k, v [B T, heads, dim],
+    b [B T, HV], a [B T, HV] (GDN) or [B T, HV K] (KDA), dt_bias flat, cu: the rows' token starts."""
+    B = x["q"].shape[0]
+    f = {n: x[n].reshape(B * T, *x[n].shape[2:]).contiguous() for n in ("q", "k", "v", "b")}
+    f.update(a=x["a"].reshape(B * T, -1).contiguous(), A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1),
+             cu=torch.arange(0, B * T + 1, T, device=x["q"].device, dtype=torch.int32))
+    return f
+
+
 def request_rows(B, order, gen):
     """Request rows 0 .. B-1 of a per-request cursor table: in order, or shuffled ("rnd"), as a
     serving engine's request slots are."""
@@ -438,18 +448,9 @@ class SGLangSpecVerify(Kernel):
                     d_lo=z(nl, n, HV, L, V, dt=bf), k_lo=z(nl, n, H, L, K, dt=bf), g=z(nl, n, HV, L),
                     wp=z(B + 1, dt=torch.int32), base=z(B + 1, dt=torch.int32), flush=z(B + 1, dt=torch.int8))
 
-    @staticmethod
-    def flat(x, T):
-        """One window's inputs as its varlen entries take them: q, k, v [B T, heads, dim], b [B T, HV],
-        a [B T, HV] (GDN) or [B T, HV K] (KDA), dt_bias flat."""
-        B = x["q"].shape[0]
-        f = {n: x[n].reshape(B * T, *x[n].shape[2:]).contiguous() for n in ("q", "k", "v", "b")}
-        f.update(a=x["a"].reshape(B * T, -1).contiguous(), A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1))
-        return f
-
-    def layer_call(self, f, buf, l, out, qsl, slot, rows):
+    def layer_call(self, f, buf, l, out, slot, rows):
         self.decode(f["q"], f["k"], f["v"], f["a"], f["b"], f["A_log"], f["dt_bias"], buf["S"][l], buf["d"][l],
-                    buf["k"][l], buf["g"][l], buf["d_lo"][l], buf["k_lo"][l], None, out, qsl, slot, rows, buf["wp"],
+                    buf["k"][l], buf["g"][l], buf["d_lo"][l], buf["k_lo"][l], None, out, f["cu"], slot, rows, buf["wp"],
                     buf["base"], buf["flush"], L, self.T, scale=K ** -0.5, use_qk_l2norm_in_kernel=True,
                     null_block_id=-1, launch_mode="verify")
 
@@ -467,14 +468,13 @@ class SGLangSpecVerify(Kernel):
         rows = request_rows(B, order, gen)
         buf = self.buffers(nl, 2 * B, B, H, HV)
         buf["wp"][:B] = (torch.arange(B, device="cuda") % (L - 2 * T + 1)).to(torch.int32)
-        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
+        ins = [varlen_window(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
         outs = [torch.empty(B * T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         acc = accepted_rows(B, T, gen)
 
         def step():
             for l, (f, o) in enumerate(zip(ins, outs)):
-                self.layer_call(f, buf, l, o, qsl, slot, rows)
+                self.layer_call(f, buf, l, o, slot, rows)
             self.commit(buf, slot, rows, acc)
 
         return step, L
@@ -485,19 +485,17 @@ class SGLangSpecVerify(Kernel):
         buf = self.buffers(1, B, B, H, HV)
         buf["S"][0].copy_(torch.from_numpy(S0).float())
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         every = torch.full((B,), T, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            xw = token(x, t0, T)
             o = torch.empty(B * T, HV, V, dtype=x["v"].dtype, device="cuda")
-            self.layer_call(self.flat(xw, T), buf, 0, o, qsl, slot, slot)
+            self.layer_call(varlen_window(token(x, t0, T), T), buf, 0, o, slot, slot)
             self.commit(buf, slot, slot, every)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
 
 
-class SGLangPackedVerify(SGLangSpecVerify):
+class SGLangPackedVerify(Kernel):
     """SGLang's recurrent verify, its GDN backend's target_verify without ReplaySSM: per layer
     fused_sigmoid_gating_delta_rule_update (the rows' states read from the pool, the T intermediate
     states of every row written to a [rows, T, HV, V, K] buffer, the pool left as it was); after the
@@ -518,17 +516,17 @@ class SGLangPackedVerify(SGLangSpecVerify):
     def orders_for(self, gate):
         return ("seq", "rnd")
 
-    def verify_call(self, gate, f, pool, qsl, slot, rows, **extra):
+    def verify_call(self, gate, f, pool, slot, rows, **extra):
         """One layer's window through SGLang's recurrent verify kernel (extra: its buffers); returns
         its output [1, B T, HV, V], which it allocates (the engine takes it as it is)."""
         return self.update(A_log=f["A_log"], a=f["a"], dt_bias=f["dt_bias"], softplus_beta=1.0, softplus_threshold=20.0,
                         q=f["q"][None], k=f["k"][None], v=f["v"][None], b=f["b"], initial_state_source=pool,
-                        initial_state_indices=slot, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, cu_seqlens=qsl,
+                        initial_state_indices=slot, scale=K ** -0.5, use_qk_l2norm_in_kernel=True, cu_seqlens=f["cu"],
                         is_kda=gate == "kda", disable_state_update=True, intermediate_state_indices=rows,
                         cache_steps=self.T, **extra)
 
-    def layer_call(self, gate, f, pool, inter, qsl, slot, rows):
-        return self.verify_call(gate, f, pool, qsl, slot, rows, intermediate_states_buffer=inter)
+    def layer_call(self, gate, f, pool, inter, slot, rows):
+        return self.verify_call(gate, f, pool, slot, rows, intermediate_states_buffer=inter)
 
     def make(self, gate, H, HV, B, nl, order, gen):
         T = self.T
@@ -536,13 +534,12 @@ class SGLangPackedVerify(SGLangSpecVerify):
         rows = torch.arange(B, device="cuda", dtype=torch.int32)  # the verify buffer's rows
         pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
         inter = torch.zeros(nl, B, T, HV, V, K, device="cuda")
-        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        ins = [varlen_window(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
         last = accepted_rows(B, T, gen) - 1  # the step whose state each row keeps
 
         def step():
             for l, f in enumerate(ins):
-                self.layer_call(gate, f, pool[l], inter[l], qsl, slot, rows)
+                self.layer_call(gate, f, pool[l], inter[l], slot, rows)
             self.scatter(pool, inter, slot, last)
 
         return step, 1
@@ -553,11 +550,10 @@ class SGLangPackedVerify(SGLangSpecVerify):
         pool = torch.from_numpy(S0).float().cuda()[None].contiguous()
         inter = torch.zeros(1, B, T, HV, V, K, device="cuda")
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         last = torch.full((B,), T - 1, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            o = self.layer_call(gate, self.flat(token(x, t0, T), T), pool[0], inter[0], qsl, slot, slot)
+            o = self.layer_call(gate, varlen_window(token(x, t0, T), T), pool[0], inter[0], slot, slot)
             self.scatter(pool, inter, slot, last)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
@@ -589,8 +585,8 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         bf = torch.bfloat16
         return dict(v=z(nl, n, HV, L, V, dt=bf), k=z(nl, n, H, L, K, dt=bf), g=z(nl, n, HV, L, K), beta=z(nl, n, HV, L))
 
-    def spec_call(self, f, pool, ring, l, qsl, slot, rows):
-        return self.verify_call("kda", f, pool, qsl, slot, rows, intermediate_states_buffer=None, cache_ring=True,
+    def spec_call(self, f, pool, ring, l, slot, rows):
+        return self.verify_call("kda", f, pool, slot, rows, intermediate_states_buffer=None, cache_ring=True,
                          replayssm_rawv=ring["v"][l], replayssm_rawk=ring["k"][l], replayssm_g=ring["g"][l],
                          replayssm_beta=ring["beta"][l])
 
@@ -605,13 +601,12 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         rows = torch.arange(B, device="cuda", dtype=torch.int32)
         pool = torch.zeros(nl, 2 * B, HV, V, K, device="cuda")
         ring = self.rings(nl, 2 * B, H, HV)
-        ins = [self.flat(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
+        ins = [varlen_window(make_inputs(gate, B, H, HV, T, gen), T) for _ in range(nl)]
         acc = accepted_rows(B, T, gen)
 
         def step():
             for l, f in enumerate(ins):
-                self.spec_call(f, pool[l], ring, l, qsl, slot, rows)
+                self.spec_call(f, pool[l], ring, l, slot, rows)
             self.commit(pool, ring, slot, acc, H)
 
         return step, 1
@@ -622,11 +617,10 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         pool = torch.from_numpy(S0).float().cuda()[None].contiguous()
         ring = self.rings(1, B, H, HV)
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
-        qsl = torch.arange(0, B * T + 1, T, device="cuda", dtype=torch.int32)
         every = torch.full((B,), T, device="cuda", dtype=torch.int32)
         out = []
         for t0 in range(0, n, T):
-            o = self.spec_call(self.flat(token(x, t0, T), T), pool[0], ring, 0, qsl, slot, slot)
+            o = self.spec_call(varlen_window(token(x, t0, T), T), pool[0], ring, 0, slot, slot)
             self.commit(pool, ring, slot, every, H)
             out.append(o.reshape(B, T, HV, V))
         return torch.cat(out, 1).double().cpu().numpy()
