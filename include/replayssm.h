@@ -317,12 +317,13 @@ typedef struct rssm_state {
  * fold     [B] u8    optional forced fold (NULL = none). decode: fold at the end of the step
  *                    (the checkpoint then includes this token; used for prefix snapshots).
  *                    verify: fold the committed entries at the start of the step.
- * fold_every  0 or 1 replay decode: 1 says fold[b] = 1 is expected for every row with a
- *                    slot (a small-batch step, rssm_plan_set_small_batch; rssm_plan_io sets
- *                    it). A launch hint: CUDA's K = V = 128 kernels then run packed decode's
- *                    code for a folding row whose ring is empty and replay's for any other
- *                    row, with packed's launch shape. Results never depend on it (a graph
- *                    captured on a small-batch step stays right on larger ones).
+ * fold_every  0 or 1 replay decode: 1 says every row with a slot folds (fold[b] != 0) and
+ *                    its ring is empty (cursor 0), as rssm_plan_begin leaves the rows of a
+ *                    small-batch step where rssm_plan_io sets it (rssm_plan_set_small_batch).
+ *                    CUDA's K = V = 128 kernels then run packed decode's kernel. A row found
+ *                    otherwise is refused: host devices fail the call (RSSM_ERROR_BAD_ARGUMENT)
+ *                    before any work; on CUDA the row gets a zero output and a device error,
+ *                    and nothing of its state is written.
  */
 typedef struct rssm_step_io {
     int32_t batch;  /* B */

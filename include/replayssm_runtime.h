@@ -154,20 +154,24 @@ RSSM_API rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const in
  *           the checkpoint after this step's end fold is the state at that length)
  *   verify: fold[b] = seq_len[b] > 0 && seq_len[b] % track_interval == 0   (the start fold
  *           makes the checkpoint the state at the committed length, as the previous step's
- *           post-increment length). Padding rows get 0. `tokens`: 1 for decode, 1..L verify. */
+ *           post-increment length). Padding rows get 0. `tokens`: 1 for decode, 1..L verify.
+ * A small-batch decode step (below) sets every live row's flag, and on CUDA drains its rows. */
 RSSM_API rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens, void *stream);
 /* Small batches (decode steps). A step of few rows is too small a grid to be bound by memory
  * bandwidth: it is bound by latency, which replay's ring work (and for KDA its clusters)
  * lengthens, so there replay decode is slower than packed decode. With max_rows > 0, a decode
  * step whose rssm_plan_set named 1 to max_rows live rows folds every live row: the rings stay
- * empty, the cursors at 0, and each layer does packed decode's work (on CUDA's K = V = 128
- * kernels, packed's code path; a row that still has entries folds them on its first such
- * step). The outputs are replay's; with an empty ring, packed decode's, bit for bit on the CPU
- * and CUDA back ends. Larger steps replay as before, so an engine may leave it on.
- * rssm_plan_io sets io.fold_every on such steps; rssm_plan_fold_rows still reports only
+ * empty, the cursors at 0, and each layer does packed decode's work. On CUDA, for pools whose
+ * layers are all K = V = 128 (the fast kernels), rssm_plan_begin then drains the step's rows
+ * (folds every layer's ring entries into the checkpoints, cursors to 0; a row without entries
+ * costs a cursor read) and rssm_plan_io sets io.fold_every, so that the layers run packed
+ * decode's kernels; elsewhere the layers fold through replay's. The outputs are replay's; with an
+ * empty ring, packed decode's, bit for bit on the CPU and CUDA back ends. Larger steps replay as
+ * before, so an engine may leave it on, and a CUDA graph captured on a small step stays right on
+ * any step (its drain folds whatever rows the step has). rssm_plan_fold_rows still reports only
  * prefix-snapshot points.
  * max_rows: 0 = never (the default); RSSM_PLAN_SMALL_BATCH_AUTO = the rule of the devices where
- * folded steps measured faster than replay's (CUDA, KDA layers of K = V = 128: B * HV <= 3 * SMs;
+ * folded steps measured faster than replay's (CUDA, layers of K = V = 128: B * HV <= 2 * SMs;
  * other layers and host devices: never). Takes effect from the next rssm_plan_set; not inside a
  * step. */
 #define RSSM_PLAN_SMALL_BATCH_AUTO (-1)
@@ -175,8 +179,8 @@ RSSM_API rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows
 /* The live-row limit in force (AUTO resolved); 0 when off or plan is NULL. */
 RSSM_API int32_t rssm_plan_small_batch(const rssm_plan *plan);
 /* Fills io->batch, io->tokens, io->slot and io->fold with the planner's device buffers
- * (io->write_slot = NULL) and io->fold_every for a small-batch decode step; the caller sets
- * the per-token tensors. */
+ * (io->write_slot = NULL) and io->fold_every for a small-batch decode step whose rows the begin
+ * drained; the caller sets the per-token tensors. */
 RSSM_API rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io);
 /* Capturable. After the last layer: decode -> rssm_advance, verify -> rssm_commit with the
  * accepted buffer, on the device; then seq_len[b] += 1 (decode) or accepted[b] (verify).

@@ -216,8 +216,9 @@ def decode_replay(
 ) -> Array:
     """ReplaySSM decode of one token per row (rssm_decode_replay): reads the checkpoint and the live
     ring, appends the new entry, folds when the ring is full or fold[b]. Does not move the
-    cursor: call advance() once after the last layer. Returns o. fold_every: the launch hint
-    of a small-batch step (Plan.fold_every; needs fold), which never changes the results."""
+    cursor: call advance() once after the last layer. Returns o. fold_every: a small-batch step
+    whose rows all fold and have empty rings (Plan.fold_every, after the planner's drain; needs
+    fold): packed decode's kernels; a row otherwise is refused (an error, its state kept)."""
     return _step("rssm_decode_replay", ctx, layer, state, q, k, v, a, b, A_log, dt_bias, g, beta, slot, None,
                  fold, out, stream, fold_every=fold_every)
 

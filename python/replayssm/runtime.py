@@ -217,8 +217,9 @@ class Plan:
 
     @property
     def fold_every(self) -> bool:
-        """True between begin() and end() of a small-batch decode step: pass it to decode_replay
-        (its launch hint) with fold=plan.fold."""
+        """True between begin() and end() of a small-batch decode step whose rows begin() drained
+        (every ring folded, cursor 0; CUDA's fast kernels): pass it to decode_replay with
+        fold=plan.fold, and the layers run packed decode's kernels."""
         io = _lib.rssm_step_io()
         _lib.call("rssm_plan_io", self.handle, ctypes.byref(io))
         return bool(io.fold_every)

@@ -80,7 +80,8 @@ def test_plan_small_batch_folds_every_row(ctx):
     for t in range(6):
         plan.set([s[0]])
         plan.begin("decode")
-        assert plan.fold_every
+        # only CUDA's K = V = 128 kernels drain small steps and run them as packed decode
+        assert not plan.fold_every
         for i, (layer, p) in enumerate(zip(LAYERS, probs)):
             o = rs.decode_replay(ctx, layer, pool.state(i), slot=plan.slot, fold=plan.fold,
                                  fold_every=plan.fold_every, **p.token(t))

@@ -36,6 +36,10 @@ typedef struct rssm_backend {
     /* the step planner's per-row kernels, enqueued on `stream` (never synchronising) */
     rssm_status (*plan_fold)(rssm_context *ctx, const rssm_plan_params *p, void *stream);
     rssm_status (*plan_seq)(rssm_context *ctx, const rssm_plan_params *p, void *stream);
+    /* the drain of a small-batch step (NULL where none): drain_ok says whether it takes a layer
+     * (whose steps then run packed decode's kernels under io.fold_every) */
+    int (*drain_ok)(rssm_context *ctx, const rssm_layer *layer);
+    rssm_status (*plan_drain)(rssm_context *ctx, const rssm_plan_params *p, void *stream);
     /* device errors counted by the kernels since the last call (NULL: none can happen) */
     rssm_status (*check_errors)(rssm_context *ctx);
 

@@ -146,6 +146,22 @@ static rssm_status check_cursors(const char *fn, const rssm_layer *l, const rssm
     return RSSM_OK;
 }
 
+/* io.fold_every (host devices): every row with a slot folds and its ring is empty (cursor 0) */
+static rssm_status check_fold_every(const char *fn, const rssm_state *s, const rssm_step_io *io)
+{
+    for (int32_t b = 0; b < io->batch; b++) {
+        if (io->slot[b] < 0) continue;
+        if (!io->fold[b]) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: fold_every, but row %d does not fold", fn, b);
+        const int32_t c = s->cursor[io->slot[b]];
+        if (c != 0)
+            return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
+                             "%s: fold_every, but row %d (slot %d) has %d ring entries (fold them first: "
+                             "rssm_plan_begin does on small-batch steps)",
+                             fn, b, io->slot[b], c);
+    }
+    return RSSM_OK;
+}
+
 /* Token stride: 0 -> packed `dense`; else >= dense and (elem > 0, data read in 16-byte vectors) a
  * 16-byte multiple. */
 static rssm_status resolve_stride(const char *fn, const char *what, int64_t *stride, int64_t dense, size_t elem)
@@ -281,6 +297,7 @@ static rssm_status step_locked(const char *fn, rssm_op op, rssm_context *ctx, co
         }
         if (op != RSSM_OP_DECODE_PACKED && (st = check_cursors(fn, &p.layer, state, p.io.slot, p.io.batch)) != RSSM_OK)
             return st;
+        if (p.io.fold_every && (st = check_fold_every(fn, state, &p.io)) != RSSM_OK) return st;
         if (p.io.cu_seqlens && (st = check_cu_seqlens(fn, &p.io)) != RSSM_OK) return st;
     }
     if (p.io.batch == 0) return RSSM_OK;

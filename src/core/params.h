@@ -63,9 +63,19 @@ typedef struct rssm_cursor_params {
     const int32_t *accepted; /* [B], commit only */
 } rssm_cursor_params;
 
+/* One layer of a pool as the planner's drain reads it (a device table, rssm_plan_create). */
+typedef struct rssm_plan_layer {
+    rssm_layer layer; /* as the pool holds it */
+    rssm_state state;
+    int32_t group; /* HV / H */
+} rssm_plan_layer;
+
 /* The step planner's per-row kernels (src/runtime/plan.c; rules in runtime/plan_rules.h):
- *   fold: fold[b] = rssm_rt_fold_rule(slot[b], n_slots, seq_len[b], mode, track, *every)
- *   seq:  seq_len[b] += 1 (decode) or accepted[b] (verify); padding rows unchanged. */
+ *   fold:  fold[b] = rssm_rt_fold_rule(slot[b], n_slots, seq_len[b], mode, track, *every)
+ *   seq:   seq_len[b] += 1 (decode) or accepted[b] (verify); padding rows unchanged
+ *   drain: (a small-batch decode step) every live row's ring entries folded into its
+ *          checkpoint in every layer, its ring bases and cursor set to 0, fold[b] as the fold
+ *          rule with every = 1. */
 typedef struct rssm_plan_params {
     int32_t batch, n_slots;
     int32_t mode;            /* 0 decode, 1 verify */
@@ -75,6 +85,11 @@ typedef struct rssm_plan_params {
     const int32_t *every;    /* [1]: the step folds every live row (decode) */
     uint8_t *fold;           /* [B] */
     const int32_t *accepted; /* [B], verify only; NULL = 1 per row */
+    /* drain only */
+    const rssm_plan_layer *layers; /* [n_layers], device */
+    int32_t n_layers, max_heads;   /* the most value heads of a layer */
+    int32_t ring_bytes;            /* the most bytes of one head's ring k (or u) in a layer */
+    int32_t *arrived;              /* [1]: the drain's arrival counter, 0 between launches */
 } rssm_plan_params;
 
 /* ---- gates (float64 versions for the reference; float versions for back ends) -------- */

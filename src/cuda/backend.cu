@@ -131,6 +131,8 @@ static void *kernel_for(int config, bool kda, int tc)
 int rssm_cuda_decode_k128_ok(const kargs *A);
 cudaError_t rssm_cuda_decode_k128_init(int device);
 cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream);
+/* drain_k128.cu: the planner's drain of small-batch steps (its kernel's shared memory limit) */
+cudaError_t rssm_cuda_drain_init(void);
 /* replay_pipeline.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
 int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
@@ -447,6 +449,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
         (e = cudaMalloc((void **)&im->err, sizeof(int))) != cudaSuccess ||
         (e = cudaMemset(im->err, 0, sizeof(int))) != cudaSuccess || (e = raise_smem()) != cudaSuccess ||
         (im->fast && (e = rssm_cuda_decode_k128_init(device)) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_drain_init()) != cudaSuccess) ||
         (im->fast && (e = rssm_cuda_pipe_init(device)) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
@@ -551,15 +554,50 @@ static rssm_status cuda_stream_order(rssm_context *ctx, void *stream, int ctx_wa
     return RSSM_OK;
 }
 
-/* the planner's kernels (plan_kernels.cu) */
+/* the planner's kernels (plan_kernels.cu, drain_k128.cu) */
 rssm_status rssm_cuda_plan_fold(rssm_context *ctx, const rssm_plan_params *p, void *stream);
 rssm_status rssm_cuda_plan_seq(rssm_context *ctx, const rssm_plan_params *p, void *stream);
+int rssm_cuda_drain_layer_ok(const rssm_layer *l);
+cudaError_t rssm_cuda_drain_launch(const rssm_plan_params *p, int *err, cudaStream_t stream);
+
+/* the drain runs where the fast kernels run the small steps (decode_k128.cu) */
+static int cuda_drain_ok(rssm_context *ctx, const rssm_layer *layer)
+{
+    return impl_of(ctx)->fast && rssm_cuda_drain_layer_ok(layer);
+}
+
+static rssm_status cuda_plan_drain(rssm_context *ctx, const rssm_plan_params *p, void *stream)
+{
+    cuda_impl *im = impl_of(ctx);
+    CU(cudaSetDevice(im->device), "rssm_plan_begin (drain)");
+    CU(rssm_cuda_drain_launch(p, im->err, (cudaStream_t)stream), "rssm_plan_begin (drain kernel)");
+    return RSSM_OK;
+}
 
 /* in the order of rssm_backend's fields */
 extern "C" const rssm_backend rssm_cuda_backend = {
-    "cuda",           0, /* host_memory: slots and cursors are device memory, checked by the kernels */
-    cuda_available,   cuda_init,   cuda_destroy,        cuda_info,          cuda_check_layer,  cuda_step,
-    cuda_materialize, cuda_cursor, rssm_cuda_plan_fold, rssm_cuda_plan_seq, cuda_check_errors, cuda_alloc,
-    cuda_free,        cuda_memset, cuda_memcpy,         cuda_copy2d,        cuda_sync,         cuda_stream_order,
-    cuda_stream,      NULL, /* parallel_for: host work runs on the calling thread */
+    "cuda",
+    0, /* host_memory: slots and cursors are device memory, checked by the kernels */
+    cuda_available,
+    cuda_init,
+    cuda_destroy,
+    cuda_info,
+    cuda_check_layer,
+    cuda_step,
+    cuda_materialize,
+    cuda_cursor,
+    rssm_cuda_plan_fold,
+    rssm_cuda_plan_seq,
+    cuda_drain_ok,
+    cuda_plan_drain,
+    cuda_check_errors,
+    cuda_alloc,
+    cuda_free,
+    cuda_memset,
+    cuda_memcpy,
+    cuda_copy2d,
+    cuda_sync,
+    cuda_stream_order,
+    cuda_stream,
+    NULL, /* parallel_for: host work runs on the calling thread */
 };

@@ -38,8 +38,9 @@
  * per thread spilled 116-612 bytes per thread together with S, and measured slower:
  * bench/results/earlier/gpu-bench.txt.)
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
- * Small-batch replay steps (io.fold_every: every row folds) run decode_k128_fold_every_kernel:
- * packed's code for a folding head whose ring is empty (CHK), the replay step for any other.
+ * Small-batch replay steps (io.fold_every: every row folds, its ring drained by the planner)
+ * run decode_k128_fold_every_kernel: packed's code, after a check of the row's fold flag and
+ * cursor (CHK).
  * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
  * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
  * instructions per warp); its lanes hold the state in that product's fragment layout (one row
@@ -863,8 +864,8 @@ template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd
 
 /* The step of one CTA. CHK (with MODE_PACKED, for small-batch steps, io.fold_every): packed
  * decode where the row folds this step and its ring is empty (cursor 0, hence ring base 0:
- * packed's instructions, so its time), else it returns false before it has written anything and
- * the caller runs the replay step. Returns true when the CTA is done.
+ * packed's instructions, so its time), else it returns false before it has written anything
+ * (the caller reports the row). Returns true when the CTA is done.
  * Longer than the phases it calls: the coordinates, the slot checks, the ring copies, the start
  * fold and the window's new entries stay here, because moved into functions of their own they
  * changed the machine code of the KDA verify kernels (more spills; the SASS comparison of the
@@ -918,7 +919,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* ---- round 0: slot and everything that does not depend on it ---- */
     int s = A.io.slot[b];
     const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? A.io.write_slot[b] : 0;
-    const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+    /* CHK reads its fold flag with the cursor in round 1: tested here, it held up round 0's
+     * loads for its own round trip (0.26 us per layer at B = 1) */
+    const int forced = !CHK && A.io.fold ? A.io.fold[b] != 0 : 0;
     /* Token preparation. Verify: warp t prepares token t whole. One token (ONE): warp 0
      * normalises k, warp 1 q, warp 2 evaluates the gates, each a short chain before the first
      * barrier; every warp then derives what it needs from them in its own registers. */
@@ -952,12 +955,6 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         zero_exit();
         return true;
     }
-    /* CHK: a row that does not fold this step (a graph captured on a small-batch step, replayed
-     * on a larger one) is the replay step's, as a head with ring entries is below */
-    if (CHK && !forced) {
-        cp_wait_all();
-        return false;
-    }
     /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
@@ -965,9 +962,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (MODE != MODE_PACKED) {
         c = A.st.cursor[s];
         base = A.st.ring_base[hd];
-    } else if (CHK) {
-        c = A.st.cursor[s]; /* with the rows, which it arrives before */
     }
+    int chk_fold = 1;
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
      * back, so that the compiler does not keep (and spill) the 64-bit offset meanwhile */
     auto rows_off = [&](int slot) { return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, KF); };
@@ -975,6 +971,10 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     float S[8][4];
     load_state_rows<SBF, SSTEP, KF>(A, ck0, S);
     if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
+    if (CHK) { /* with the rows, which they arrive before */
+        c = A.st.cursor[s];
+        chk_fold = A.io.fold[b];
+    }
 
     const int gk = KDA ? K128_DIM : 1;
     float *const ringg = MODE == MODE_PACKED ? nullptr : (float *)A.st.ring_g + hd * L * gk;
@@ -1017,11 +1017,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (PARK_V) sV[tid] = vraw[0];
     if (KDA && tid == 0) sm.base = base; /* read at the end from here, not held (and spilled) */
     __syncthreads();                     /* ring in shared memory, token inputs prepared */
-    /* CHK: a row with ring entries (or a bad cursor) is the replay step's to do. Its cursor came
-     * with the rows' loads, so testing it here, after the token's preparation, waits for nothing,
-     * and from here on the step is packed's code; the ring base is not read (with the cursor at 0
-     * it is 0: 0 <= base <= cursor) */
-    if (CHK && c != 0) return false;
+    /* CHK: a row that does not fold, or has ring entries (or a bad cursor). Its cursor and fold
+     * flag came with the rows' loads, so testing them here, after the token's preparation, waits
+     * for nothing, and from here on the step is packed's code; the ring base is not read (with
+     * the cursor at 0 it is 0: 0 <= base <= cursor) */
+    if (CHK && (c != 0 || !chk_fold)) return false;
     /* GDN heads split over parts: this CTA has read its ring and ring base (see Races) */
     const bool gdn_parts = !KDA && MODE != MODE_PACKED && split > 1;
     if (gdn_parts) cluster_arrive();
@@ -1179,18 +1179,17 @@ __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
     decode_k128_cta<KDA, SBF, MODE, TC, false, KF>(A);
 }
 
-/* Replay decode of a small-batch step (io.fold_every: every row folds at the end): packed
- * decode for the folding heads whose ring is empty, the replay step for the others (the first
- * such step of a row that has entries, or every row when a graph captured on a small step runs
- * a larger one). The decision depends on the row's slot, fold flag and cursor, so it is uniform
- * over a CTA and over a cluster (GDN: one row's group of value heads; KDA: one head's parts). */
+/* Replay decode of a small-batch step (io.fold_every: every row folds and its ring is empty, as
+ * the planner's drain leaves them, drain_k128.cu): packed decode's code and launch shape. A row
+ * found otherwise gets a zero output and a device error, and nothing of its state is written. */
 template <bool KDA, bool SBF, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_fold_every_kernel(const kargs A)
 {
     if (A.pdl) pdl_prologue<KDA, SBF>(A);
     if (decode_k128_cta<KDA, SBF, MODE_PACKED, 1, true, KF>(A)) return;
-    __syncthreads(); /* the replay step stages into the same shared memory */
-    decode_k128_cta<KDA, SBF, MODE_REPLAY, 1, false, KF>(A);
+    const int split_log2 = 31 - __clz(A.split), part = blockIdx.x & (A.split - 1), hv = blockIdx.x >> split_log2;
+    if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(A.err, 1);
+    zero_output(A, blockIdx.y, 1, blockDim.x / 4, blockDim.x, threadIdx.x, A.l.num_v_heads, hv, part);
 }
 
 /* KF: the K-first state layout (its own instantiations, so that the V-first code is what it was) */
@@ -1292,13 +1291,14 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     if (A.split < 1) A.split = 1;
     while (A.split > 1 && ((A.mode == MODE_VERIFY ? T : 1) > K128_NW / A.split || (kda ? 1 : A.group) * A.split > 8))
         A.split /= 2;
-    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part);
-     * small-batch launches keep them, as any of their rows may take the replay step */
-    A.cs = A.mode == MODE_PACKED ? 1 : (kda ? 1 : A.group) * A.split;
+    /* a small-batch step (io.fold_every) runs packed decode */
+    const bool fold_every = A.mode == MODE_REPLAY && A.io.fold_every;
+    /* clusters: the CTAs that share ring data (GDN: the group's value heads; every split part) */
+    A.cs = A.mode == MODE_PACKED || fold_every ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
-    if (A.mode == MODE_PACKED || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
+    if (A.mode == MODE_PACKED || fold_every || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
     const size_t smem =
         smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
@@ -1311,7 +1311,6 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     }
     const int gx = A.l.num_v_heads * A.split; /* CTAs per row */
     A.pf_db = A.pf_ahead / gx, A.pf_dx = A.pf_ahead % gx;
-    const void *kernel = A.mode == MODE_REPLAY && A.io.fold_every ? fold_every_kernel_for(kda, sbf, kf)
-                                                                  : kernel_for(kda, sbf, kf, A.mode, tc);
+    const void *kernel = fold_every ? fold_every_kernel_for(kda, sbf, kf) : kernel_for(kda, sbf, kf, A.mode, tc);
     return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, K128_NT / A.split, smem, stream);
 }

@@ -591,6 +591,8 @@ __device__ __forceinline__ void resolve_row(const kargs &A, const step_cta &C, i
         base = A.st.ring_base[(int64_t)s * C.HV + C.hv];
         h = c - base;
         if (c < 0 || c > C.L || base < 0 || h < 0) bad = true, s = -1;
+        /* a small-batch step (io.fold_every): every row folds and has an empty ring */
+        if (s >= 0 && A.io.fold_every && (c != 0 || !A.io.fold[b])) bad = true, s = -1;
     }
 }
 

@@ -3,12 +3,14 @@
  * around the layers' kernel calls.
  *
  *   rssm_plan_set    (host, once per step, outside a graph)  slots + seq lens: one upload
- *   rssm_plan_begin  (capturable)  fold[b] from seq_len[b]   (plan_rules.h)
+ *   rssm_plan_begin  (capturable)  fold[b] from seq_len[b]   (plan_rules.h); a small-batch step
+ *                    where the back end can: the drain (every live row's rings folded, cursor 0)
  *   ... every layer: rssm_decode_replay / rssm_verify with rssm_plan_io's slot and fold ...
  *   rssm_plan_end    (capturable)  rssm_advance / rssm_commit, then seq_len[b] += 1 / accepted[b]
  *
  * Device memory (one allocation, each buffer on a 256-byte boundary):
- *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8
+ *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8 |
+ *   arrived [1] i32 | layers [n_layers] rssm_plan_layer (the drain's: counter and layer table)
  * `every` is 1 when the step is a small batch that folds every live row (rssm_plan_set_small_batch).
  * The host keeps a staging copy of slot, seq_len and every with the same layout, so that the
  * three go up in one upload. On CUDA the fold and seq_len updates are kernels (src/cuda/plan_kernels.cu);
@@ -27,8 +29,13 @@ struct rssm_plan {
     unsigned char *mem;  /* device */
     unsigned char *host; /* staging: [slot | seq_len | every] as on the device */
     size_t bytes, off_seq, off_every, off_acc, off_fold;
-    int32_t *slot, *seq, *every, *acc; /* device */
-    uint8_t *fold;                     /* device */
+    int32_t *slot, *seq, *every, *acc, *arrived; /* device */
+    uint8_t *fold;                               /* device */
+    rssm_plan_layer *layers;                     /* device: the pool's layers, for the drain */
+    int32_t max_heads, ring_bytes;               /* the most value heads, ring bytes of a head */
+    /* the back end drains small-batch steps for every layer of the pool (plan_drain), so that
+     * they run packed decode's kernels (io.fold_every) */
+    int drain;
     /* rssm_plan_set's duplicate check in O(n): mark[s] = (call << 32) | row of the first row that
      * named slot s in call number `call` (host [pool n_slots]; stale entries have an older call) */
     uint64_t *mark;
@@ -36,8 +43,9 @@ struct rssm_plan {
     /* small batches: a decode step of at most small_rows live rows folds every row (0: never;
      * resolved from RSSM_PLAN_SMALL_BATCH_AUTO at the call that set it) */
     int32_t small_rows;
-    int set;   /* rssm_plan_set was called */
-    int begun; /* between begin and end */
+    int set;     /* rssm_plan_set was called */
+    int begun;   /* between begin and end */
+    int drained; /* this step began with the drain */
     rssm_plan_mode mode;
     int32_t tokens;
 };
@@ -47,14 +55,33 @@ static size_t al(size_t x) { return (x + RSSM_RT_ALIGN - 1) / RSSM_RT_ALIGN * RS
 /* the planner's buffers as the back end's per-row kernels take them */
 static rssm_plan_params plan_params(const rssm_plan *p, rssm_plan_mode mode)
 {
-    rssm_plan_params pp = {p->batch, p->pool->n_slots, (int32_t)mode,
-                           p->track, p->slot,          p->seq,
-                           p->every, p->fold,          mode == RSSM_PLAN_VERIFY ? p->acc : NULL};
+    rssm_plan_params pp = {p->batch,      p->pool->n_slots,  (int32_t)mode,
+                           p->track,      p->slot,           p->seq,
+                           p->every,      p->fold,           mode == RSSM_PLAN_VERIFY ? p->acc : NULL,
+                           p->layers,     p->pool->n_layers, p->max_heads,
+                           p->ring_bytes, p->arrived};
     return pp;
 }
 
 /* the host staging copy of the `every` word (what the last rssm_plan_set uploaded) */
 static int32_t *staged_every(const rssm_plan *p) { return (int32_t *)(p->host + p->off_every); }
+
+/* the drain's layer table: the pool's layers and their device states */
+static rssm_status upload_layers(rssm_plan *p)
+{
+    const rssm_pool *pool = p->pool;
+    rssm_plan_layer *t = calloc((size_t)pool->n_layers, sizeof *t);
+    if (!t) return rssm_fail(RSSM_ERROR_OUT_OF_MEMORY, "rssm_plan_create: out of host memory");
+    for (int32_t l = 0; l < pool->n_layers; l++) {
+        t[l].layer = pool->lm[l].layer;
+        t[l].state = rssm_rt_state(pool, l);
+        t[l].group = t[l].layer.num_v_heads / t[l].layer.num_k_heads;
+    }
+    rssm_status st = rssm_dev_upload(pool->ctx, p->layers, t, sizeof *t * (size_t)pool->n_layers);
+    if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
+    free(t);
+    return st;
+}
 
 rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_interval, rssm_plan **out)
 {
@@ -77,7 +104,16 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->off_every = 2 * n4;
     p->off_acc = p->off_every + RSSM_RT_ALIGN;
     p->off_fold = p->off_acc + n4;
-    p->bytes = p->off_fold + al((size_t)batch);
+    const size_t off_arrived = p->off_fold + al((size_t)batch), off_layers = off_arrived + RSSM_RT_ALIGN;
+    p->bytes = off_layers + al(sizeof(rssm_plan_layer) * (size_t)pool->n_layers);
+    p->drain = pool->ctx->backend->drain_ok != NULL;
+    for (int32_t l = 0; l < pool->n_layers; l++) {
+        p->drain = p->drain && pool->ctx->backend->drain_ok(pool->ctx, &pool->lm[l].layer);
+        const rssm_layer *ly = &pool->lm[l].layer;
+        const int32_t rb = ly->ring_len * ly->head_k_dim * (int32_t)rssm_dtype_size(ly->ring_dtype);
+        if (ly->num_v_heads > p->max_heads) p->max_heads = ly->num_v_heads;
+        if (rb > p->ring_bytes) p->ring_bytes = rb;
+    }
     p->host = calloc(1, p->off_acc);
     p->mark = calloc((size_t)pool->n_slots, sizeof *p->mark);
     if (!p->host || !p->mark) {
@@ -98,12 +134,15 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->every = (int32_t *)(p->mem + p->off_every);
     p->acc = (int32_t *)(p->mem + p->off_acc);
     p->fold = p->mem + p->off_fold;
+    p->arrived = (int32_t *)(p->mem + off_arrived);
+    p->layers = (rssm_plan_layer *)(p->mem + off_layers);
     /* every row padding, seq 0, accepted 0, no fold */
     int32_t *hs = (int32_t *)p->host;
     for (int32_t b = 0; b < batch; b++)
         hs[b] = -1;
     st = rssm_dev_memset(pool->ctx, p->mem, 0, p->bytes);
     if (st == RSSM_OK) st = rssm_dev_upload(pool->ctx, p->mem, p->host, p->off_acc);
+    if (st == RSSM_OK && p->drain) st = upload_layers(p);
     if (st == RSSM_OK) st = rssm_dev_sync(pool->ctx);
     if (st != RSSM_OK) {
         rssm_plan_free(p);
@@ -191,13 +230,12 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
 }
 
 /* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, layers of K = V = 128 (the fast kernels' shape, the one
- * measured): fold every row while the step has at most KDA_HEADS_PER_SM (KDA) or
- * GDN_HEADS_PER_SM (GDN) value heads per multiprocessor: 12 and 4 rows of 32 heads on an H200,
- * where bench-step measured the folded step faster than replay's (KDA 9-20%, GDN 17-19% at 1-2
- * rows, even at 4, 8% slower at 8; both still slower than packed's; bench/results/README.md,
- * "Small batches"). Host devices: never. */
-#define KDA_HEADS_PER_SM 3
-#define GDN_HEADS_PER_SM 1
+ * measured): fold every row while the step has at most HEADS_PER_SM value heads per
+ * multiprocessor (8 rows of 32 heads on an H200). There bench-step measured the drained step
+ * (packed decode's kernels) faster than replay's: GDN 25%, 27% and 7% at 1, 2 and 8 rows, KDA
+ * 27%, 29%, 8% and 13% at 1, 2, 4 and 8 (GDN at 4 rows 6% slower); from 12 rows replay's step is
+ * faster (bench/results/README.md, "Small batches"). Host devices: never. */
+#define HEADS_PER_SM 2
 
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
 {
@@ -213,7 +251,7 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
         rssm_context_info info;
         rssm_context_get_info(plan->pool->ctx, &info);
         const int sms = measured ? info.multiprocessors : 0;
-        max_rows = sms * (l0->gate == RSSM_GATE_KDA ? KDA_HEADS_PER_SM : GDN_HEADS_PER_SM) / l0->num_v_heads;
+        max_rows = sms * HEADS_PER_SM / l0->num_v_heads;
     }
     plan->small_rows = max_rows;
     return RSSM_OK;
@@ -236,8 +274,10 @@ rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32_t tokens
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: the previous step was not ended", fn);
     const rssm_plan_params pp = plan_params(plan, mode);
     rssm_context *ctx = plan->pool->ctx;
-    rssm_status st = ctx->backend->plan_fold(ctx, &pp, stream);
+    const int drain = plan->drain && mode == RSSM_PLAN_DECODE && *staged_every(plan);
+    rssm_status st = drain ? ctx->backend->plan_drain(ctx, &pp, stream) : ctx->backend->plan_fold(ctx, &pp, stream);
     if (st != RSSM_OK) return st;
+    plan->drained = drain;
     plan->mode = mode;
     plan->tokens = tokens;
     plan->begun = 1;
@@ -253,8 +293,8 @@ rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io)
     io->write_slot = NULL;
     io->cu_seqlens = NULL;
     io->fold = plan->fold;
-    /* the last rssm_plan_set's step folds every row (decode): the launch hint */
-    io->fold_every = plan->begun && plan->mode == RSSM_PLAN_DECODE && *staged_every(plan);
+    /* a small-batch step whose rows the begin drained: the layers run packed decode's kernels */
+    io->fold_every = plan->begun && plan->drained;
     return RSSM_OK;
 }
 

@@ -3,7 +3,10 @@
  * per layer, rssm_plan_end) captured once in a CUDA graph and replayed R times must leave the
  * same bits as R eager steps: every slot's checkpoint, ring, ring bases and cursor, the
  * planner's sequence lengths, and the last step's outputs. Forced folds (track interval 5)
- * and ring folds happen during the replays; padding rows (-1) sit between real rows.
+ * and ring folds happen during the replays; padding rows (-1) sit between real rows. With
+ * small-batch steps on (rssm_plan_set_small_batch) and heads of K = V = 128, the step begins
+ * with the planner's drain (CUDA) and the layers run packed decode: the rows hold ring entries
+ * from two plain steps before, which the first step folds.
  *
  * The capture uses bench_time(graph = 1) from device.h: on CUDA the step is captured into
  * a graph and replayed; on host devices (reference) the same function runs directly, which
@@ -76,9 +79,10 @@ static int same_slots(rssm_pool *p, const int32_t *a, const int32_t *b, int n)
     return same;
 }
 
-static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *passed, int *failed)
+static void run(rssm_device dev, const char *dn, rssm_gate gate, int small, int reps, int *passed, int *failed)
 {
-    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    const char *gn =
+        gate == RSSM_GATE_KDA ? (small ? "kda, small batch" : "kda") : (small ? "gdn, small batch" : "gdn");
     rssm_context *ctx = NULL;
     if (rssm_context_create(dev, NULL, &ctx) != RSSM_OK) {
         printf("skip %s/%s: %s\n", dn, gn, rssm_last_error());
@@ -86,10 +90,10 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
     }
     work_arg e, g;
     memset(&e, 0, sizeof e);
+    const int K = small ? 128 : 32, V = small ? 128 : 16, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1;
     for (int l = 0; l < NLAYERS; l++)
-        e.ly[l] = rssm_layer_default(gate, 2, 4, 32, 16, 4);
+        e.ly[l] = rssm_layer_default(gate, H, HV, K, V, 4);
     e.ctx = ctx;
-    const int K = 32, V = 16, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1;
     int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
     int32_t se[3], sg[3];
     for (int i = 0; i < 3 && ok; i++)
@@ -110,6 +114,13 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
     e.o = upload_random(ctx, B * HV * V, 0, 0, 6);
     g.o = upload_random(ctx, B * HV * V, 0, 0, 7);
     const int32_t re[B] = {se[0], -1, se[1], se[2]}, rg[B] = {sg[0], -1, sg[1], sg[2]}, seq[B] = {0, 0, 3, 9};
+    if (small) { /* two plain steps on both sets of rows, then small steps */
+        for (int i = 0; i < 2; i++) {
+            rssm_plan_set(e.plan, B, re, seq), rssm_plan_set(g.plan, B, rg, seq);
+            if (step(&e, rssm_context_stream(ctx)) || step(&g, rssm_context_stream(ctx))) ok = 0;
+        }
+        ok = ok && rssm_plan_set_small_batch(e.plan, B) == RSSM_OK && rssm_plan_set_small_batch(g.plan, B) == RSSM_OK;
+    }
     rssm_plan_set(e.plan, B, re, seq);
     rssm_plan_set(g.plan, B, rg, seq);
     double us = 0;
@@ -125,7 +136,7 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int reps, int *
     float *oe = malloc(sizeof(float) * B * HV * V), *og = malloc(sizeof(float) * B * HV * V);
     rssm_mem_copy(ctx, oe, e.o, sizeof(float) * B * HV * V, RSSM_COPY_DEVICE_TO_HOST);
     rssm_mem_copy(ctx, og, g.o, sizeof(float) * B * HV * V, RSSM_COPY_DEVICE_TO_HOST);
-    ok = st == RSSM_OK && steps >= reps && !memcmp(gseq, eseq, sizeof gseq) && eseq[1] == 0 &&
+    ok = ok && st == RSSM_OK && steps >= reps && !memcmp(gseq, eseq, sizeof gseq) && eseq[1] == 0 &&
          !memcmp(oe, og, sizeof(float) * B * HV * V) && same_slots(e.pool, se, sg, 3) &&
          rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
     printf("%s %s/%s: %d graph replays of a %d-layer decode step == %d eager steps bit for bit (%.1f us/step)%s%s\n",
@@ -143,11 +154,12 @@ int main(int argc, char **argv)
 {
     const int reps = argc > 1 ? atoi(argv[1]) : 23;
     int passed = 0, failed = 0;
-    for (int gi = 0; gi < 2; gi++)
-        run(RSSM_DEVICE_REFERENCE, "reference (host path)", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+    for (int i = 0; i < 4; i++)
+        run(RSSM_DEVICE_REFERENCE, "reference (host path)", i & 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN, i >> 1, reps,
+            &passed, &failed);
     if (rssm_cuda_available())
-        for (int gi = 0; gi < 2; gi++)
-            run(RSSM_DEVICE_CUDA, "cuda graph", gi ? RSSM_GATE_KDA : RSSM_GATE_GDN, reps, &passed, &failed);
+        for (int i = 0; i < 4; i++)
+            run(RSSM_DEVICE_CUDA, "cuda graph", i & 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN, i >> 1, reps, &passed, &failed);
     else
         printf("skip cuda: no CUDA device or back end in this build\n");
     printf("%d passed, %d failed\n", passed, failed);
