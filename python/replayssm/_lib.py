@@ -151,7 +151,7 @@ class rssm_step_io(ctypes.Structure):
         ("write_slot", ctypes.c_void_p),  # const int32_t *
         ("fold", ctypes.c_void_p),  # const uint8_t *
         ("cu_seqlens", ctypes.c_void_p),  # const int32_t * (ragged prefill)
-        ("fold_every", ctypes.c_int32),  # replay decode: the small-batch launch hint
+        ("fold_every", ctypes.c_int32),  # replay decode: a small-batch step of drained rows
         ("g_stride", ctypes.c_int64),
         ("beta_stride", ctypes.c_int64),
     ]
