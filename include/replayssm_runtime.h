@@ -165,8 +165,10 @@ RSSM_API rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32
  * layers are all K = V = 128 (the fast kernels), rssm_plan_begin then drains the step's rows
  * (folds every layer's ring entries into the checkpoints, cursors to 0; a row without entries
  * costs a cursor read) and rssm_plan_io sets io.fold_every, so that the layers run packed
- * decode's kernels; elsewhere the layers fold through replay's. The outputs are replay's; with an
- * empty ring, packed decode's, bit for bit on the CPU and CUDA back ends. Larger steps replay as
+ * decode's kernels; elsewhere the layers fold through replay's. The outputs are replay's (where
+ * the drain folds a ring before the step, on a row's first such step, within the rounding of that
+ * separate fold, and one more bf16 rounding with a bf16 state); with an empty ring, packed
+ * decode's, bit for bit on the CPU and CUDA back ends. Larger steps replay as
  * before, so an engine may leave it on, and a CUDA graph captured on a small step stays right on
  * any step (its drain folds whatever rows the step has). rssm_plan_fold_rows still reports only
  * prefix-snapshot points.

@@ -267,9 +267,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
          * half a wave (a GDN cluster holds the group's value heads times the parts, and every
          * part repeats the token and ring work) */
         const int kda_replay = A.mode == MODE_REPLAY && A.l.gate == RSSM_GATE_KDA;
-        /* a small-batch step that folds every row (io.fold_every): rows with an empty ring do
-         * packed's work, so launch as packed does: no ring read ahead of the cursor (a row with
-         * entries reads them after it, on the one step that folds them), packed's split */
+        /* a small-batch step of drained rows (io.fold_every: every row folds, its ring empty)
+         * runs packed decode's kernel, launched as packed is: no ring read, packed's split */
         const int as_packed = A.mode == MODE_REPLAY && p->io.fold_every;
         if (as_packed && im->spec < 0) A.spec = 0;
         if (im->split)

@@ -4,7 +4,7 @@
  * entries are folded into its checkpoint and its ring bases set to 0; then its cursor is set to
  * 0 and its fold flag to 1. Every ring of the step's rows is then empty, so the layers run packed
  * decode's kernel (io.fold_every, decode_k128.cu) and the advance keeps the cursors at 0. Layers
- * of K = V = 128, the fast kernels' shape (rssm_cuda_drain_ok).
+ * of K = V = 128, the fast kernels' shape (rssm_cuda_drain_layer_ok).
  *
  * One CTA of 512 threads per (row, value head), as the decode kernels hold a head: warp w folds
  * state rows 8w .. 8w+7, lane l channels 4l .. 4l+3, with the same fold routine as their start
@@ -42,7 +42,9 @@ __device__ void drain_head(const rssm_plan_layer &P, int s, int hv, int c, unsig
     const rssm_state &st = P.state;
     const int64_t hb = rssm_base_off(&l, s, hv);
     const int base = st.ring_base[hb], h = c - base;
-    if (base < 0 || h < 0) { /* a ring base outside the ring: counted, the head left as it is */
+    /* a ring base outside the ring (corrupt state): counted, the head left as it is; its later
+     * replay steps refuse the slot */
+    if (base < 0 || h < 0) {
         if (threadIdx.x == 0) atomicAdd(err, 1);
         return;
     }
@@ -77,8 +79,9 @@ __device__ void drain_head(const rssm_plan_layer &P, int s, int hv, int c, unsig
         fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, rbf, c4, row0);
         store_checkpoint_rows<SBF>(
             st.checkpoint, [&](int r) { return off + r * K128_DIM; }, KF, S);
-        __syncthreads(); /* the next layer's copies overwrite shared memory */
     }
+    /* every thread has read the base (and the shared ring: the next layer's copies overwrite it) */
+    __syncthreads();
     if (threadIdx.x == 0 && base != 0) st.ring_base[hb] = 0;
 }
 
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(DRAIN_NT, 2) drain_kernel(rssm_plan_params p, 
     __syncthreads();
     if (threadIdx.x == 0) {
         __threadfence();
-        last = atomicAdd(p.arrived, 1) == (int)(gridDim.x * gridDim.y) - 1;
+        last = atomicAdd(reinterpret_cast<unsigned *>(p.arrived), 1u) == gridDim.x * gridDim.y - 1u;
     }
     __syncthreads();
     if (!last) return;

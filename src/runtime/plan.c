@@ -246,12 +246,11 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
                          "%s: max_rows %d < 0 (0 = never, RSSM_PLAN_SMALL_BATCH_AUTO = by device)", fn, max_rows);
     if (plan->begun) return rssm_fail(RSSM_ERROR_BAD_ARGUMENT, "%s: a step is in progress (begin without end)", fn);
     if (max_rows == RSSM_PLAN_SMALL_BATCH_AUTO) {
-        const rssm_layer *l0 = &plan->pool->lm[0].layer;
-        const int measured = l0->head_k_dim == 128 && l0->head_v_dim == 128;
+        /* measured where the back end drains (CUDA's fast kernels, every layer K = V = 128) */
         rssm_context_info info;
         rssm_context_get_info(plan->pool->ctx, &info);
-        const int sms = measured ? info.multiprocessors : 0;
-        max_rows = sms * HEADS_PER_SM / l0->num_v_heads;
+        const int sms = plan->drain ? info.multiprocessors : 0;
+        max_rows = sms * HEADS_PER_SM / plan->max_heads;
     }
     plan->small_rows = max_rows;
     return RSSM_OK;
