@@ -236,8 +236,38 @@ static rssm_status run_decode(rt_model *m, rssm_plan *plan, int32_t slot, int32_
 
 /* ---- pool ---------------------------------------------------------------------------------- */
 
+/* Layers of different state dtypes (bf16 then f32 checkpoints, of different sizes): a raw
+ * checkpoint copy (rssm_pool_copy_checkpoint, the prefix cache's snapshots) copies every layer
+ * whole: the copy equals the source folded in place. */
+static void pool_mixed_dtypes(rssm_context *ctx, rt_counts *c)
+{
+    rssm_layer ly[NL];
+    rt_layers(RSSM_GATE_GDN, ly);
+    ly[0].state_dtype = RSSM_DTYPE_BF16;
+    rssm_pool *p = NULL;
+    rt_model m;
+    rssm_plan *plan = NULL;
+    int32_t a = -1, b = -1;
+    memset(&m, 0, sizeof m);
+    rssm_status st = rssm_pool_create(ctx, ly, NL, 3, &p);
+    if (st == RSSM_OK && (!model_init(&m, ctx, p, 1, 1) || rssm_plan_create(p, 1, 0, &plan) != RSSM_OK))
+        st = RSSM_ERROR_OUT_OF_MEMORY;
+    if (st == RSSM_OK) st = rssm_pool_acquire(p, &a);
+    if (st == RSSM_OK) st = rssm_pool_acquire(p, &b);
+    if (st == RSSM_OK) st = run_decode(&m, plan, a, 0, 3, 100);
+    if (st == RSSM_OK) st = rssm_pool_copy(p, a, p, a); /* fold in place: the checkpoint is the state */
+    if (st == RSSM_OK) st = rssm_pool_copy_checkpoint(p, a, p, b);
+    rt_case(c, st == RSSM_OK && same_state(p, a, p, b, RSSM_EXPORT_MATERIALIZED),
+            "pool/mixed state dtypes (bf16, f32): copy_checkpoint copies every layer whole%s%s", st ? " — " : "",
+            st ? err(st) : "");
+    rssm_plan_free(plan);
+    model_free(&m);
+    rssm_pool_free(p);
+}
+
 void rt_suite_pool(rssm_context *ctx, rt_counts *c)
 {
+    pool_mixed_dtypes(ctx, c);
     for (int gi = 0; gi < 2; gi++) {
         const rssm_gate gate = gi ? RSSM_GATE_KDA : RSSM_GATE_GDN;
         const char *gn = gi ? "kda" : "gdn";
@@ -359,7 +389,8 @@ static double rel_diff(const float *x, const float *y, size_t n)
  * plain), slots and output buffers. */
 typedef struct sb_fixture {
     rssm_context *ctx;
-    const char *gn; /* the case's name: gate, and -k128 */
+    const char *gn; /* the case's name: gate, and -k128 (-bf16) */
+    double tol;     /* outputs of a folded step against a plain one (max rel diff) */
     rssm_pool *p;
     rt_model m;
     rssm_plan *small, *plain;
@@ -403,7 +434,7 @@ static rssm_status sb_fold_step(sb_fixture *f, rt_counts *c)
     const double first = sb_compare(f, &same);
     /* a folding step may compute its output from the folded state (the CPU back end does): the
      * same value, rounded in another order */
-    rt_case(c, st == RSSM_OK && first <= 1e-6 && ca == 0 && cb == 3 && fold_d[0] == 1 && fold_d[1] == 0 && !fold_h[0],
+    rt_case(c, st == RSSM_OK && first <= f->tol && ca == 0 && cb == 3 && fold_d[0] == 1 && fold_d[1] == 0 && !fold_h[0],
             "plan/%s small batch: a row with 2 ring entries folds on the step (cursor %d, plain %d), the same outputs "
             "(%s, max rel diff %.3g); fold flags [%d %d], no snapshot point in the host mirror%s%s",
             f->gn, ca, cb, same ? "bit for bit" : "rounded apart", first, fold_d[0], fold_d[1], st ? " — " : "",
@@ -517,7 +548,7 @@ static void sb_second_drain(sb_fixture *f, rt_counts *c)
     rssm_pool_cursor(p, f->a, &ca);
     int same = 1;
     const double d = st == RSSM_OK ? sb_compare(f, &same) : 1;
-    rt_case(c, st == RSSM_OK && had > 0 && ca == 0 && d <= 1e-6,
+    rt_case(c, st == RSSM_OK && had > 0 && ca == 0 && d <= f->tol,
             "plan/%s small batch: a later small step of a row with %d ring entries folds them (cursor %d, no device "
             "error), a plain twin's outputs (max rel diff %.3g)%s%s",
             f->gn, had, ca, d, st ? " — " : "", st ? err(st) : "");
@@ -559,19 +590,25 @@ static void sb_limit(sb_fixture *f, int k128, rt_counts *c)
  * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
  * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
  * there a's cursor stays at 0 and a reproduces packed decode (bit for bit on the CPU and CUDA
- * back ends; the reference rounds each op once from float64, so within 1e-6 there). k128: heads
- * of K = V = 128 (CUDA's fast kernels, which launch such steps as packed decode) instead of
- * the suite's small ones. */
-static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int k128, rt_counts *c)
+ * back ends; the reference rounds each op once from float64, so within 1e-6 there). variant 1:
+ * heads of K = V = 128 (CUDA's fast kernels, which drain such steps and run them as packed
+ * decode) instead of the suite's small ones; 2: the same with layer 0's state and ring in bf16
+ * (CUDA's drain stores the folded checkpoint rounded to bf16 before the step: a folding step's
+ * outputs within bf16 rounding of replay's). */
+static void plan_small_batch(rssm_context *ctx, rssm_gate gate, int variant, rt_counts *c)
 {
+    static const char *names[2][3] = {{"gdn", "gdn-k128", "gdn-k128-bf16"}, {"kda", "kda-k128", "kda-k128-bf16"}};
+    const int k128 = variant > 0;
     sb_fixture f;
     memset(&f, 0, sizeof f);
     f.ctx = ctx, f.a = f.b = f.cs = -1;
-    f.gn = gate == RSSM_GATE_KDA ? (k128 ? "kda-k128" : "kda") : (k128 ? "gdn-k128" : "gdn");
+    f.gn = names[gate == RSSM_GATE_KDA][variant];
+    f.tol = variant == 2 ? 2e-2 : 1e-6;
     rssm_layer ly[NL];
     rt_layers(gate, ly);
     for (int l = 0; l < NL && k128; l++)
         ly[l].head_k_dim = ly[l].head_v_dim = 128;
+    if (variant == 2) ly[0].state_dtype = ly[0].ring_dtype = RSSM_DTYPE_BF16;
     /* layer 0's heads fold early often, so that the steps before a small one leave ring bases
      * above 0, with and without live entries above them */
     ly[0].fold_threshold = 0.3f;
@@ -719,9 +756,9 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
     }
     rssm_plan_free(plan);
     rssm_pool_free(p);
-    for (int k128 = 0; k128 < 2; k128++) {
-        plan_small_batch(ctx, RSSM_GATE_GDN, k128, c);
-        plan_small_batch(ctx, RSSM_GATE_KDA, k128, c);
+    for (int variant = 0; variant < 3; variant++) {
+        plan_small_batch(ctx, RSSM_GATE_GDN, variant, c);
+        plan_small_batch(ctx, RSSM_GATE_KDA, variant, c);
     }
 }
 

@@ -355,13 +355,16 @@ rssm_status rssm_rt_acquire_uninit(rssm_pool *pool, int32_t *slot)
 }
 
 /* The distance in bytes from layer 0's checkpoint region to each next layer's when it is the
- * same for every layer of p (layers of one shape), else 0. */
+ * same for every layer of p and every layer's checkpoint slot has layer 0's size (layers of one
+ * shape and state dtype: one strided copy of that size serves them all), else 0. */
 static size_t layer_pitch(const rssm_pool *p)
 {
     if (p->n_layers < 2) return 0;
     const size_t pitch = p->lm[1].off_ckpt - p->lm[0].off_ckpt;
     for (int32_t l = 1; l < p->n_layers; l++)
-        if (p->lm[l].off_ckpt - p->lm[l - 1].off_ckpt != pitch) return 0;
+        if (p->lm[l].off_ckpt - p->lm[l - 1].off_ckpt != pitch ||
+            p->lm[l].per_slot.checkpoint != p->lm[0].per_slot.checkpoint)
+            return 0;
     return pitch;
 }
 
