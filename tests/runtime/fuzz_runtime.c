@@ -3,7 +3,8 @@
  * invariants checked after every operation. Built as a libFuzzer target with clang
  * (RSSM_LIBFUZZER), and driven by a seeded generator in test_workload.c otherwise.
  *
- * World: a reference context; pool A (6 slots) with a prefix cache (at most 3 snapshots) and
+ * World: a reference context; two layers (gate, layer 1's state layout and dtype, layer 0's ring
+ * dtype from the first byte); pool A (6 slots) with a prefix cache (at most 3 snapshots) and
  * a planner (batch 2, track interval 4); pool B (3 slots) for imports. The interpreter keeps
  * its own model: the slots it holds in A and B, a hash of each held slot's exported state
  * (ring form), the locks it holds. After every op:
@@ -304,6 +305,9 @@ int rt_fuzz_run(const uint8_t *data, size_t size, char *why, size_t why_len)
         w->ly[l] = rssm_layer_default(l ? RSSM_GATE_KDA : RSSM_GATE_GDN, 1, 2, 4, 4, 3);
     w->ly[1].gate = w->ly[0].gate = (size > 0 && data[0] & 1) ? RSSM_GATE_KDA : RSSM_GATE_GDN;
     w->ly[1].state_layout = (size > 0 && data[0] & 2) ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK;
+    /* layers of different tensor sizes: a bf16 state beside an f32 one, a bf16 ring */
+    w->ly[1].state_dtype = (size > 0 && data[0] & 4) ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
+    w->ly[0].ring_dtype = (size > 0 && data[0] & 8) ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32;
     int bad = 0;
     if (rssm_context_create(RSSM_DEVICE_REFERENCE, NULL, &w->ctx) != RSSM_OK ||
         rssm_pool_create(w->ctx, w->ly, 2, NA, &w->pa) != RSSM_OK ||
