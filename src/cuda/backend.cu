@@ -270,7 +270,6 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         /* a small-batch step of drained rows (io.fold_every: every row folds, its ring empty)
          * runs packed decode's kernel, launched as packed is: no ring read, packed's split */
         const int as_packed = A.mode == MODE_REPLAY && p->io.fold_every;
-        if (as_packed && im->spec < 0) A.spec = 0;
         if (im->split)
             A.split = im->split;
         else if (A.mode == MODE_PACKED || as_packed)

@@ -320,32 +320,6 @@ __device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R,
         st_dt(A.io.o, A.l.io_dtype, (((int64_t)b * T + i / R) * HV + hv) * K128_DIM + part * R + i % R, 0.0f);
 }
 
-/* the lane's S from element offset ck0 (lane_state_off), streamed (read once); V-first, SSTEP:
- * elements from S[i][0] to S[i + 1][0]; KF: the K-first layout */
-template <bool SBF, int SSTEP, bool KF>
-__device__ __forceinline__ void load_state_rows(const kargs &A, int64_t ck0, float (&S)[8][4])
-{
-    if (KF) {
-        load_state_kfirst<SBF, SSTEP != K128_DIM>(A.st.checkpoint, ck0, S);
-    } else if (!SBF) {
-        float4 raw[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const float4 *)((const float *)A.st.checkpoint + ck0 + r * SSTEP));
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
-    } else {
-        uint2 raw[8];
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            raw[r] = __ldcs((const uint2 *)((const uint16_t *)A.st.checkpoint + ck0 + r * SSTEP));
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
-    }
-}
-
 /* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
  * A.pf_ahead places later in launch order, about one wave: it starts when this one ends, and
  * finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits that
@@ -969,7 +943,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     auto rows_off = [&](int slot) { return lane_state_off(((int64_t)slot * HV + hv) << 14, srow, sch, KF); };
     const int64_t ck0 = rows_off(s);
     float S[8][4];
-    load_state_rows<SBF, SSTEP, KF>(A, ck0, S);
+    load_state_rows<SBF, SSTEP, KF>(A.st.checkpoint, ck0, S);
     if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
     if (CHK) { /* with the rows, which they arrive before */
         c = A.st.cursor[s];

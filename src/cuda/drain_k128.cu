@@ -66,13 +66,7 @@ __device__ void drain_head(const rssm_plan_layer &P, int s, int hv, int c, unsig
         const int lane = threadIdx.x & 31, c4 = 4 * lane, row0 = 8 * (threadIdx.x >> 5);
         const int64_t off = lane_state_off(rssm_ckpt_off(&l, s, hv), row0, c4, KF);
         float S[8][4], Gs[4];
-        if (KF) {
-            load_state_kfirst<SBF, false>(st.checkpoint, off, S);
-        } else {
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                ld4g(st.checkpoint, SBF, off + r * K128_DIM, S[r]);
-        }
+        load_state_rows<SBF, K128_DIM, KF>(st.checkpoint, off, S);
 #pragma unroll
         for (int e = 0; e < 4; e++)
             Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];

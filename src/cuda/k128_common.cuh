@@ -263,6 +263,32 @@ __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, floa
     }
 }
 
+/* The lane's S from the checkpoint at element offset ck0 (lane_state_off), streamed (read
+ * once); V-first, SSTEP: elements from S[i][0] to S[i + 1][0]; KF: the K-first layout */
+template <bool SBF, int SSTEP, bool KF>
+__device__ __forceinline__ void load_state_rows(const void *ckpt, int64_t ck0, float (&S)[8][4])
+{
+    if (KF) {
+        load_state_kfirst<SBF, SSTEP != K128_DIM>(ckpt, ck0, S);
+    } else if (!SBF) {
+        float4 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const float4 *)((const float *)ckpt + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            S[r][0] = raw[r].x, S[r][1] = raw[r].y, S[r][2] = raw[r].z, S[r][3] = raw[r].w;
+    } else {
+        uint2 raw[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            raw[r] = __ldcs((const uint2 *)((const uint16_t *)ckpt + ck0 + r * SSTEP));
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            unpack_bf2(raw[r].x, S[r]), unpack_bf2(raw[r].y, S[r] + 2);
+    }
+}
+
 /* The lane's 8 rows of S into the checkpoint, V-first row r at element offset off(r), K-first
  * from off(0) (lane_state_off); a bf16 state rounds them, and S becomes the stored values (the
  * fold continues from them). */
