@@ -35,6 +35,44 @@ rssm_status bench_time(rssm_context *ctx, bench_work work, void *arg, int graph,
     return RSSM_OK;
 }
 
+struct bench_graph {
+    rssm_context *ctx;
+    bench_work work;
+    void *arg;
+    void *exec; /* CUDA: the instantiated graph */
+};
+
+rssm_status bench_graph_capture(rssm_context *ctx, bench_work work, void *arg, bench_graph **out)
+{
+    if (!ctx || !work || !out) {
+        fprintf(stderr, "bench_graph_capture: bad arguments\n");
+        return RSSM_ERROR_BAD_ARGUMENT;
+    }
+    bench_graph *g = calloc(1, sizeof *g);
+    if (!g) return RSSM_ERROR_OUT_OF_MEMORY;
+    g->ctx = ctx, g->work = work, g->arg = arg;
+    rssm_status st = on_cuda(ctx) ? bench_graph_capture_cuda(ctx, work, arg, &g->exec) : RSSM_OK;
+    if (st != RSSM_OK) {
+        free(g);
+        return st;
+    }
+    *out = g;
+    return RSSM_OK;
+}
+
+rssm_status bench_graph_launch(bench_graph *g)
+{
+    if (on_cuda(g->ctx)) return bench_graph_launch_cuda(g->ctx, g->exec);
+    return g->work(g->arg, NULL) ? RSSM_ERROR_DEVICE : RSSM_OK;
+}
+
+void bench_graph_free(bench_graph *g)
+{
+    if (!g) return;
+    if (g->exec) bench_graph_free_cuda(g->exec);
+    free(g);
+}
+
 typedef struct bw_job {
     float *a, *b, *c;
     int triad;
@@ -94,4 +132,13 @@ rssm_status bench_bandwidth_cuda(rssm_context *ctx, size_t bytes, double *copy_g
 {
     return RSSM_ERROR_UNSUPPORTED;
 }
+
+rssm_status bench_graph_capture_cuda(rssm_context *ctx, bench_work work, void *arg, void **exec)
+{
+    return RSSM_ERROR_UNSUPPORTED;
+}
+
+rssm_status bench_graph_launch_cuda(rssm_context *ctx, void *exec) { return RSSM_ERROR_UNSUPPORTED; }
+
+void bench_graph_free_cuda(void *exec) {}
 #endif

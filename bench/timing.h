@@ -22,6 +22,14 @@ typedef int (*bench_work)(void *arg, void *stream);
 rssm_status bench_time(rssm_context *ctx, bench_work work, void *arg, int graph, int warmup, int reps,
                        double *us_per_rep);
 
+/* The work captured once and launched at will, each launch with what the device buffers hold
+ * then (the graph-replay test changes the planner's rows between launches): a CUDA graph on
+ * CUDA contexts, enqueued on the context's stream; host contexts call the work. */
+typedef struct bench_graph bench_graph;
+rssm_status bench_graph_capture(rssm_context *ctx, bench_work work, void *arg, bench_graph **out);
+rssm_status bench_graph_launch(bench_graph *g);
+void bench_graph_free(bench_graph *g);
+
 /* Bandwidths over three buffers of `bytes` each (not cache-resident when large enough), best of
  * several runs: copy a[i] = b[i] counting bytes read plus written; triad a[i] = b[i] + s c[i]
  * counting three streams (STREAM's convention). GB/s = 1e9 bytes per second. */
@@ -31,6 +39,9 @@ rssm_status bench_bandwidth(rssm_context *ctx, size_t bytes, double *copy_gbps, 
 rssm_status bench_time_cuda(rssm_context *ctx, bench_work work, void *arg, int graph, int warmup, int reps,
                             double *us_per_rep);
 rssm_status bench_bandwidth_cuda(rssm_context *ctx, size_t bytes, double *copy_gbps, double *triad_gbps);
+rssm_status bench_graph_capture_cuda(rssm_context *ctx, bench_work work, void *arg, void **exec);
+rssm_status bench_graph_launch_cuda(rssm_context *ctx, void *exec);
+void bench_graph_free_cuda(void *exec);
 
 #ifdef __cplusplus
 }

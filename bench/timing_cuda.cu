@@ -31,32 +31,56 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
         if (e_ != cudaSuccess) return cuda_fail(e_, what);                                                             \
     } while (0)
 
+/* captures `work` on the context's stream and instantiates it */
+static rssm_status capture(rssm_context *ctx, bench_work work, void *arg, cudaGraphExec_t *exec)
+{
+    rssm_context_info info;
+    rssm_context_get_info(ctx, &info);
+    cudaStream_t st = (cudaStream_t)rssm_context_stream(ctx);
+    cudaGraph_t g = NULL;
+    CU(cudaSetDevice(info.device_ordinal), "capture");
+    CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "begin capture");
+    const int bad = work(arg, (void *)st);
+    const cudaError_t e = cudaStreamEndCapture(st, &g);
+    if (bad) {
+        if (g) cudaGraphDestroy(g);
+        return fail(RSSM_ERROR_DEVICE, "the captured work failed: %s", rssm_last_error());
+    }
+    if (e != cudaSuccess) return cuda_fail(e, "end capture");
+    const cudaError_t ei = cudaGraphInstantiate(exec, g, 0);
+    cudaGraphDestroy(g);
+    if (ei != cudaSuccess) return cuda_fail(ei, "instantiate");
+    return RSSM_OK;
+}
+
+extern "C" rssm_status bench_graph_capture_cuda(rssm_context *ctx, bench_work work, void *arg, void **exec)
+{
+    cudaGraphExec_t ge = NULL;
+    const rssm_status rs = capture(ctx, work, arg, &ge);
+    *exec = ge;
+    return rs;
+}
+
+extern "C" rssm_status bench_graph_launch_cuda(rssm_context *ctx, void *exec)
+{
+    CU(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)rssm_context_stream(ctx)), "graph launch");
+    return RSSM_OK;
+}
+
+extern "C" void bench_graph_free_cuda(void *exec) { cudaGraphExecDestroy((cudaGraphExec_t)exec); }
+
 extern "C" rssm_status bench_time_cuda(rssm_context *ctx, bench_work work, void *arg, int graph, int warmup, int reps,
                                        double *us_per_rep)
 {
     rssm_context_info info;
     rssm_context_get_info(ctx, &info);
     cudaStream_t st = (cudaStream_t)rssm_context_stream(ctx);
-    cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     rssm_status rs = RSSM_OK;
     cudaError_t e;
     CU(cudaSetDevice(info.device_ordinal), "bench_time");
-    if (graph) {
-        CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "bench_time: begin capture");
-        const int bad = work(arg, (void *)st);
-        e = cudaStreamEndCapture(st, &g);
-        if (bad) {
-            if (g) cudaGraphDestroy(g);
-            return fail(RSSM_ERROR_DEVICE, "bench_time: the timed work failed during capture: %s", rssm_last_error());
-        }
-        if (e != cudaSuccess) return cuda_fail(e, "bench_time: end capture");
-        if ((e = cudaGraphInstantiate(&ge, g, 0)) != cudaSuccess) {
-            cudaGraphDestroy(g);
-            return cuda_fail(e, "bench_time: instantiate");
-        }
-    }
+    if (graph && (rs = capture(ctx, work, arg, &ge)) != RSSM_OK) return rs;
 #define RUN_ONCE() (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
     if ((e = cudaEventCreate(&e0)) != cudaSuccess || (e = cudaEventCreate(&e1)) != cudaSuccess) {
         rs = cuda_fail(e, "bench_time: events");
@@ -89,7 +113,6 @@ done:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (ge) cudaGraphExecDestroy(ge);
-    if (g) cudaGraphDestroy(g);
     return rs;
 }
 

@@ -250,42 +250,50 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         return RSSM_OK;
     }
     if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
-        /* one wave of CTAs (2 per SM): latency-bound, so the kernel reads the whole ring at once
-         * (a few KiB more per head) instead of waiting for the cursor. GDN windows of 3-4
-         * tokens always do (rings up to K128_SPEC_LMAX = 32): on the FP64 tensor cores they are
-         * bound by latency at any batch (T = 4, B = 128 on the H200: 179.0 against 181.2 us;
-         * KDA, which also reads every entry's gates, 196.1 against 195.1;
-         * bench/results/gpu-verify-switches.txt) */
-        const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads;
-        const int gdn_window =
-            A.mode == MODE_VERIFY && A.l.gate != RSSM_GATE_KDA && p->io.tokens >= 3 && p->io.tokens <= 4;
-        A.spec = im->spec >= 0 ? im->spec : ctas <= 2 * (int64_t)im->sm_count || gdn_window;
-        /* each head's rows over `split` CTAs of 512 / split threads, by what ran fastest in
-         * the H200 sweeps (bench/results/gpu-ab-split*.txt): packed streams through more,
-         * smaller CTAs (4 while they fit one wave at 4 per SM, else 2); KDA replay likewise
-         * (4 under a quarter of a wave, else 2); GDN replay and verify split only grids under
-         * half a wave (a GDN cluster holds the group's value heads times the parts, and every
-         * part repeats the token and ring work) */
-        const int kda_replay = A.mode == MODE_REPLAY && A.l.gate == RSSM_GATE_KDA;
+        /* The launch switches, by what ran fastest on the H200 (bench/results/gpu-ab-split*.txt,
+         * pdl-2026-12-02/, launch-rules-2026-12-02/). Grids are counted in value heads (ctas)
+         * against the SMs; one wave is 2 heads per SM. */
+        const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads, sms = im->sm_count;
+        const int kda = A.l.gate == RSSM_GATE_KDA;
         /* a small-batch step of drained rows (io.fold_every: every row folds, its ring empty)
-         * runs packed decode's kernel, launched as packed is: no ring read, packed's split */
-        const int as_packed = A.mode == MODE_REPLAY && p->io.fold_every;
+         * runs packed decode's kernel, launched as packed is: no ring read, packed's switches */
+        const int packed = A.mode == MODE_PACKED || (A.mode == MODE_REPLAY && p->io.fold_every);
+        const int replay = A.mode == MODE_REPLAY && !packed;
+        /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting
+         * for the cursor): GDN replay at every batch (B = 12-64 2-3% faster, one wave level);
+         * never KDA replay, whose ring holds every entry's gates (B = 1-8 2-7% slower, from 10
+         * worse yet); verify on grids of one wave and GDN windows of 3-4 tokens at any batch (on
+         * the FP64 tensor cores they are bound by latency: T = 4, B = 128 179.0 against 181.2
+         * us; KDA, which also reads every entry's gates, 196.1 against 195.1;
+         * bench/results/gpu-verify-switches.txt) */
+        const int gdn_window = A.mode == MODE_VERIFY && !kda && p->io.tokens >= 3 && p->io.tokens <= 4;
+        const int spec = replay ? !kda : ctas <= 2 * sms || gdn_window;
+        A.spec = im->spec >= 0 ? im->spec : spec;
+        /* each head's rows over `split` CTAs of 512 / split threads: packed streams through
+         * more, smaller CTAs (4 up to half a wave's heads, B <= 2 at 32 heads, else 2: at B = 3
+         * and 4 2 beat 4 by 16%); KDA replay likewise (4 under a quarter of a wave, else 2);
+         * GDN replay and verify split only grids under half a wave (a GDN cluster holds the
+         * group's value heads times the parts, and every part repeats the token and ring work) */
         if (im->split)
             A.split = im->split;
-        else if (A.mode == MODE_PACKED || as_packed)
-            A.split = ctas <= im->sm_count ? 4 : 2;
-        else if (kda_replay)
-            A.split = ctas * 4 <= im->sm_count ? 4 : 2;
+        else if (packed)
+            A.split = ctas * 2 <= sms ? 4 : 2;
+        else if (replay && kda)
+            A.split = ctas * 4 <= sms ? 4 : 2;
         else
-            A.split = ctas * 2 <= im->sm_count ? 2 : 1;
-        A.pf_ahead = im->prefetch * im->sm_count;
+            A.split = ctas * 2 <= sms ? 2 : 1;
+        /* L2 prefetch of the next wave: not for replay below the pipeline's grids (1-3.5 waves:
+         * 1-3% faster without; one wave has nothing to prefetch) */
+        const int pf = replay && ctas < PIPE_HEADS_PER_SM * sms ? 0 : im->prefetch;
+        A.pf_ahead = pf * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
-        /* programmatic dependent launch where the grid holds at most one value head per SM: there
-         * the step is bound by latency and the launch and the checkpoint's DRAM latency overlap the
-         * kernel before (GDN packed decode at B = 1 / 2: 3.85 -> 2.91 / 5.01 -> 3.73 µs, even at 4);
-         * grids of about a wave lost up to 10% with it (B = 6 and 8) and larger ones 2-5%
-         * (bench/results/pdl-2026-12-02/) */
-        A.pdl = im->pdl > 0 || (im->pdl < 0 && ctas <= im->sm_count);
+        /* programmatic dependent launch for packed decode on grids of at most one value head
+         * per SM and from above a wave to the pipeline's grids: the launch and the checkpoint's
+         * DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 -> 3.73 µs;
+         * B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to 10%
+         * with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */
+        const int pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < PIPE_HEADS_PER_SM * sms);
+        A.pdl = im->pdl > 0 || (im->pdl < 0 && pdl);
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

@@ -6,7 +6,8 @@
  *   rssm_plan_begin  (capturable)  fold[b] from seq_len[b]   (plan_rules.h); a small-batch step
  *                    where the back end can: the drain (every live row's rings folded, cursor 0)
  *   ... every layer: rssm_decode_replay / rssm_verify with rssm_plan_io's slot and fold ...
- *   rssm_plan_end    (capturable)  rssm_advance / rssm_commit, then seq_len[b] += 1 / accepted[b]
+ *   rssm_plan_end    (capturable)  rssm_advance (none after the drain) / rssm_commit, then seq_len[b] += 1 /
+ * accepted[b]
  *
  * Device memory (one allocation, each buffer on a 256-byte boundary):
  *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8 |
@@ -305,11 +306,11 @@ rssm_status rssm_plan_end(rssm_plan *plan, void *stream)
     rssm_pool *pool = plan->pool;
     const rssm_state s0 = rssm_rt_state(pool, 0);
     const rssm_layer *l0 = &pool->lm[0].layer;
-    rssm_status st;
-    if (plan->mode == RSSM_PLAN_DECODE)
-        st = rssm_advance(pool->ctx, l0, &s0, plan->batch, plan->slot, plan->fold, stream);
-    else
+    rssm_status st = RSSM_OK;
+    if (plan->mode == RSSM_PLAN_VERIFY)
         st = rssm_commit(pool->ctx, l0, &s0, plan->batch, plan->tokens, plan->slot, plan->fold, plan->acc, stream);
+    else if (!plan->drained) /* a drained step's rows all folded from cursor 0: the advance leaves them there */
+        st = rssm_advance(pool->ctx, l0, &s0, plan->batch, plan->slot, plan->fold, stream);
     if (st != RSSM_OK) return st;
     const rssm_plan_params pp = plan_params(plan, plan->mode);
     st = pool->ctx->backend->plan_seq(pool->ctx, &pp, stream);

@@ -8,6 +8,11 @@
  * with the planner's drain (CUDA) and the layers run packed decode: the rows hold ring entries
  * from two plain steps before, which the first step folds.
  *
+ * A graph captured on a small step (one live row, the drain and packed decode's kernels) and
+ * launched after rssm_plan_set gave it three rows, over the small-batch limit, still drains and
+ * folds every row: its outputs are replay's (an eager twin's, to float rounding), every cursor 0,
+ * no device error, and the next eager step agrees too.
+ *
  * The capture uses bench_time(graph = 1) from device.h: on CUDA the step is captured into
  * a graph and replayed; on host devices (reference) the same function runs directly, which
  * checks the test itself. The number of steps the graph path ran is read back from the
@@ -15,6 +20,7 @@
  * rssm_dev_time does), and the eager path runs that many.
  * Usage: test_graph_vs_eager [reps]
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +156,86 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int small, int 
     rssm_context_free(ctx);
 }
 
+static float max_rel_diff(const float *a, const float *b, int n)
+{
+    float scale = 1e-30f, d = 0;
+    for (int i = 0; i < n; i++) {
+        scale = fmaxf(scale, fabsf(b[i]));
+        d = fmaxf(d, fabsf(a[i] - b[i]));
+    }
+    return d / scale;
+}
+
+/* the decode step on rows `rows`, eager (graph NULL) or by launching `graph`; o to host */
+static int step_rows(work_arg *a, const int32_t *rows, const int32_t *seq, bench_graph *graph, float *o, int n)
+{
+    if (rssm_plan_set(a->plan, B, rows, seq) != RSSM_OK) return 1;
+    if (graph ? bench_graph_launch(graph) != RSSM_OK : step(a, rssm_context_stream(a->ctx))) return 1;
+    return rssm_context_synchronize(a->ctx) != RSSM_OK ||
+           rssm_mem_copy(a->ctx, o, a->o, sizeof(float) * n, RSSM_COPY_DEVICE_TO_HOST) != RSSM_OK;
+}
+
+/* A graph captured on a small step, launched on a step of more rows than the limit. */
+static void run_grown(rssm_device dev, const char *dn, rssm_gate gate, int *passed, int *failed)
+{
+    const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
+    rssm_context *ctx = NULL;
+    if (rssm_context_create(dev, NULL, &ctx) != RSSM_OK) return;
+    work_arg e, g;
+    memset(&e, 0, sizeof e);
+    const int K = 128, V = 128, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1, n = B * HV * V;
+    for (int l = 0; l < NLAYERS; l++)
+        e.ly[l] = rssm_layer_default(gate, H, HV, K, V, 8);
+    e.ctx = ctx;
+    int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
+    int32_t se[3], sg[3];
+    for (int i = 0; i < 3 && ok; i++)
+        ok = rssm_pool_acquire(e.pool, &se[i]) == RSSM_OK && rssm_pool_acquire(e.pool, &sg[i]) == RSSM_OK;
+    g = e;
+    ok = ok && rssm_plan_create(e.pool, B, 0, &e.plan) == RSSM_OK && rssm_plan_create(e.pool, B, 0, &g.plan) == RSSM_OK;
+    e.q = g.q = upload_random(ctx, B * H * K, -1, 1, 11);
+    e.k = g.k = upload_random(ctx, B * H * K, -1, 1, 12);
+    e.v = g.v = upload_random(ctx, n, -1, 1, 13);
+    e.g = g.g = upload_random(ctx, B * HV * gk, gate == RSSM_GATE_KDA ? -2.0f : -0.5f, -0.01f, 14);
+    e.beta = g.beta = upload_random(ctx, B * HV, 0.1f, 0.9f, 15);
+    e.o = upload_random(ctx, n, 0, 0, 16);
+    g.o = upload_random(ctx, n, 0, 0, 17);
+    const int32_t re[B] = {se[0], -1, se[1], se[2]}, rg[B] = {sg[0], -1, sg[1], sg[2]}, one[B] = {sg[0], -1, -1, -1};
+    const int32_t seq[B] = {0};
+    float *oe = malloc(sizeof(float) * n), *og = malloc(sizeof(float) * n);
+    bench_graph *graph = NULL;
+    /* three plain steps: every row holds 3 ring entries (L = 8) */
+    for (int i = 0; i < 3 && ok; i++)
+        ok = !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
+    ok = ok && rssm_plan_set_small_batch(e.plan, 1) == RSSM_OK && rssm_plan_set_small_batch(g.plan, 1) == RSSM_OK;
+    ok = ok && rssm_plan_set(g.plan, B, one, seq) == RSSM_OK &&
+         bench_graph_capture(ctx, step, &g, &graph) == RSSM_OK; /* captured, not run */
+    /* 3 live rows over the limit of 1: the twin replays them, the graph drains and folds them */
+    ok = ok && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, graph, og, n);
+    const float d1 = ok ? max_rel_diff(og, oe, n) : 1;
+    int32_t cursors[3] = {-1, -1, -1};
+    for (int i = 0; i < 3 && ok; i++)
+        ok = rssm_pool_cursor(g.pool, sg[i], &cursors[i]) == RSSM_OK;
+    ok = ok && rssm_context_check_device_errors(ctx) == RSSM_OK;
+    /* then one eager step each: the folded checkpoints hold the replayed states */
+    ok = ok && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
+    const float d2 = ok ? max_rel_diff(og, oe, n) : 1;
+    ok = ok && d1 < 1e-5f && d2 < 1e-5f && !cursors[0] && !cursors[1] && !cursors[2] &&
+         rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
+    printf("%s %s/%s, small-batch graph on 3 rows over the limit of 1: every row drained (cursors %d %d %d), "
+           "outputs of that step and the next == replay's (max rel diff %.2e, %.2e)%s%s\n",
+           ok ? "ok  " : "FAIL", dn, gn, cursors[0], cursors[1], cursors[2], d1, d2, ok ? "" : " — ",
+           ok ? "" : rssm_last_error());
+    ok ? (*passed)++ : (*failed)++;
+    bench_graph_free(graph);
+    free(oe), free(og);
+    rssm_mem_free(ctx, e.q), rssm_mem_free(ctx, e.k), rssm_mem_free(ctx, e.v), rssm_mem_free(ctx, e.g);
+    rssm_mem_free(ctx, e.beta), rssm_mem_free(ctx, e.o), rssm_mem_free(ctx, g.o);
+    rssm_plan_free(e.plan), rssm_plan_free(g.plan);
+    rssm_pool_free(e.pool);
+    rssm_context_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const int reps = argc > 1 ? atoi(argv[1]) : 23;
@@ -160,6 +246,9 @@ int main(int argc, char **argv)
     if (rssm_cuda_available())
         for (int i = 0; i < 4; i++)
             run(RSSM_DEVICE_CUDA, "cuda graph", i & 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN, i >> 1, reps, &passed, &failed);
+    if (rssm_cuda_available())
+        for (int i = 0; i < 2; i++)
+            run_grown(RSSM_DEVICE_CUDA, "cuda graph", i ? RSSM_GATE_KDA : RSSM_GATE_GDN, &passed, &failed);
     else
         printf("skip cuda: no CUDA device or back end in this build\n");
     printf("%d passed, %d failed\n", passed, failed);
