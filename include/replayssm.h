@@ -116,7 +116,7 @@ typedef struct rssm_context_params {
     int32_t cuda_split;              /* CUDA fast kernels: CTAs per head, 1, 2 or 4; 0 = by batch size (default) */
     int32_t cuda_prefetch;           /* CUDA fast kernels: L2 prefetch distance in waves, 0 (off) to 4 (default 1) */
     int32_t cuda_ring_read;          /* CUDA fast kernels: read the whole ring without waiting for the cursor:
-                                        -1 = by grid size (default), 0 = never, 1 = always */
+                                        -1 = by mode and grid size (default), 0 = never, 1 = always */
     int32_t cuda_pipeline;           /* CUDA replay decode on the persistent pipeline: -1 = from 7 heads per SM
                                         (default), 0 = never, 1 = wherever it applies */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most
@@ -126,8 +126,8 @@ typedef struct rssm_context_params {
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */
     int32_t cuda_pdl;                /* CUDA fast kernels: programmatic dependent launch (a step kernel may start
                                         while the kernel before it on the stream finishes, and reads nothing that
-                                        kernel may write until it has finished): -1 = for grids of at most one
-                                        value head per SM (default), 0 = never, 1 = always */
+                                        kernel may write until it has finished): -1 = by mode and grid size
+                                        (default), 0 = never, 1 = always */
     const char *pipeline_trace_file; /* diagnostic builds (RSSM_PIPE_TRACE) only: CSV of the replay
                                         pipeline's last launch, written when the context is freed
                                         (the string must live as long as the context) */

@@ -233,9 +233,9 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
 /* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, layers of K = V = 128 (the fast kernels' shape, the one
  * measured): fold every row while the step has at most HEADS_PER_SM value heads per
  * multiprocessor (8 rows of 32 heads on an H200). There bench-step measured the drained step
- * (packed decode's kernels) faster than replay's: GDN 25%, 27% and 7% at 1, 2 and 8 rows, KDA
- * 27%, 29%, 8% and 13% at 1, 2, 4 and 8 (GDN at 4 rows 6% slower); from 12 rows replay's step is
- * faster (bench/results/README.md, "Small batches"). Host devices: never. */
+ * (packed decode's kernels) faster than replay's: GDN 26%, 28%, 9% and 8% at 1, 2, 4 and 8 rows,
+ * KDA 25%, 27%, 15% and 7%; from 10 rows replay's step is as fast or faster
+ * (bench/results/README.md, "Small batches"). Host devices: never. */
 #define HEADS_PER_SM 2
 
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
