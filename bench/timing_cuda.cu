@@ -31,39 +31,49 @@ static rssm_status cuda_fail(cudaError_t e, const char *what)
         if (e_ != cudaSuccess) return cuda_fail(e_, what);                                                             \
     } while (0)
 
-/* captures `work` on the context's stream and instantiates it */
-static rssm_status capture(rssm_context *ctx, bench_work work, void *arg, cudaGraphExec_t *exec)
+/* the context's device made current */
+static rssm_status set_device(rssm_context *ctx, const char *who)
 {
     rssm_context_info info;
     rssm_context_get_info(ctx, &info);
+    CU(cudaSetDevice(info.device_ordinal), who);
+    return RSSM_OK;
+}
+
+/* captures `work` on the context's stream and instantiates it (messages name `who`) */
+static rssm_status capture(rssm_context *ctx, bench_work work, void *arg, cudaGraphExec_t *exec, const char *who)
+{
     cudaStream_t st = (cudaStream_t)rssm_context_stream(ctx);
     cudaGraph_t g = NULL;
-    CU(cudaSetDevice(info.device_ordinal), "capture");
-    CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "begin capture");
+    rssm_status rs = set_device(ctx, who);
+    if (rs != RSSM_OK) return rs;
+    CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), who);
     const int bad = work(arg, (void *)st);
     const cudaError_t e = cudaStreamEndCapture(st, &g);
     if (bad) {
         if (g) cudaGraphDestroy(g);
-        return fail(RSSM_ERROR_DEVICE, "the captured work failed: %s", rssm_last_error());
+        return fail(RSSM_ERROR_DEVICE, "%s: the captured work failed: %s", who, rssm_last_error());
     }
-    if (e != cudaSuccess) return cuda_fail(e, "end capture");
+    if (e != cudaSuccess) return cuda_fail(e, who);
     const cudaError_t ei = cudaGraphInstantiate(exec, g, 0);
     cudaGraphDestroy(g);
-    if (ei != cudaSuccess) return cuda_fail(ei, "instantiate");
+    if (ei != cudaSuccess) return cuda_fail(ei, who);
     return RSSM_OK;
 }
 
 extern "C" rssm_status bench_graph_capture_cuda(rssm_context *ctx, bench_work work, void *arg, void **exec)
 {
     cudaGraphExec_t ge = NULL;
-    const rssm_status rs = capture(ctx, work, arg, &ge);
+    const rssm_status rs = capture(ctx, work, arg, &ge, "bench_graph_capture");
     *exec = ge;
     return rs;
 }
 
 extern "C" rssm_status bench_graph_launch_cuda(rssm_context *ctx, void *exec)
 {
-    CU(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)rssm_context_stream(ctx)), "graph launch");
+    const rssm_status rs = set_device(ctx, "bench_graph_launch");
+    if (rs != RSSM_OK) return rs;
+    CU(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)rssm_context_stream(ctx)), "bench_graph_launch");
     return RSSM_OK;
 }
 
@@ -80,7 +90,7 @@ extern "C" rssm_status bench_time_cuda(rssm_context *ctx, bench_work work, void 
     rssm_status rs = RSSM_OK;
     cudaError_t e;
     CU(cudaSetDevice(info.device_ordinal), "bench_time");
-    if (graph && (rs = capture(ctx, work, arg, &ge)) != RSSM_OK) return rs;
+    if (graph && (rs = capture(ctx, work, arg, &ge, "bench_time")) != RSSM_OK) return rs;
 #define RUN_ONCE() (graph ? (cudaGraphLaunch(ge, st) == cudaSuccess ? 0 : 1) : work(arg, (void *)st))
     if ((e = cudaEventCreate(&e0)) != cudaSuccess || (e = cudaEventCreate(&e1)) != cudaSuccess) {
         rs = cuda_fail(e, "bench_time: events");

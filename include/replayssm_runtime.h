@@ -127,7 +127,7 @@ RSSM_API rssm_status rssm_layer_shard(const rssm_layer *full, int32_t tp, int32_
 /* ---- step planner ---- */
 typedef struct rssm_plan rssm_plan;
 typedef enum rssm_plan_mode {
-    RSSM_PLAN_DECODE = 0, /* rssm_decode_replay per layer, then rssm_advance */
+    RSSM_PLAN_DECODE = 0, /* rssm_decode_replay per layer, then rssm_advance (not needed after a drain) */
     RSSM_PLAN_VERIFY = 1, /* rssm_verify per layer, then rssm_commit with the accepted counts */
 } rssm_plan_mode;
 
@@ -184,9 +184,10 @@ RSSM_API int32_t rssm_plan_small_batch(const rssm_plan *plan);
  * (io->write_slot = NULL) and io->fold_every for a small-batch decode step whose rows the begin
  * drained; the caller sets the per-token tensors. */
 RSSM_API rssm_status rssm_plan_io(const rssm_plan *plan, rssm_step_io *io);
-/* Capturable. After the last layer: decode -> rssm_advance, verify -> rssm_commit with the
- * accepted buffer, on the device; then seq_len[b] += 1 (decode) or accepted[b] (verify).
- * Padding rows never move a cursor. */
+/* Capturable. After the last layer: decode -> rssm_advance (none on a step the begin drained:
+ * its rows folded from cursor 0, where the advance would leave them), verify -> rssm_commit
+ * with the accepted buffer, on the device; then seq_len[b] += 1 (decode) or accepted[b]
+ * (verify). Padding rows never move a cursor. */
 RSSM_API rssm_status rssm_plan_end(rssm_plan *plan, void *stream);
 /* Host mirror of the fold flags of the sequence lengths last given to rssm_plan_set:
  * fold[0 .. batch) (the rows that give a prefix snapshot point this step). */

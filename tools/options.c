@@ -211,7 +211,7 @@ static void switch_table(rssm_context_params *p, cli_opt *t)
     t[0] = cli_int("--cpu-simd", &p->cpu_simd, 0, 1);
     t[1] = cli_int("--cuda-fast", &p->cuda_fast, 0, 1);
     t[2] = cli_choice_of("--cuda-split", &p->cuda_split, split_choices);
-    t[3] = cli_int("--cuda-prefetch", &p->cuda_prefetch, 0, 4);
+    t[3] = cli_int("--cuda-prefetch", &p->cuda_prefetch, -1, 4);
     t[4] = cli_int("--cuda-ring-read", &p->cuda_ring_read, -1, 1);
     t[5] = cli_int("--cuda-pipeline", &p->cuda_pipeline, -1, 1);
     t[6] = cli_int("--cuda-pipeline-balance", &p->cuda_pipeline_balance, -1, 1);
@@ -224,7 +224,7 @@ void cli_switches_usage(FILE *f)
     fprintf(f, "  --cpu-simd 0|1              CPU: SIMD kernels (1) or the portable ones (0)\n"
                "  --cuda-fast 0|1             CUDA: the K = V = 128 kernels where they apply (1) or the general one\n"
                "  --cuda-split 0|1|2|4        CUDA fast kernels: CTAs per head (0 = by batch size)\n"
-               "  --cuda-prefetch 0..4        CUDA fast kernels: L2 prefetch distance in waves (0 = off)\n"
+               "  --cuda-prefetch -1..4       CUDA fast kernels: L2 prefetch distance in waves (0 = off)\n"
                "  --cuda-ring-read -1|0|1     CUDA fast kernels: read the whole ring ahead of the cursor\n"
                "  --cuda-pipeline -1|0|1      CUDA replay decode on the persistent pipeline\n"
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"

@@ -12,7 +12,7 @@ rssm_context_params rssm_context_params_default(void)
     memset(&p, 0, sizeof p);
     p.cpu_simd = 1;
     p.cuda_fast = 1;
-    p.cuda_prefetch = 1;
+    p.cuda_prefetch = -1;
     p.cuda_ring_read = -1;
     p.cuda_pipeline = -1;
     p.cuda_pipeline_balance = -1;
@@ -40,7 +40,7 @@ static rssm_status check_params(const rssm_context_params *p)
         return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
                          "rssm_context_create: params.cuda_split = %d (1, 2 or 4 CTAs per head; 0 = by batch size)",
                          p->cuda_split);
-    if ((st = check_switch("cuda_prefetch", p->cuda_prefetch, 0, 4)) != RSSM_OK) return st;
+    if ((st = check_switch("cuda_prefetch", p->cuda_prefetch, -1, 4)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_ring_read", p->cuda_ring_read, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline", p->cuda_pipeline, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline_balance", p->cuda_pipeline_balance, -1, 1)) != RSSM_OK) return st;

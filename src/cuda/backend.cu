@@ -27,7 +27,7 @@ typedef struct cuda_impl {
     /* the tuning switches (rssm_context_params says what each value means) */
     int fast;     /* cuda_fast: the K = V = 128 kernels where they apply */
     int split;    /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
-    int prefetch; /* cuda_prefetch: L2 prefetch distance in waves, 0 = off */
+    int prefetch; /* cuda_prefetch: L2 prefetch distance in waves, 0 = off, -1 = by rule */
     int spec;     /* cuda_ring_read: whole-ring reads, -1 = by grid size */
     int pipe;     /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
     int pipe_bal; /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
@@ -252,7 +252,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
         /* The launch switches, by what ran fastest on the H200 (bench/results/gpu-ab-split*.txt,
          * pdl-2026-12-02/, launch-rules-2026-12-02/). Grids are counted in value heads (ctas)
-         * against the SMs; one wave is 2 heads per SM. */
+         * against the SMs; one wave of whole-head CTAs is 2 heads per SM. */
         const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads, sms = im->sm_count;
         const int kda = A.l.gate == RSSM_GATE_KDA;
         /* a small-batch step of drained rows (io.fold_every: every row folds, its ring empty)
@@ -260,7 +260,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const int packed = A.mode == MODE_PACKED || (A.mode == MODE_REPLAY && p->io.fold_every);
         const int replay = A.mode == MODE_REPLAY && !packed;
         /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting
-         * for the cursor): GDN replay at every batch (B = 12-64 2-3% faster, one wave level);
+         * for the cursor): GDN replay at every batch (B = 12-64 2-3% faster, one wave level;
+         * from 7 heads per SM replay runs on the pipeline unless it is off or does not apply);
          * never KDA replay, whose ring holds every entry's gates (B = 1-8 2-7% slower, from 10
          * worse yet); verify on grids of one wave and GDN windows of 3-4 tokens at any batch (on
          * the FP64 tensor cores they are bound by latency: T = 4, B = 128 179.0 against 181.2
@@ -270,9 +271,9 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const int spec = replay ? !kda : ctas <= 2 * sms || gdn_window;
         A.spec = im->spec >= 0 ? im->spec : spec;
         /* each head's rows over `split` CTAs of 512 / split threads: packed streams through
-         * more, smaller CTAs (4 up to half a wave's heads, B <= 2 at 32 heads, else 2: at B = 3
-         * and 4 2 beat 4 by 16%); KDA replay likewise (4 under a quarter of a wave, else 2);
-         * GDN replay and verify split only grids under half a wave (a GDN cluster holds the
+         * more, smaller CTAs (4 up to half a head per SM, B <= 2 at 32 heads, else 2: at B = 3
+         * and 4 2 beat 4 by 16%); KDA replay likewise (4 up to a quarter head per SM, else 2);
+         * GDN replay and verify split only up to half a head per SM (a GDN cluster holds the
          * group's value heads times the parts, and every part repeats the token and ring work) */
         if (im->split)
             A.split = im->split;
@@ -284,11 +285,11 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
             A.split = ctas * 2 <= sms ? 2 : 1;
         /* L2 prefetch of the next wave: not for replay below the pipeline's grids (1-3.5 waves:
          * 1-3% faster without; one wave has nothing to prefetch) */
-        const int pf = replay && ctas < PIPE_HEADS_PER_SM * sms ? 0 : im->prefetch;
-        A.pf_ahead = pf * im->sm_count;
+        const int pf = replay && ctas < PIPE_HEADS_PER_SM * sms ? 0 : 1;
+        A.pf_ahead = (im->prefetch >= 0 ? im->prefetch : pf) * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
-        /* programmatic dependent launch for packed decode on grids of at most one value head
-         * per SM and from above a wave to the pipeline's grids: the launch and the checkpoint's
+        /* programmatic dependent launch on grids of at most one value head per SM (every mode)
+         * and for packed decode from above a wave to the pipeline's grids: the launch and the checkpoint's
          * DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 -> 3.73 µs;
          * B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to 10%
          * with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */

@@ -26,12 +26,13 @@
  *     entry i to shared entry i: KDA ring positions 0 .. h-1, GDN base .. cursor-1 (absolute
  *     positions, replayssm.h);
  *   while S0 and the ring are in flight, warps t < T normalise q_t, k_t and evaluate the gates.
- * Speculative ring read (kargs.spec, set by the back end when the grid is one wave, i.e.
- * B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
+ * Speculative ring read (kargs.spec, set by the back end for GDN replay, for verify on grids of
+ * one wave, B * HV <= 2 * SMs, and for GDN verify windows of 3-4 tokens at any batch; L <= 32): all L
  * entries (u, k, G; KDA G of every entry) are copied in round 1 next to S0, without waiting
  * for the cursor; entries outside the live ones are never used (they may be written concurrently
  * by this step's CTAs: a harmless read of unused bytes; GDN's live entries then start at shared
- * entry base). Costs (L - h) entries of extra reads, so it is off for other bandwidth-bound grids.
+ * entry base). Costs (L - h) entries of extra reads (KDA's gates of every entry: K floats each,
+ * which is why KDA replay never reads ahead; cuda_ring_read forces it either way).
  * After that no global load depends on another: the start fold, the ring weights, the end
  * fold and the rows read the ring from shared memory. (Reading ring_k from global after two
  * barriers, the folds' u and k from global in a loop over i, and ring u held in 8 registers

@@ -6,8 +6,8 @@
  *   rssm_plan_begin  (capturable)  fold[b] from seq_len[b]   (plan_rules.h); a small-batch step
  *                    where the back end can: the drain (every live row's rings folded, cursor 0)
  *   ... every layer: rssm_decode_replay / rssm_verify with rssm_plan_io's slot and fold ...
- *   rssm_plan_end    (capturable)  rssm_advance (none after the drain) / rssm_commit, then seq_len[b] += 1 /
- * accepted[b]
+ *   rssm_plan_end    (capturable)  rssm_advance (not after the drain) / rssm_commit, then
+ *                    seq_len[b] += 1 / accepted[b]
  *
  * Device memory (one allocation, each buffer on a 256-byte boundary):
  *   slot [batch] i32 | seq_len [batch] i32 | every [1] i32 | accepted [batch] i32 | fold [batch] u8 |

@@ -13,11 +13,11 @@
  * folds every row: its outputs are replay's (an eager twin's, to float rounding), every cursor 0,
  * no device error, and the next eager step agrees too.
  *
- * The capture uses bench_time(graph = 1) from device.h: on CUDA the step is captured into
- * a graph and replayed; on host devices (reference) the same function runs directly, which
- * checks the test itself. The number of steps the graph path ran is read back from the
- * planner's device sequence lengths (so the test does not depend on how many warm-up runs
- * rssm_dev_time does), and the eager path runs that many.
+ * The capture uses bench_time(graph = 1) and bench_graph_capture from bench/timing.h: on CUDA
+ * the step is captured into a graph and replayed; on host devices (reference) the same function
+ * runs directly, which checks the test itself. The number of steps the graph path ran is read
+ * back from the planner's device sequence lengths (so the test does not depend on how many
+ * warm-up runs bench_time does), and the eager path runs that many.
  * Usage: test_graph_vs_eager [reps]
  */
 #include <math.h>
@@ -29,7 +29,9 @@
 #include "timing.h"
 
 #define NLAYERS 4
-#define B 4
+#define B 4  /* rows of a step */
+#define H 2  /* key heads */
+#define HV 4 /* value heads */
 
 typedef struct work_arg {
     rssm_context *ctx;
@@ -85,6 +87,42 @@ static int same_slots(rssm_pool *p, const int32_t *a, const int32_t *b, int n)
     return same;
 }
 
+/* Two planners over one pool of NLAYERS layers (heads K x V, ring L): e on slots se, g on sg,
+ * the same random inputs, outputs of their own. 0 when a step of the set-up failed. */
+static int twins(rssm_context *ctx, rssm_gate gate, int K, int V, int L, int track, work_arg *e, work_arg *g,
+                 int32_t *se, int32_t *sg)
+{
+    memset(e, 0, sizeof *e);
+    const int gk = gate == RSSM_GATE_KDA ? K : 1;
+    for (int l = 0; l < NLAYERS; l++)
+        e->ly[l] = rssm_layer_default(gate, H, HV, K, V, L);
+    e->ctx = ctx;
+    int ok = rssm_pool_create(ctx, e->ly, NLAYERS, 8, &e->pool) == RSSM_OK;
+    for (int i = 0; i < 3 && ok; i++)
+        ok = rssm_pool_acquire(e->pool, &se[i]) == RSSM_OK && rssm_pool_acquire(e->pool, &sg[i]) == RSSM_OK;
+    *g = *e;
+    ok = ok && rssm_plan_create(e->pool, B, track, &e->plan) == RSSM_OK &&
+         rssm_plan_create(e->pool, B, track, &g->plan) == RSSM_OK;
+    if (!ok) return 0;
+    e->q = g->q = upload_random(ctx, B * H * K, -1, 1, 1);
+    e->k = g->k = upload_random(ctx, B * H * K, -1, 1, 2);
+    e->v = g->v = upload_random(ctx, B * HV * V, -1, 1, 3);
+    e->g = g->g = upload_random(ctx, B * HV * gk, gate == RSSM_GATE_KDA ? -8.0f : -1.0f, -0.01f, 4);
+    e->beta = g->beta = upload_random(ctx, B * HV, 0.1f, 0.9f, 5);
+    e->o = upload_random(ctx, B * HV * V, 0, 0, 6);
+    g->o = upload_random(ctx, B * HV * V, 0, 0, 7);
+    return e->q && e->k && e->v && e->g && e->beta && e->o && g->o;
+}
+
+static void twins_free(work_arg *e, work_arg *g)
+{
+    rssm_context *ctx = e->ctx;
+    rssm_mem_free(ctx, e->q), rssm_mem_free(ctx, e->k), rssm_mem_free(ctx, e->v), rssm_mem_free(ctx, e->g);
+    rssm_mem_free(ctx, e->beta), rssm_mem_free(ctx, e->o), rssm_mem_free(ctx, g->o);
+    rssm_plan_free(e->plan), rssm_plan_free(g->plan);
+    rssm_pool_free(e->pool);
+}
+
 static void run(rssm_device dev, const char *dn, rssm_gate gate, int small, int reps, int *passed, int *failed)
 {
     const char *gn =
@@ -95,30 +133,15 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int small, int 
         return;
     }
     work_arg e, g;
-    memset(&e, 0, sizeof e);
-    const int K = small ? 128 : 32, V = small ? 128 : 16, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1;
-    for (int l = 0; l < NLAYERS; l++)
-        e.ly[l] = rssm_layer_default(gate, H, HV, K, V, 4);
-    e.ctx = ctx;
-    int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
     int32_t se[3], sg[3];
-    for (int i = 0; i < 3 && ok; i++)
-        ok = rssm_pool_acquire(e.pool, &se[i]) == RSSM_OK && rssm_pool_acquire(e.pool, &sg[i]) == RSSM_OK;
-    g = e;
-    ok = ok && rssm_plan_create(e.pool, B, 5, &e.plan) == RSSM_OK && rssm_plan_create(e.pool, B, 5, &g.plan) == RSSM_OK;
-    if (!ok) {
+    const int K = small ? 128 : 32, V = small ? 128 : 16;
+    if (!twins(ctx, gate, K, V, 4, 5, &e, &g, se, sg)) {
         printf("FAIL %s/%s setup: %s\n", dn, gn, rssm_last_error());
         (*failed)++;
-        rssm_plan_free(e.plan), rssm_plan_free(g.plan), rssm_pool_free(e.pool), rssm_context_free(ctx);
+        twins_free(&e, &g), rssm_context_free(ctx);
         return;
     }
-    e.q = g.q = upload_random(ctx, B * H * K, -1, 1, 1);
-    e.k = g.k = upload_random(ctx, B * H * K, -1, 1, 2);
-    e.v = g.v = upload_random(ctx, B * HV * V, -1, 1, 3);
-    e.g = g.g = upload_random(ctx, B * HV * gk, gate == RSSM_GATE_KDA ? -8.0f : -1.0f, -0.01f, 4);
-    e.beta = g.beta = upload_random(ctx, B * HV, 0.1f, 0.9f, 5);
-    e.o = upload_random(ctx, B * HV * V, 0, 0, 6);
-    g.o = upload_random(ctx, B * HV * V, 0, 0, 7);
+    int ok = 1;
     const int32_t re[B] = {se[0], -1, se[1], se[2]}, rg[B] = {sg[0], -1, sg[1], sg[2]}, seq[B] = {0, 0, 3, 9};
     if (small) { /* two plain steps on both sets of rows, then small steps */
         for (int i = 0; i < 2; i++) {
@@ -149,10 +172,7 @@ static void run(rssm_device dev, const char *dn, rssm_gate gate, int small, int 
            ok ? "ok  " : "FAIL", dn, gn, steps, NLAYERS, steps, us, st ? " — " : "", st ? rssm_last_error() : "");
     ok ? (*passed)++ : (*failed)++;
     free(oe), free(og);
-    rssm_mem_free(ctx, e.q), rssm_mem_free(ctx, e.k), rssm_mem_free(ctx, e.v), rssm_mem_free(ctx, e.g);
-    rssm_mem_free(ctx, e.beta), rssm_mem_free(ctx, e.o), rssm_mem_free(ctx, g.o);
-    rssm_plan_free(e.plan), rssm_plan_free(g.plan);
-    rssm_pool_free(e.pool);
+    twins_free(&e, &g);
     rssm_context_free(ctx);
 }
 
@@ -180,59 +200,45 @@ static void run_grown(rssm_device dev, const char *dn, rssm_gate gate, int *pass
 {
     const char *gn = gate == RSSM_GATE_KDA ? "kda" : "gdn";
     rssm_context *ctx = NULL;
-    if (rssm_context_create(dev, NULL, &ctx) != RSSM_OK) return;
+    if (rssm_context_create(dev, NULL, &ctx) != RSSM_OK) {
+        printf("FAIL %s/%s: context: %s\n", dn, gn, rssm_last_error());
+        (*failed)++;
+        return;
+    }
     work_arg e, g;
-    memset(&e, 0, sizeof e);
-    const int K = 128, V = 128, H = 2, HV = 4, gk = gate == RSSM_GATE_KDA ? K : 1, n = B * HV * V;
-    for (int l = 0; l < NLAYERS; l++)
-        e.ly[l] = rssm_layer_default(gate, H, HV, K, V, 8);
-    e.ctx = ctx;
-    int ok = rssm_pool_create(ctx, e.ly, NLAYERS, 8, &e.pool) == RSSM_OK;
-    int32_t se[3], sg[3];
-    for (int i = 0; i < 3 && ok; i++)
-        ok = rssm_pool_acquire(e.pool, &se[i]) == RSSM_OK && rssm_pool_acquire(e.pool, &sg[i]) == RSSM_OK;
-    g = e;
-    ok = ok && rssm_plan_create(e.pool, B, 0, &e.plan) == RSSM_OK && rssm_plan_create(e.pool, B, 0, &g.plan) == RSSM_OK;
-    e.q = g.q = upload_random(ctx, B * H * K, -1, 1, 11);
-    e.k = g.k = upload_random(ctx, B * H * K, -1, 1, 12);
-    e.v = g.v = upload_random(ctx, n, -1, 1, 13);
-    e.g = g.g = upload_random(ctx, B * HV * gk, gate == RSSM_GATE_KDA ? -2.0f : -0.5f, -0.01f, 14);
-    e.beta = g.beta = upload_random(ctx, B * HV, 0.1f, 0.9f, 15);
-    e.o = upload_random(ctx, n, 0, 0, 16);
-    g.o = upload_random(ctx, n, 0, 0, 17);
+    int32_t se[3] = {-1, -1, -1}, sg[3] = {-1, -1, -1};
+    const int n = B * HV * 128; /* outputs */
+    float *oe = malloc(sizeof(float) * n), *og = malloc(sizeof(float) * n);
+    int calls = twins(ctx, gate, 128, 128, 8, 0, &e, &g, se, sg) && oe && og; /* every call succeeded */
     const int32_t re[B] = {se[0], -1, se[1], se[2]}, rg[B] = {sg[0], -1, sg[1], sg[2]}, one[B] = {sg[0], -1, -1, -1};
     const int32_t seq[B] = {0};
-    float *oe = malloc(sizeof(float) * n), *og = malloc(sizeof(float) * n);
     bench_graph *graph = NULL;
     /* three plain steps: every row holds 3 ring entries (L = 8) */
-    for (int i = 0; i < 3 && ok; i++)
-        ok = !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
-    ok = ok && rssm_plan_set_small_batch(e.plan, 1) == RSSM_OK && rssm_plan_set_small_batch(g.plan, 1) == RSSM_OK;
-    ok = ok && rssm_plan_set(g.plan, B, one, seq) == RSSM_OK &&
-         bench_graph_capture(ctx, step, &g, &graph) == RSSM_OK; /* captured, not run */
+    for (int i = 0; i < 3 && calls; i++)
+        calls = !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
+    calls = calls && rssm_plan_set_small_batch(e.plan, 1) == RSSM_OK && rssm_plan_set_small_batch(g.plan, 1) == RSSM_OK;
+    calls = calls && rssm_plan_set(g.plan, B, one, seq) == RSSM_OK &&
+            bench_graph_capture(ctx, step, &g, &graph) == RSSM_OK; /* captured, not run */
     /* 3 live rows over the limit of 1: the twin replays them, the graph drains and folds them */
-    ok = ok && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, graph, og, n);
-    const float d1 = ok ? max_rel_diff(og, oe, n) : 1;
+    calls = calls && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, graph, og, n);
+    const float d1 = calls ? max_rel_diff(og, oe, n) : 1;
     int32_t cursors[3] = {-1, -1, -1};
-    for (int i = 0; i < 3 && ok; i++)
-        ok = rssm_pool_cursor(g.pool, sg[i], &cursors[i]) == RSSM_OK;
-    ok = ok && rssm_context_check_device_errors(ctx) == RSSM_OK;
+    for (int i = 0; i < 3 && calls; i++)
+        calls = rssm_pool_cursor(g.pool, sg[i], &cursors[i]) == RSSM_OK;
+    const int clean = calls && rssm_context_check_device_errors(ctx) == RSSM_OK;
     /* then one eager step each: the folded checkpoints hold the replayed states */
-    ok = ok && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
-    const float d2 = ok ? max_rel_diff(og, oe, n) : 1;
-    ok = ok && d1 < 1e-5f && d2 < 1e-5f && !cursors[0] && !cursors[1] && !cursors[2] &&
-         rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
-    printf("%s %s/%s, small-batch graph on 3 rows over the limit of 1: every row drained (cursors %d %d %d), "
-           "outputs of that step and the next == replay's (max rel diff %.2e, %.2e)%s%s\n",
-           ok ? "ok  " : "FAIL", dn, gn, cursors[0], cursors[1], cursors[2], d1, d2, ok ? "" : " — ",
-           ok ? "" : rssm_last_error());
+    calls = calls && !step_rows(&e, re, seq, NULL, oe, n) && !step_rows(&g, rg, seq, NULL, og, n);
+    const float d2 = calls ? max_rel_diff(og, oe, n) : 1;
+    const int ok = calls && clean && d1 < 1e-5f && d2 < 1e-5f && !cursors[0] && !cursors[1] && !cursors[2] &&
+                   rssm_context_check_device_errors(ctx) == RSSM_OK && rssm_pool_validate(e.pool) == RSSM_OK;
+    printf("%s %s/%s, small-batch graph on 3 rows over the limit of 1: cursors %d %d %d (all 0: drained), outputs "
+           "of that step and the next against replay's: max rel diff %.2e, %.2e (< 1e-5)%s%s%s\n",
+           ok ? "ok  " : "FAIL", dn, gn, cursors[0], cursors[1], cursors[2], d1, d2, clean ? "" : ", device errors",
+           calls ? "" : " — a call failed: ", calls ? "" : rssm_last_error());
     ok ? (*passed)++ : (*failed)++;
     bench_graph_free(graph);
     free(oe), free(og);
-    rssm_mem_free(ctx, e.q), rssm_mem_free(ctx, e.k), rssm_mem_free(ctx, e.v), rssm_mem_free(ctx, e.g);
-    rssm_mem_free(ctx, e.beta), rssm_mem_free(ctx, e.o), rssm_mem_free(ctx, g.o);
-    rssm_plan_free(e.plan), rssm_plan_free(g.plan);
-    rssm_pool_free(e.pool);
+    twins_free(&e, &g);
     rssm_context_free(ctx);
 }
 
@@ -243,13 +249,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4; i++)
         run(RSSM_DEVICE_REFERENCE, "reference (host path)", i & 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN, i >> 1, reps,
             &passed, &failed);
-    if (rssm_cuda_available())
+    if (rssm_cuda_available()) {
         for (int i = 0; i < 4; i++)
             run(RSSM_DEVICE_CUDA, "cuda graph", i & 1 ? RSSM_GATE_KDA : RSSM_GATE_GDN, i >> 1, reps, &passed, &failed);
-    if (rssm_cuda_available())
         for (int i = 0; i < 2; i++)
             run_grown(RSSM_DEVICE_CUDA, "cuda graph", i ? RSSM_GATE_KDA : RSSM_GATE_GDN, &passed, &failed);
-    else
+    } else
         printf("skip cuda: no CUDA device or back end in this build\n");
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
