@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "launch_rules.h"
 #include "step_kernel.cuh"
 
 extern "C" {
@@ -90,11 +91,6 @@ static int vs_of(int config)
 }
 
 #define RSSM_SMEM_MAX (200 * 1024)
-/* replay decode runs on the pipeline from this many heads per SM: with the folding rows dealt
- * first, at 32 value heads on the H200, GDN B = 32 took 30.0-30.2 us against 32.9 us on the
- * per-head kernel, B = 48 39.8-40.0 against 43.1 us; KDA 32.8 against 32.6 and 43.0 against
- * 42.9 us (bench/results/gpu-ab-balance-small.txt), so the switch lies at B = 29 */
-#define PIPE_HEADS_PER_SM 7
 
 static size_t smem_bytes(const rssm_layer *l, int config, int tc)
 {
@@ -245,56 +241,24 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     /* replay decode of many heads: the persistent pipeline, by grid size (not for small-batch
      * steps, io.fold_every: the per-head kernels run those as packed decode) */
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
-        (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= PIPE_HEADS_PER_SM * (int64_t)im->sm_count)) {
+        (im->pipe == 1 || (int64_t)p->io.batch * A.l.num_v_heads >= RSSM_PIPE_HEADS_PER_SM * (int64_t)im->sm_count)) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
-        /* The launch switches, by what ran fastest on the H200 (bench/results/gpu-ab-split*.txt,
-         * pdl-2026-12-02/, launch-rules-2026-12-02/). Grids are counted in value heads (ctas)
-         * against the SMs; one wave of whole-head CTAs is 2 heads per SM. */
-        const int64_t ctas = (int64_t)p->io.batch * A.l.num_v_heads, sms = im->sm_count;
-        const int kda = A.l.gate == RSSM_GATE_KDA;
         /* a small-batch step of drained rows (io.fold_every: every row folds, its ring empty)
-         * runs packed decode's kernel, launched as packed is: no ring read, packed's switches */
+         * runs packed decode's kernel, launched as packed is */
         const int packed = A.mode == MODE_PACKED || (A.mode == MODE_REPLAY && p->io.fold_every);
-        const int replay = A.mode == MODE_REPLAY && !packed;
-        /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting
-         * for the cursor): GDN replay at every batch (B = 12-64 2-3% faster, one wave level;
-         * from 7 heads per SM replay runs on the pipeline unless it is off or does not apply);
-         * never KDA replay, whose ring holds every entry's gates (B = 1-8 2-7% slower, from 10
-         * worse yet); verify on grids of one wave and GDN windows of 3-4 tokens at any batch (on
-         * the FP64 tensor cores they are bound by latency: T = 4, B = 128 179.0 against 181.2
-         * us; KDA, which also reads every entry's gates, 196.1 against 195.1;
-         * bench/results/gpu-verify-switches.txt) */
-        const int gdn_window = A.mode == MODE_VERIFY && !kda && p->io.tokens >= 3 && p->io.tokens <= 4;
-        const int spec = replay ? !kda : ctas <= 2 * sms || gdn_window;
-        A.spec = im->spec >= 0 ? im->spec : spec;
-        /* each head's rows over `split` CTAs of 512 / split threads: packed streams through
-         * more, smaller CTAs (4 up to half a head per SM, B <= 2 at 32 heads, else 2: at B = 3
-         * and 4 2 beat 4 by 16%); KDA replay likewise (4 up to a quarter head per SM, else 2);
-         * GDN replay and verify split only up to half a head per SM (a GDN cluster holds the
-         * group's value heads times the parts, and every part repeats the token and ring work) */
-        if (im->split)
-            A.split = im->split;
-        else if (packed)
-            A.split = ctas * 2 <= sms ? 4 : 2;
-        else if (replay && kda)
-            A.split = ctas * 4 <= sms ? 4 : 2;
-        else
-            A.split = ctas * 2 <= sms ? 2 : 1;
-        /* L2 prefetch of the next wave: not for replay below the pipeline's grids (1-3.5 waves:
-         * 1-3% faster without; one wave has nothing to prefetch) */
-        const int pf = replay && ctas < PIPE_HEADS_PER_SM * sms ? 0 : 1;
-        A.pf_ahead = (im->prefetch >= 0 ? im->prefetch : pf) * im->sm_count;
+        const rssm_lr_step s = {packed                  ? RSSM_LR_PACKED
+                                : A.mode == MODE_REPLAY ? RSSM_LR_REPLAY
+                                                        : RSSM_LR_VERIFY,
+                                A.l.gate == RSSM_GATE_KDA, p->io.tokens, (int64_t)p->io.batch * A.l.num_v_heads,
+                                im->sm_count};
+        const rssm_lr_switches forced = {im->spec, im->split, im->prefetch, im->pdl};
+        const rssm_lr_switches sw = rssm_launch_rules(s, forced);
+        A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;
+        A.pf_ahead = sw.prefetch * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
-        /* programmatic dependent launch on grids of at most one value head per SM (every mode)
-         * and for packed decode from above a wave to the pipeline's grids: the launch and the checkpoint's
-         * DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 -> 3.73 µs;
-         * B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to 10%
-         * with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */
-        const int pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < PIPE_HEADS_PER_SM * sms);
-        A.pdl = im->pdl > 0 || (im->pdl < 0 && pdl);
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

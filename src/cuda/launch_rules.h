@@ -1,0 +1,85 @@
+/*
+ * launch_rules.h — the launch switches of the K = V = 128 step kernels (decode_k128.cu) by mode,
+ * gate and grid size, as the H200 sweeps measured them fastest (bench/results/README.md,
+ * "Launch rules"; bench/results/launch-rules-2026-12-02/, gpu-ab-split*.txt, pdl-2026-12-02/,
+ * gpu-verify-switches.txt), and the switch between those kernels and the replay pipeline. Shared
+ * by the back end (backend.cu) and the host test (tests/test_launch_rules.c); plain C.
+ *
+ * Grids are counted in value heads (batch x HV) against the multiprocessors; one wave of
+ * whole-head CTAs (512 threads, 2 per SM) is 2 heads per SM.
+ */
+#ifndef RSSM_LAUNCH_RULES_H
+#define RSSM_LAUNCH_RULES_H
+
+#include <stdint.h>
+
+/* replay decode runs on the pipeline from this many heads per SM: with the folding rows dealt
+ * first, at 32 value heads on the H200, GDN B = 32 took 30.0-30.2 us against 32.9 us on the
+ * per-head kernel, B = 48 39.8-40.0 against 43.1 us; KDA 32.8 against 32.6 and 43.0 against
+ * 42.9 us (bench/results/gpu-ab-balance-small.txt), so the switch lies at B = 29 */
+#define RSSM_PIPE_HEADS_PER_SM 7
+
+typedef enum rssm_lr_mode {
+    RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */
+    RSSM_LR_REPLAY = 1, /* replay decode on the per-head kernel */
+    RSSM_LR_VERIFY = 2,
+} rssm_lr_mode;
+
+typedef struct rssm_lr_step {
+    rssm_lr_mode mode;
+    int kda;      /* per-channel gate (its ring holds every entry's gates) */
+    int tokens;   /* per row */
+    int64_t ctas; /* value heads of the grid, batch x HV */
+    int64_t sms;  /* multiprocessors */
+} rssm_lr_step;
+
+/* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl: -1, or
+ * 0 for split, = by rule) and as the launch takes them (whole-ring read 0/1, CTAs per head 1, 2
+ * or 4, prefetch distance in waves, programmatic launch 0/1). */
+typedef struct rssm_lr_switches {
+    int spec, split, prefetch, pdl;
+} rssm_lr_switches;
+
+/* The switches for step `s`; a value `forced` gives wins over the rule. */
+static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switches forced)
+{
+    const int64_t ctas = s.ctas, sms = s.sms, pipe = RSSM_PIPE_HEADS_PER_SM * s.sms;
+    const int packed = s.mode == RSSM_LR_PACKED, replay = s.mode == RSSM_LR_REPLAY;
+    rssm_lr_switches r;
+    /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting for
+     * the cursor; packed reads no ring): GDN replay at every batch (B = 12-64 2-3% faster, one
+     * wave level; from 7 heads per SM replay runs on the pipeline unless that is off or does
+     * not apply); never KDA replay (B = 1-8 2-7% slower, from 10 worse yet); verify on grids of
+     * one wave, and GDN windows of 3-4 tokens at any batch (on the FP64 tensor cores they are
+     * bound by latency: T = 4, B = 128 179.0 against 181.2 us; KDA, which also reads every
+     * entry's gates, 196.1 against 195.1) */
+    const int gdn_window = s.mode == RSSM_LR_VERIFY && !s.kda && s.tokens >= 3 && s.tokens <= 4;
+    r.spec = packed ? 0 : replay ? !s.kda : ctas <= 2 * sms || gdn_window;
+    /* each head's rows over `split` CTAs of 512 / split threads: packed streams through more,
+     * smaller CTAs (4 up to half a head per SM, B <= 2 at 32 heads, else 2: at B = 3 and 4, 2
+     * beat 4 by 16%); KDA replay likewise (4 up to a quarter head per SM, else 2); GDN replay
+     * and verify split only up to half a head per SM (a GDN cluster holds the group's value
+     * heads times the parts, and every part repeats the token and ring work) */
+    if (packed)
+        r.split = ctas * 2 <= sms ? 4 : 2;
+    else if (replay && s.kda)
+        r.split = ctas * 4 <= sms ? 4 : 2;
+    else
+        r.split = ctas * 2 <= sms ? 2 : 1;
+    /* L2 prefetch of the next wave, one wave ahead: not for replay below the pipeline's grids
+     * (1-3.5 waves: 1-3% faster without; one wave has nothing to prefetch) */
+    r.prefetch = replay && ctas < pipe ? 0 : 1;
+    /* programmatic dependent launch on grids of at most one value head per SM (every mode) and
+     * for packed decode from above a wave to the pipeline's grids: the launch and the
+     * checkpoint's DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 ->
+     * 3.73 us; B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to
+     * 10% with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */
+    r.pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < pipe);
+    if (forced.spec >= 0) r.spec = forced.spec;
+    if (forced.split > 0) r.split = forced.split;
+    if (forced.prefetch >= 0) r.prefetch = forced.prefetch;
+    if (forced.pdl >= 0) r.pdl = forced.pdl;
+    return r;
+}
+
+#endif /* RSSM_LAUNCH_RULES_H */

@@ -1,0 +1,80 @@
+/*
+ * test_launch_rules.c — the fast kernels' launch switches (src/cuda/launch_rules.h), on the host:
+ * the choices the H200 sweeps measured fastest, at 32 value heads on 132 SMs (Qwen3-Next GDN
+ * and Kimi-Linear KDA), batch by batch; a forced switch (rssm_context_params) wins for every
+ * mode and batch; and every result is a value the kernels take. The back end calls the same
+ * function, so a rule changed here by mistake changes the launch there.
+ */
+#include "common.h"
+#include "cuda/launch_rules.h"
+
+#define SMS 132
+#define HV 32
+
+static rssm_lr_switches rules(rssm_lr_mode mode, int kda, int tokens, int batch, rssm_lr_switches forced)
+{
+    const rssm_lr_step s = {mode, kda, tokens, (int64_t)batch * HV, SMS};
+    return rssm_launch_rules(s, forced);
+}
+
+static const rssm_lr_switches by_rule = {-1, 0, -1, -1};
+
+/* one batch's expected switches */
+typedef struct expect {
+    int batch, spec, split, prefetch, pdl;
+} expect;
+
+static void check(const char *what, rssm_lr_mode mode, int kda, int tokens, const expect *e, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const rssm_lr_switches r = rules(mode, kda, tokens, e[i].batch, by_rule);
+        const int ok = r.spec == e[i].spec && r.split == e[i].split && r.prefetch == e[i].prefetch && r.pdl == e[i].pdl;
+        t_case(RH_OK, ok, "%s B=%d: ring read %d, split %d, prefetch %d, pdl %d (expected %d %d %d %d)", what,
+               e[i].batch, r.spec, r.split, r.prefetch, r.pdl, e[i].spec, e[i].split, e[i].prefetch, e[i].pdl);
+    }
+}
+
+int main(void)
+{
+    /* packed: 4 CTAs per head up to B = 2 (64 heads <= 66), PDL up to B = 4 (128 <= 132) and
+     * from B = 9 (288 > 264) to 28 (896 < 924) */
+    const expect packed[] = {{1, 0, 4, 1, 1},  {2, 0, 4, 1, 1},  {3, 0, 2, 1, 1},  {4, 0, 2, 1, 1},
+                             {5, 0, 2, 1, 0},  {8, 0, 2, 1, 0},  {9, 0, 2, 1, 1},  {16, 0, 2, 1, 1},
+                             {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {64, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
+    check("packed, gdn", RSSM_LR_PACKED, 0, 1, packed, sizeof packed / sizeof *packed);
+    check("packed, kda", RSSM_LR_PACKED, 1, 1, packed, sizeof packed / sizeof *packed);
+    /* GDN replay: whole ring always, 2 CTAs up to B = 2, no prefetch below the pipeline's grids */
+    const expect gdn_replay[] = {{1, 1, 2, 0, 1},  {2, 1, 2, 0, 1},  {3, 1, 1, 0, 1},  {4, 1, 1, 0, 1},
+                                 {8, 1, 1, 0, 0},  {16, 1, 1, 0, 0}, {28, 1, 1, 0, 0}, {29, 1, 1, 1, 0},
+                                 {64, 1, 1, 1, 0}, {512, 1, 1, 1, 0}};
+    check("replay, gdn", RSSM_LR_REPLAY, 0, 1, gdn_replay, sizeof gdn_replay / sizeof *gdn_replay);
+    /* KDA replay: never the whole ring, 4 CTAs at B = 1 (32 heads <= 33), else 2 */
+    const expect kda_replay[] = {{1, 0, 4, 0, 1},  {2, 0, 2, 0, 1},  {4, 0, 2, 0, 1},  {8, 0, 2, 0, 0},
+                                 {16, 0, 2, 0, 0}, {29, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
+    check("replay, kda", RSSM_LR_REPLAY, 1, 1, kda_replay, sizeof kda_replay / sizeof *kda_replay);
+    /* verify: the whole ring on one wave (B <= 8) and for GDN windows of 3-4 tokens at any batch */
+    const expect gdn_window[] = {{1, 1, 2, 1, 1}, {4, 1, 1, 1, 1}, {8, 1, 1, 1, 0}, {128, 1, 1, 1, 0}};
+    check("verify T=4, gdn", RSSM_LR_VERIFY, 0, 4, gdn_window, sizeof gdn_window / sizeof *gdn_window);
+    const expect other_window[] = {{1, 1, 2, 1, 1}, {8, 1, 1, 1, 0}, {9, 0, 1, 1, 0}, {128, 0, 1, 1, 0}};
+    check("verify T=4, kda", RSSM_LR_VERIFY, 1, 4, other_window, sizeof other_window / sizeof *other_window);
+    check("verify T=2, gdn", RSSM_LR_VERIFY, 0, 2, other_window, sizeof other_window / sizeof *other_window);
+
+    /* forced switches win everywhere; every result is one the kernels take */
+    int forced_ok = 1, range_ok = 1;
+    for (int mode = RSSM_LR_PACKED; mode <= RSSM_LR_VERIFY; mode++)
+        for (int kda = 0; kda <= 1; kda++)
+            for (int batch = 1; batch <= 1024; batch++) {
+                const rssm_lr_switches r = rules((rssm_lr_mode)mode, kda, 4, batch, by_rule);
+                range_ok &= (r.spec == 0 || r.spec == 1) && (r.split == 1 || r.split == 2 || r.split == 4) &&
+                            (r.prefetch == 0 || r.prefetch == 1) && (r.pdl == 0 || r.pdl == 1);
+                for (int v = 0; v <= 4; v++) {
+                    const rssm_lr_switches f = {v <= 1 ? v : -1, v == 3 ? 0 : v == 0 ? 1 : v, v, v <= 1 ? v : -1};
+                    const rssm_lr_switches g = rules((rssm_lr_mode)mode, kda, 4, batch, f);
+                    forced_ok &= (f.spec < 0 || g.spec == f.spec) && (f.split == 0 || g.split == f.split) &&
+                                 g.prefetch == f.prefetch && (f.pdl < 0 || g.pdl == f.pdl);
+                }
+            }
+    t_case(RH_OK, range_ok, "every mode, gate and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1");
+    t_case(RH_OK, forced_ok, "every mode, gate and B = 1-1024: a forced ring read, split, prefetch or pdl wins");
+    return t_end();
+}
