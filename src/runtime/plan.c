@@ -109,8 +109,8 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
     p->bytes = off_layers + al(sizeof(rssm_plan_layer) * (size_t)pool->n_layers);
     p->drain = pool->ctx->backend->drain_ok != NULL;
     for (int32_t l = 0; l < pool->n_layers; l++) {
-        p->drain = p->drain && pool->ctx->backend->drain_ok(pool->ctx, &pool->lm[l].layer);
         const rssm_layer *ly = &pool->lm[l].layer;
+        p->drain = p->drain && pool->ctx->backend->drain_ok(pool->ctx, ly);
         const int32_t rb = ly->ring_len * ly->head_k_dim * (int32_t)rssm_dtype_size(ly->ring_dtype);
         if (ly->num_v_heads > p->max_heads) p->max_heads = ly->num_v_heads;
         if (rb > p->ring_bytes) p->ring_bytes = rb;
