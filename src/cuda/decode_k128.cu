@@ -162,12 +162,13 @@ static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte align
 
 /* speculative KDA launches also hold every entry's G [L][K] f32 after ring u; windows of 3 or 4
  * tokens then the tokens' x_k, x_q in f64 [8][K128_XDS] (the row phase's B operand; before it, the
- * start fold's scaled keys) */
-static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma)
+ * start fold's scaled keys); replay decode there the end fold's staged ring (stage bytes,
+ * fold_ring_rows_staged) */
+static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma, size_t stage)
 {
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
            (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) +
-           (window_mma ? 8 * K128_XDS * sizeof(double) + K128_NT * sizeof(uint32_t) : 0);
+           (window_mma ? 8 * K128_XDS * sizeof(double) + K128_NT * sizeof(uint32_t) : 0) + stage;
 }
 #define K128_SPEC_LMAX 32 /* speculative ring reads only up to this ring length */
 
@@ -226,6 +227,113 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
                 S[j][e] = S[j][e] * expf(gs[16 * j + sch + e]);
     }
 }
+
+/* fold_ring_rows_staged's keys of entries i0 .. i0 + n - 1 as f32 into kf, scaled (GDN) */
+template <bool KDA, bool RBF>
+__device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, const float *sG, float gs, int i0, int n,
+                                           int tid, int nt)
+{
+#pragma unroll 1
+    for (int x = tid; x < n * (K128_DIM / 4); x += nt) {
+        const int i = x >> 5, c = (x & 31) * 4;
+        float k4[4];
+        ld4(sK, RBF, (i0 + i) * K128_DIM + c, k4);
+        if (!KDA) {
+            const float f = expf(gs - sG[i0 + i]);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = k4[e] * f;
+        }
+        *(float4 *)(kf + i * K128_DIM + c) = make_float4(k4[0], k4[1], k4[2], k4[3]);
+    }
+}
+
+/* fold_ring_rows from f32 copies of the ring in shared memory, K128_FSTAGE entries at a time:
+ * kf [n][128] the keys as the fold multiplies them (GDN k_i e^{Gs - G_i}, KDA k~_i), staged by
+ * the whole CTA by quads of channels, and uf [n][8] the warp's u of its 8 rows, staged by the
+ * warp. Every element gets the same operations in the same order as in fold_ring_rows, so the
+ * same bits. Per entry the loop issues 43 instructions, three shared loads and the 32 FMAs among
+ * them, where fold_ring_rows' loop issues 81: it unpacks bf16 and evaluates the entry's
+ * exponential in every lane. A replay launch where every row folds was mostly issue-bound in that
+ * loop (GDN B = 8 in phase: 18.5 us against 10.1 for a launch without folds, 35% of its warp
+ * samples in the loop, most "not selected"; bench/results/fold-2026-12-02/). Every thread of the
+ * CTA calls this (it has barriers). */
+#define K128_FSTAGE 8
+template <bool KDA>
+__device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const float (&Gs)[4], int h,
+                                                      const unsigned char *sK, const unsigned char *sU, const float *sG,
+                                                      int rbf, int c4, int row0, int stage)
+{
+    /* through the shared symbol: 32-bit shared addresses, not generic pointers held in registers */
+    extern __shared__ __align__(16) unsigned char dsm[];
+    float *const kf = (float *)(dsm + stage), *const uf =
+                                                  kf + K128_FSTAGE * K128_DIM + (threadIdx.x >> 5) * K128_FSTAGE * 8;
+    if (!KDA) {
+        const float eg = expf(Gs[0]);
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[r][e] = S[r][e] * eg;
+    }
+    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += K128_FSTAGE) {
+        const int n = min(K128_FSTAGE, h - i0);
+        if (i0 > 0) __syncthreads(); /* every warp is done with the chunk before */
+        /* the keys by quads of channels (thread: one entry's 4 channels, with that entry's
+         * factor), the warp's u by entries (lane i: entry i0 + i, the warp's 8 rows) */
+        if (rbf)
+            stage_keys<KDA, true>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+        else
+            stage_keys<KDA, false>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+        if (lane < n) {
+            float u8[8];
+            ld8s(sU, rbf, (i0 + lane) * K128_DIM + row0, u8);
+            *(float4 *)(uf + 8 * lane) = make_float4(u8[0], u8[1], u8[2], u8[3]);
+            *(float4 *)(uf + 8 * lane + 4) = make_float4(u8[4], u8[5], u8[6], u8[7]);
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            const float4 k4 = *(const float4 *)(kf + i * K128_DIM + c4);
+            const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const float4 u4 = *(const float4 *)(uf + 8 * i + 4 * hf);
+                const float uu[4] = {u4.x, u4.y, u4.z, u4.w};
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        S[4 * hf + r][e] = __fmaf_rn(uu[r], kk[e], S[4 * hf + r][e]);
+            }
+        }
+    }
+    if (KDA) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float eg = expf(Gs[e]);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                S[r][e] = S[r][e] * eg;
+        }
+    }
+}
+/* where the staging area starts in the dynamic shared memory (smem_of's order), from the kernel's
+ * parameters: formed where used, it holds no register through the step */
+template <bool KDA> __device__ __forceinline__ int stage_offset(const kargs &A)
+{
+    const int L = A.l.ring_len;
+    return (int)sizeof(fixed_smem) + 128 * 4 + 2 * L * K128_DIM * (A.l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4) +
+           (KDA && A.spec ? L * K128_DIM * 4 : 0);
+}
+/* the replay kernels whose end fold runs fold_ring_rows_staged: GDN with an f32 state in the
+ * V-first layout, where it measured faster (B = 12 / 20: 17.46 -> 16.94 / 24.12 -> 23.41 us); with
+ * a bf16 state GDN lost 2% with it and KDA 2-5% (bench/results/fold-2026-12-02/) */
+__host__ __device__ constexpr bool staged_end_fold(bool kda, bool sbf, bool kf) { return !kda && !sbf && !kf; }
+/* the staging area's size: kf, then uf of each of nw warps */
+static size_t fold_stage_bytes(int nw) { return ((size_t)K128_FSTAGE * K128_DIM + (size_t)nw * K128_FSTAGE * 8) * 4; }
 
 /* ---- the step of one CTA, phase by phase ----------------------------------------------------- */
 /* The phases take the CTA's coordinates as plain values: packed in a struct (one copy per CTA,
@@ -602,7 +710,10 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
 #pragma unroll
     for (int e = 0; e < 4; e++)
         G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
-    fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
+    if constexpr (staged_end_fold(KDA, SBF, KF))
+        fold_ring_rows_staged<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0, stage_offset<KDA>(A));
+    else
+        fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
     float o[8];
     end_fold_update(
         S, o, myu, [&](int e) { return sm.kn[0][c4 + e]; }, [&](int e) { return sm.qn[0][c4 + e]; });
@@ -1274,8 +1385,10 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
     if (A.mode == MODE_PACKED || fold_every || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
-    const size_t smem =
-        smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec, A.mode == MODE_VERIFY && tc == 4);
+    const size_t stage =
+        A.mode == MODE_REPLAY && !fold_every && staged_end_fold(kda, sbf, kf) ? fold_stage_bytes(K128_NW / A.split) : 0;
+    const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec,
+                                A.mode == MODE_VERIFY && tc == 4, stage);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
      * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {
