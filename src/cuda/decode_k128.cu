@@ -248,7 +248,11 @@ __device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, c
     }
 }
 
-/* fold_ring_rows from f32 copies of the ring in shared memory, K128_FSTAGE entries at a time:
+/* entries staged at a time: 16 (one round on rings of up to 17 entries) up to L = 32, 8 beyond,
+ * where the ring leaves less room in shared memory (L = 64 with an f32 ring: 2 CTAs per SM) */
+__host__ __device__ constexpr int fold_stage_entries(int L) { return L <= 32 ? 16 : 8; }
+
+/* fold_ring_rows from f32 copies of the ring in shared memory, C entries at a time:
  * kf [n][128] the keys as the fold multiplies them (GDN k_i e^{Gs - G_i}, KDA k~_i), staged by
  * the whole CTA by quads of channels, and uf [n][8] the warp's u of its 8 rows, staged by the
  * warp. Every element gets the same operations in the same order as in fold_ring_rows, so the
@@ -258,16 +262,14 @@ __device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, c
  * loop (GDN B = 8 in phase: 18.5 us against 10.1 for a launch without folds, 35% of its warp
  * samples in the loop, most "not selected"; bench/results/fold-2026-12-02/). Every thread of the
  * CTA calls this (it has barriers). */
-#define K128_FSTAGE 8
 template <bool KDA>
 __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const float (&Gs)[4], int h,
                                                       const unsigned char *sK, const unsigned char *sU, const float *sG,
-                                                      int rbf, int c4, int row0, int stage)
+                                                      int rbf, int c4, int row0, int stage, int C)
 {
     /* through the shared symbol: 32-bit shared addresses, not generic pointers held in registers */
     extern __shared__ __align__(16) unsigned char dsm[];
-    float *const kf = (float *)(dsm + stage), *const uf =
-                                                  kf + K128_FSTAGE * K128_DIM + (threadIdx.x >> 5) * K128_FSTAGE * 8;
+    float *const kf = (float *)(dsm + stage), *const uf = kf + C * K128_DIM + (threadIdx.x >> 5) * C * 8;
     if (!KDA) {
         const float eg = expf(Gs[0]);
 #pragma unroll
@@ -278,8 +280,8 @@ __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const fl
     }
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
 #pragma unroll 1
-    for (int i0 = 0; i0 < h; i0 += K128_FSTAGE) {
-        const int n = min(K128_FSTAGE, h - i0);
+    for (int i0 = 0; i0 < h; i0 += C) {
+        const int n = min(C, h - i0);
         if (i0 > 0) __syncthreads(); /* every warp is done with the chunk before */
         /* the keys by quads of channels (thread: one entry's 4 channels, with that entry's
          * factor), the warp's u by entries (lane i: entry i0 + i, the warp's 8 rows) */
@@ -329,11 +331,15 @@ template <bool KDA> __device__ __forceinline__ int stage_offset(const kargs &A)
            (KDA && A.spec ? L * K128_DIM * 4 : 0);
 }
 /* the replay kernels whose end fold runs fold_ring_rows_staged: GDN with an f32 state in the
- * V-first layout, where it measured faster (B = 12 / 20: 17.46 -> 16.94 / 24.12 -> 23.41 us); with
- * a bf16 state GDN lost 2% with it and KDA 2-5% (bench/results/fold-2026-12-02/) */
+ * V-first layout, where it measured faster (B = 12 / 20: 17.46 / 24.15 us before, 16.96 / 23.44
+ * staging 8 entries a round, 16.86 / 23.28 staging 16); with a bf16 state GDN lost 2% with it and
+ * KDA 2-5% (bench/results/fold-2026-12-02/) */
 __host__ __device__ constexpr bool staged_end_fold(bool kda, bool sbf, bool kf) { return !kda && !sbf && !kf; }
 /* the staging area's size: kf, then uf of each of nw warps */
-static size_t fold_stage_bytes(int nw) { return ((size_t)K128_FSTAGE * K128_DIM + (size_t)nw * K128_FSTAGE * 8) * 4; }
+static size_t fold_stage_bytes(int nw, int L)
+{
+    return ((size_t)fold_stage_entries(L) * K128_DIM + (size_t)nw * fold_stage_entries(L) * 8) * 4;
+}
 
 /* ---- the step of one CTA, phase by phase ----------------------------------------------------- */
 /* The phases take the CTA's coordinates as plain values: packed in a struct (one copy per CTA,
@@ -711,7 +717,8 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
     for (int e = 0; e < 4; e++)
         G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
     if constexpr (staged_end_fold(KDA, SBF, KF))
-        fold_ring_rows_staged<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0, stage_offset<KDA>(A));
+        fold_ring_rows_staged<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0, stage_offset<KDA>(A),
+                                   fold_stage_entries(A.l.ring_len));
     else
         fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
     float o[8];
@@ -1385,8 +1392,9 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     A.defer_k = 0;
     /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
     if (A.mode == MODE_PACKED || fold_every || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
-    const size_t stage =
-        A.mode == MODE_REPLAY && !fold_every && staged_end_fold(kda, sbf, kf) ? fold_stage_bytes(K128_NW / A.split) : 0;
+    const size_t stage = A.mode == MODE_REPLAY && !fold_every && staged_end_fold(kda, sbf, kf)
+                             ? fold_stage_bytes(K128_NW / A.split, A.l.ring_len)
+                             : 0;
     const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec,
                                 A.mode == MODE_VERIFY && tc == 4, stage);
     /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
