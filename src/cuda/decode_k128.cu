@@ -228,8 +228,9 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
     }
 }
 
-/* fold_ring_rows_staged's keys of entries i0 .. i0 + n - 1 as f32 into kf, scaled (GDN) */
-template <bool KDA, bool RBF>
+/* fold_ring_rows_staged's keys of entries i0 .. i0 + n - 1 as f32 into kf, each scaled by its
+ * factor e^{gs - G_i} */
+template <bool RBF>
 __device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, const float *sG, float gs, int i0, int n,
                                            int tid, int nt)
 {
@@ -238,12 +239,10 @@ __device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, c
         const int i = x >> 5, c = (x & 31) * 4;
         float k4[4];
         ld4(sK, RBF, (i0 + i) * K128_DIM + c, k4);
-        if (!KDA) {
-            const float f = expf(gs - sG[i0 + i]);
+        const float f = expf(gs - sG[i0 + i]);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                k4[e] = k4[e] * f;
-        }
+        for (int e = 0; e < 4; e++)
+            k4[e] = k4[e] * f;
         *(float4 *)(kf + i * K128_DIM + c) = make_float4(k4[0], k4[1], k4[2], k4[3]);
     }
 }
@@ -252,17 +251,16 @@ __device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, c
  * where the ring leaves less room in shared memory (L = 64 with an f32 ring: 2 CTAs per SM) */
 __host__ __device__ constexpr int fold_stage_entries(int L) { return L <= 32 ? 16 : 8; }
 
-/* fold_ring_rows from f32 copies of the ring in shared memory, C entries at a time:
- * kf [n][128] the keys as the fold multiplies them (GDN k_i e^{Gs - G_i}, KDA k~_i), staged by
- * the whole CTA by quads of channels, and uf [n][8] the warp's u of its 8 rows, staged by the
- * warp. Every element gets the same operations in the same order as in fold_ring_rows, so the
- * same bits. Per entry the loop issues 43 instructions, three shared loads and the 32 FMAs among
- * them, where fold_ring_rows' loop issues 81: it unpacks bf16 and evaluates the entry's
- * exponential in every lane. A replay launch where every row folds was mostly issue-bound in that
- * loop (GDN B = 8 in phase: 18.5 us against 10.1 for a launch without folds, 35% of its warp
- * samples in the loop, most "not selected"; bench/results/fold-2026-12-02/). Every thread of the
- * CTA calls this (it has barriers). */
-template <bool KDA>
+/* GDN's fold_ring_rows from f32 copies of the ring in shared memory, C entries at a time: kf
+ * [n][128] the keys as the fold multiplies them (k_i e^{Gs - G_i}), staged by the whole CTA by
+ * quads of channels, and uf [n][8] the warp's u of its 8 rows, staged by the warp. Every element
+ * gets the same operations in the same order as in fold_ring_rows, so the same bits. Per entry
+ * the loop issues 43 instructions, three shared loads and the 32 FMAs among them, where
+ * fold_ring_rows' loop issues 81: it unpacks bf16 and evaluates the entry's exponential in every
+ * lane. A replay launch where every row folds was mostly issue-bound in that loop (B = 8 in
+ * phase: 18.5 us against 10.1 for a launch without folds, 35% of its warp samples in the loop,
+ * most "not selected"; bench/results/fold-2026-12-02/). Every thread of the CTA calls this (it
+ * has barriers). */
 __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const float (&Gs)[4], int h,
                                                       const unsigned char *sK, const unsigned char *sU, const float *sG,
                                                       int rbf, int c4, int row0, int stage, int C)
@@ -270,25 +268,18 @@ __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const fl
     /* through the shared symbol: 32-bit shared addresses, not generic pointers held in registers */
     extern __shared__ __align__(16) unsigned char dsm[];
     float *const kf = (float *)(dsm + stage), *const uf = kf + C * K128_DIM + (threadIdx.x >> 5) * C * 8;
-    if (!KDA) {
-        const float eg = expf(Gs[0]);
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                S[r][e] = S[r][e] * eg;
-    }
+    fold_gate<false>(S, Gs);
     const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
 #pragma unroll 1
     for (int i0 = 0; i0 < h; i0 += C) {
         const int n = min(C, h - i0);
-        if (i0 > 0) __syncthreads(); /* every warp is done with the chunk before */
-        /* the keys by quads of channels (thread: one entry's 4 channels, with that entry's
-         * factor), the warp's u by entries (lane i: entry i0 + i, the warp's 8 rows) */
+        if (i0 > 0) __syncthreads(); /* every warp is done with the round before */
+        /* the keys by quads of channels (thread: one entry's 4 channels), the warp's u by
+         * entries (lane i: entry i0 + i, the warp's 8 rows) */
         if (rbf)
-            stage_keys<KDA, true>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+            stage_keys<true>(kf, sK, sG, Gs[0], i0, n, tid, nt);
         else
-            stage_keys<KDA, false>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+            stage_keys<false>(kf, sK, sG, Gs[0], i0, n, tid, nt);
         if (lane < n) {
             float u8[8];
             ld8s(sU, rbf, (i0 + lane) * K128_DIM + row0, u8);
@@ -304,31 +295,17 @@ __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const fl
             for (int hf = 0; hf < 2; hf++) {
                 const float4 u4 = *(const float4 *)(uf + 8 * i + 4 * hf);
                 const float uu[4] = {u4.x, u4.y, u4.z, u4.w};
-#pragma unroll
-                for (int r = 0; r < 4; r++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        S[4 * hf + r][e] = __fmaf_rn(uu[r], kk[e], S[4 * hf + r][e]);
+                fold_entry_half(S, hf, uu, kk);
             }
-        }
-    }
-    if (KDA) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float eg = expf(Gs[e]);
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                S[r][e] = S[r][e] * eg;
         }
     }
 }
 /* where the staging area starts in the dynamic shared memory (smem_of's order), from the kernel's
  * parameters: formed where used, it holds no register through the step */
-template <bool KDA> __device__ __forceinline__ int stage_offset(const kargs &A)
+__device__ __forceinline__ int stage_offset(const kargs &A)
 {
     const int L = A.l.ring_len;
-    return (int)sizeof(fixed_smem) + 128 * 4 + 2 * L * K128_DIM * (A.l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4) +
-           (KDA && A.spec ? L * K128_DIM * 4 : 0);
+    return (int)sizeof(fixed_smem) + 128 * 4 + 2 * L * K128_DIM * (A.l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4);
 }
 /* the replay kernels whose end fold runs fold_ring_rows_staged: GDN with an f32 state in the
  * V-first layout, where it measured faster (B = 12 / 20: 17.46 / 24.15 us before, 16.96 / 23.44
@@ -696,7 +673,7 @@ __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, con
  * folded into S at the token's G: G_{h-1} (Gl, KDA; sG[h - 1], GDN) + g) and o = S_n q, o_t of
  * row b; S_n is stored as the checkpoint of slot dst (its offset recomputed from an opaque copy
  * of the slot). vr: v of the lane's row (before the shuffle). */
-template <bool KDA, bool SBF, bool KF>
+template <bool KDA, bool SBF, bool KF, int MODE>
 __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], const unsigned char *sK,
                                               const unsigned char *sU, const float *sG, const float *Gl, int rbf, int h,
                                               int lane, int row0, int b, int HV, int hv, int srow, int sch, float vr,
@@ -716,9 +693,8 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
 #pragma unroll
     for (int e = 0; e < 4; e++)
         G4[e] = (h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f) + sm.gt[0][c4 + e];
-    if constexpr (staged_end_fold(KDA, SBF, KF))
-        fold_ring_rows_staged<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0, stage_offset<KDA>(A),
-                                   fold_stage_entries(A.l.ring_len));
+    if constexpr (MODE == MODE_REPLAY && staged_end_fold(KDA, SBF, KF))
+        fold_ring_rows_staged(S, G4, h, sK, sU, sG, rbf, c4, row0, stage_offset(A), fold_stage_entries(A.l.ring_len));
     else
         fold_ring_rows<KDA>(S, G4, h, sK, sU, sG, rbf, c4, row0);
     float o[8];
@@ -1225,8 +1201,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
 
     /* ---- rows ---- */
     if (end) {
-        rows_end_fold<KDA, SBF, KF>(A, S, lK(), lU(), lG(), Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
-                                    MODE == MODE_PACKED ? d : s);
+        rows_end_fold<KDA, SBF, KF, MODE>(A, S, lK(), lU(), lG(), Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
+                                          MODE == MODE_PACKED ? d : s);
         if (MODE == MODE_REPLAY) new_base = end == 2 ? c0 + 1 : 0;
     } else if constexpr (MMA) {
         /* v of the lane's token lane % 4 and row srow, as load_v's lane 8 (lane % 4) + lane / 4 read it */

@@ -97,6 +97,37 @@ __device__ __forceinline__ void ld8s(const unsigned char *p, int bf, int off, fl
     }
 }
 
+/* The fold's gate factor on S: GDN e^{Gs} on every channel (Gs[0], before the entries), KDA
+ * e^{Gs} per channel (after them) */
+template <bool KDA> __device__ __forceinline__ void fold_gate(float (&S)[8][4], const float (&Gs)[4])
+{
+    if (!KDA) {
+        const float eg = expf(Gs[0]);
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                S[r][e] = S[r][e] * eg;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float eg = expf(Gs[e]);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                S[r][e] = S[r][e] * eg;
+        }
+    }
+}
+/* one ring entry into half the lane's rows: S[4 hf + r] += u4[r] k4 */
+__device__ __forceinline__ void fold_entry_half(float (&S)[8][4], int hf, const float (&u4)[4], const float (&k4)[4])
+{
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+}
+
 /* Fold of the h committed ring entries into the lane's 8 rows x 4 channels S (rows row0 ..
  * row0 + 7, channels c4 .. c4 + 3), at cumulative gate Gs (GDN: Gs[0]):
  *   GDN  S e^{Gs} + sum_i u_i k_i e^{Gs - G_i}        KDA  (S + sum_i u_i k~_i) e^{Gs} per channel
@@ -106,14 +137,7 @@ template <bool KDA>
 __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&Gs)[4], int h, const unsigned char *sK,
                                                const unsigned char *sU, const float *sG, int rbf, int c4, int row0)
 {
-    if (!KDA) {
-        const float eg = expf(Gs[0]);
-#pragma unroll
-        for (int r = 0; r < 8; r++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                S[r][e] = S[r][e] * eg;
-    }
+    if (!KDA) fold_gate<false>(S, Gs);
 #pragma unroll 1
     for (int i = 0; i < h; i++) {
         float k4[4];
@@ -128,22 +152,10 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
         for (int hf = 0; hf < 2; hf++) {
             float u4[4];
             ld4(sU, rbf, i * 128 + row0 + 4 * hf, u4);
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    S[4 * hf + r][e] = __fmaf_rn(u4[r], k4[e], S[4 * hf + r][e]);
+            fold_entry_half(S, hf, u4, k4);
         }
     }
-    if (KDA) {
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const float eg = expf(Gs[e]);
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                S[r][e] = S[r][e] * eg;
-        }
-    }
+    if (KDA) fold_gate<true>(S, Gs);
 }
 
 /* D += A B on the FP64 tensor cores, one 8 x 8 x 4 tile (mma m8n8k4): lane l holds A[l / 4][l % 4],
