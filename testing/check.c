@@ -412,6 +412,18 @@ static int build_matrix(int quick, mcase *out)
                 c->H = 2, c->HV = 4, c->K = c->V = k;
                 c->pre = pre, c->extreme = 1, c->kv = (g + pre) % 2;
             }
+    /* long rings on the K = V = 128 kernels (f32 state, V-first): the end fold of a full ring of
+     * L - 1 entries; GDN's stages its ring in shared memory 16 entries at a time up to L = 32
+     * and 8 beyond (decode_k128.cu's fold_ring_rows_staged), so here in 2 and in 8 rounds */
+    for (int g = 0; g < 2; g++)
+        for (int li = 0; li < 2; li++) {
+            mcase *c = &out[n++];
+            memset(c, 0, sizeof *c);
+            c->gate = g ? RSSM_GATE_KDA : RSSM_GATE_GDN, c->L = li ? 64 : 32;
+            c->s = RSSM_DTYPE_F32, c->r = (g + li) % 2 ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16, c->io = RSSM_DTYPE_BF16;
+            c->H = 2, c->HV = 4, c->K = c->V = 128;
+            c->pre = li;
+        }
     return n;
 }
 
