@@ -164,7 +164,7 @@ static_assert(sizeof(fixed_smem) % 16 == 0, "ring arrays must stay 16-byte align
  * tokens then the tokens' x_k, x_q in f64 [8][K128_XDS] (the row phase's B operand; before it, the
  * start fold's scaled keys); replay decode there the end fold's staged ring (stage bytes,
  * fold_ring_rows_staged) */
-static size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma, size_t stage)
+__host__ __device__ __forceinline__ size_t smem_of(int L, int ring_bf16, int kda_spec, int window_mma, size_t stage)
 {
     return sizeof(fixed_smem) + 128 * sizeof(float) + 2 * (size_t)L * K128_DIM * (ring_bf16 ? 2 : 4) +
            (kda_spec ? (size_t)L * K128_DIM * sizeof(float) : 0) +
@@ -300,12 +300,11 @@ __device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const fl
         }
     }
 }
-/* where the staging area starts in the dynamic shared memory (smem_of's order), from the kernel's
- * parameters: formed where used, it holds no register through the step */
+/* where the staging area starts in a replay launch's dynamic shared memory (smem_of's end without
+ * it), from the kernel's parameters: formed where used, it holds no register through the step */
 __device__ __forceinline__ int stage_offset(const kargs &A)
 {
-    const int L = A.l.ring_len;
-    return (int)sizeof(fixed_smem) + 128 * 4 + 2 * L * K128_DIM * (A.l.ring_dtype == RSSM_DTYPE_BF16 ? 2 : 4);
+    return (int)smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, 0, 0, 0);
 }
 /* the replay kernels whose end fold runs fold_ring_rows_staged: GDN with an f32 state in the
  * V-first layout, where it measured faster (B = 12 / 20: 17.46 / 24.15 us before, 16.96 / 23.44
