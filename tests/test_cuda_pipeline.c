@@ -1,0 +1,132 @@
+/*
+ * test_cuda_pipeline.c — the replay pipeline's deals of work against the per-head kernel, bit for
+ * bit, on batches where each CTA of the pipeline takes many heads: replay decode steps with
+ * staggered cursors (the rows at L - 1 fold), forced folds and padding rows run on the per-head
+ * kernel (rssm_context_params.cuda_pipeline = 0) and on the pipeline with its plain round robin
+ * (cuda_pipeline_balance = 0) and with the folding rows first (1); every output and, at the end,
+ * every tensor of every slot must be the same bits. An order that skipped or repeated a head
+ * would leave NaN outputs or a stale state (tests/test_pipe_order.c holds pipeline_order.h to its
+ * contract on the host; this runs it on the device). GDN (Qwen3-Next heads, a
+ * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state.
+ * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, RUNS = 3 };
+
+static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first"};
+
+static int context_for(int run, rssm_context **out)
+{
+    static const int balance[RUNS] = {-1, 0, 1};
+    rssm_context_params p = rssm_context_params_default();
+    p.cuda_pipeline = run > 0;
+    p.cuda_pipeline_balance = balance[run];
+    return rh_context_with(RSSM_DEVICE_CUDA, &p, out);
+}
+
+/* rows b on distinct random slots (a permutation's first B), every ninth row padding */
+static void row_slots(rh_rng *rng, int32_t *slot)
+{
+    int32_t perm[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        perm[i] = i;
+    for (int i = SLOTS - 1; i > 0; i--) {
+        const int j = (int)(rh_uniform(rng) * (i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (int b = 0; b < B; b++)
+        slot[b] = b % 9 == 4 ? -1 : perm[b];
+}
+
+/* STEPS replay decode steps on ctx from `init`: outputs o [STEPS][B, 1, HV, V], the state after */
+static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init, const int32_t *slot, uint64_t seed,
+                     double *o, rh_snap *after)
+{
+    rh_state s;
+    int rc = rh_state_create(ctx, l, SLOTS, &s);
+    if (rc) return rc;
+    rc = rh_snap_put(ctx, &s, init);
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    const size_t per_step = (size_t)B * l->num_v_heads * l->head_v_dim;
+    for (int i = 0; i < STEPS && !rc; i++) {
+        rh_inputs in;
+        rc = rh_inputs_alloc(&in, l, B, 1, i % 2);
+        if (rc) break;
+        rh_inputs_random(&in, l, &rng);
+        uint8_t fold[B];
+        for (int b = 0; b < B; b++)
+            fold[b] = (b + i) % 23 == 0; /* a forced fold now and then, on rows at any cursor */
+        rc = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, 0, o + i * per_step);
+        if (!rc) rc = rh_advance(ctx, &s, B, slot, fold);
+        rh_inputs_free(&in);
+    }
+    if (!rc) rc = rh_snap_take(ctx, &s, after);
+    rh_state_free(ctx, &s);
+    return rc;
+}
+
+static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, uint64_t seed)
+{
+    rssm_layer l = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, kda ? 32 : 16, 32, 128, 128, L);
+    l.state_dtype = sdt, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = RSSM_DTYPE_BF16;
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    int32_t slot[B];
+    row_slots(&rng, slot);
+    const size_t no = (size_t)STEPS * B * l.num_v_heads * l.head_v_dim;
+    double *o[RUNS];
+    rh_snap init = {0}, after[RUNS];
+    memset(after, 0, sizeof after);
+    rh_state s0;
+    memset(&s0, 0, sizeof s0);
+    /* random checkpoints and live rings, cursors anywhere in [0, L - 1]: about one row in L folds per step */
+    int rc = rh_state_create(ctx[0], &l, SLOTS, &s0);
+    if (!rc) rc = rh_state_randomize(ctx[0], &s0, &rng, 0);
+    if (!rc) rc = rh_snap_take(ctx[0], &s0, &init);
+    for (int r = 0; r < RUNS; r++) {
+        o[r] = malloc(sizeof(double) * no);
+        if (!o[r] && !rc) rc = rh_set(RH_FAIL, "out of host memory");
+    }
+    for (int r = 0; r < RUNS && !rc; r++)
+        rc = run_steps(ctx[r], &l, &init, slot, seed + 1, o[r], &after[r]);
+    for (int r = 1; r < RUNS; r++) {
+        int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
+        for (int sl = 0; sl < SLOTS && same; sl++)
+            same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl);
+        t_case(rc, same, "%s %d rows x %d steps, state %s: %s == per-head kernel", kda ? "kda" : "gdn", B, STEPS,
+               rh_dtype_name(sdt), run_name[r]);
+    }
+    rh_state_free(ctx[0], &s0);
+    for (int r = 0; r < RUNS; r++)
+        free(o[r]), rh_snap_free(&after[r]);
+    rh_snap_free(&init);
+}
+
+int main(void)
+{
+    rssm_context *ctx[RUNS] = {0};
+    int rc = context_for(0, &ctx[0]);
+    if (rc == RH_UNSUPPORTED) {
+        printf("SKIP cuda pipeline deals (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
+        return RH_EXIT_SKIP;
+    }
+    for (int r = 1; r < RUNS && !rc; r++)
+        rc = context_for(r, &ctx[r]);
+    if (rc) {
+        printf("FAIL cuda contexts: %s\n", rh_msg());
+        return 1;
+    }
+    uint64_t seed = 0x5eed;
+    for (int kda = 0; kda < 2; kda++)
+        for (int d = 0; d < 2; d++, seed += 7)
+            one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, seed);
+    for (int r = 0; r < RUNS; r++)
+        rssm_context_free(ctx[r]);
+    return t_end();
+}
