@@ -158,6 +158,79 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     if (KDA) fold_gate<true>(S, Gs);
 }
 
+/* fold_ring_rows_staged's keys of entries i0 .. i0 + n - 1 as f32 into kf, each scaled by its
+ * factor e^{gs - G_i} */
+template <bool RBF>
+__device__ __forceinline__ void stage_keys(float *kf, const unsigned char *sK, const float *sG, float gs, int i0, int n,
+                                           int tid, int nt)
+{
+#pragma unroll 1
+    for (int x = tid; x < n * (K128_DIM / 4); x += nt) {
+        const int i = x >> 5, c = (x & 31) * 4;
+        float k4[4];
+        ld4(sK, RBF, (i0 + i) * K128_DIM + c, k4);
+        const float f = expf(gs - sG[i0 + i]);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            k4[e] = k4[e] * f;
+        *(float4 *)(kf + i * K128_DIM + c) = make_float4(k4[0], k4[1], k4[2], k4[3]);
+    }
+}
+
+/* entries staged at a time: 16 (one round on rings of up to 17 entries) up to L = 32, 8 beyond,
+ * where the ring leaves less room in shared memory (L = 64 with an f32 ring: 2 CTAs per SM) */
+__host__ __device__ constexpr int fold_stage_entries(int L) { return L <= 32 ? 16 : 8; }
+
+/* GDN's fold_ring_rows from f32 copies of the ring in shared memory, C entries at a time: kf
+ * [n][128] the keys as the fold multiplies them (k_i e^{Gs - G_i}), staged by the whole CTA by
+ * quads of channels, and uf [n][8] the warp's u of its 8 rows, staged by the warp. Every element
+ * gets the same operations in the same order as in fold_ring_rows, so the same bits. Per entry
+ * the loop issues 43 instructions, three shared loads and the 32 FMAs among them, where
+ * fold_ring_rows' loop issues 81: it unpacks bf16 and evaluates the entry's exponential in every
+ * lane. A replay launch where every row folds was mostly issue-bound in that loop (B = 8 in
+ * phase: 18.5 us against 10.1 for a launch without folds, 35% of its warp samples in the loop,
+ * most "not selected"; bench/results/fold-2026-12-02/). Threads 0 .. nt - 1 call this (warp w
+ * owns rows 8 w .. 8 w + 7), and sync() is their barrier. */
+template <typename Sync>
+__device__ __forceinline__ void fold_ring_rows_staged(float (&S)[8][4], const float (&Gs)[4], int h,
+                                                      const unsigned char *sK, const unsigned char *sU, const float *sG,
+                                                      int rbf, int c4, int row0, int stage, int C, int nt, Sync sync)
+{
+    /* through the shared symbol: 32-bit shared addresses, not generic pointers held in registers */
+    extern __shared__ __align__(16) unsigned char dsm[];
+    float *const kf = (float *)(dsm + stage), *const uf = kf + C * K128_DIM + (threadIdx.x >> 5) * C * 8;
+    fold_gate<false>(S, Gs);
+    const int tid = threadIdx.x, lane = tid & 31;
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += C) {
+        const int n = min(C, h - i0);
+        if (i0 > 0) sync(); /* every warp is done with the round before */
+        /* the keys by quads of channels (thread: one entry's 4 channels), the warp's u by
+         * entries (lane i: entry i0 + i, the warp's 8 rows) */
+        if (rbf)
+            stage_keys<true>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+        else
+            stage_keys<false>(kf, sK, sG, Gs[0], i0, n, tid, nt);
+        if (lane < n) {
+            float u8[8];
+            ld8s(sU, rbf, (i0 + lane) * K128_DIM + row0, u8);
+            *(float4 *)(uf + 8 * lane) = make_float4(u8[0], u8[1], u8[2], u8[3]);
+            *(float4 *)(uf + 8 * lane + 4) = make_float4(u8[4], u8[5], u8[6], u8[7]);
+        }
+        sync();
+#pragma unroll 1
+        for (int i = 0; i < n; i++) {
+            const float4 k4 = *(const float4 *)(kf + i * K128_DIM + c4);
+            const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const float4 u4 = *(const float4 *)(uf + 8 * i + 4 * hf);
+                const float uu[4] = {u4.x, u4.y, u4.z, u4.w};
+                fold_entry_half(S, hf, uu, kk);
+            }
+        }
+    }
+}
 /* D += A B on the FP64 tensor cores, one 8 x 8 x 4 tile (mma m8n8k4): lane l holds A[l / 4][l % 4],
  * B[l % 4][l / 4] and D[l / 4][2 (l % 4) + i] in d_i. f32 operands widen exactly and their
  * products are exact in f64, so a dot product summed here and rounded once to f32 is at least as

@@ -24,12 +24,15 @@
  * the same order from the rows' slots and cursors: a bitmap of the folding rows and, per word
  * of 32 rows, the folding rows before it, in shared memory. That is the kernel's BAL
  * instantiation, chosen by default for batches of at most PBAL_ROWS rows on grids of at most
- * PBAL_ITEMS heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B = 64: 52.7 ->
- * 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). Larger grids are bound by bandwidth in
- * aggregate; there the balancing code measured slower even where it kept the plain order (GDN
- * B = 128: 85.7 -> 89.0 us, bench/results/gpu-ab-balance-small-tma.txt), so they run the BAL = false instantiation, the
- * plain round robin. rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
- * heads' early folds, by the gate threshold, are not known in advance.)
+ * PBAL_ITEMS_GDN / _KDA heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B =
+ * 64: 52.7 -> 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). GDN gains most (a unit's 2
+ * value heads fold together): B = 72 / 96 / 112 55.2 / 69.7 / 80.3 us against 59.3 / 72.4 / 81.6
+ * in plain order, B = 120 / 128 85.5 / 91.3 against 84.4 / 89.3; KDA lost from B = 96 (76.4
+ * against 73.0) and ties below (bench/results/deal-2026-12-02/). Larger grids are bound by
+ * bandwidth in aggregate and run the BAL = false instantiation, the plain round robin.
+ * rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
+ * heads' early folds, by the gate threshold, are not known in advance.) Dealing the plain units
+ * by cost, fewer to the CTAs with a folding unit, did not help (the same records).
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
  *   producer: reads slot, cursor and ring base of its next 32 items at once, one lane each (so
@@ -75,7 +78,8 @@ namespace rssm_pipe
 #define PK 128                     /* K = V */
 #define PNS_MAX 4                  /* stages */
 #define PBAL_ROWS RSSM_PO_MAX_ROWS /* the largest batch dealt with folding rows first */
-#define PBAL_ITEMS 16              /* ... and the most heads per CTA (beyond, the step is bound by bandwidth) */
+#define PBAL_ITEMS_GDN 28          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth), */
+#define PBAL_ITEMS_KDA 16          /* by gate (see Balance) */
 static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words per lane");
 static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
@@ -141,6 +145,8 @@ struct cta_head {
     float pad_[7];
 };
 static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
+static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
+              "a staged fold round (at most 16 entries) fits a bf16 state");
 
 /* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K] (state dtype) */
 static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
@@ -163,6 +169,10 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
     const size_t sb = stage_bytes(L, RBF, SBF), rb = ring_bytes(L, RBF);
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
+    /* GDN with an f32 state in the plain order stages its end folds (see the consumers): GDN B = 128
+     * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
+     * it lost up to 4% (B = 32), with a bf16 state 2-5% (bench/results/deal-2026-12-02/) */
+    constexpr bool STAGED = !KDA && !SBF && !BAL;
     auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
     auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
     auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
@@ -388,7 +398,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             for (int r = 0; r < 8; r++)
                 ld4(ss, SBF, (row0 + r) * PK + c4, S[r]);
         }
-        mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
+        if (!STAGED) mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G + (KDA ? 0 : base & 3); /* GDN: G of the live entries (see the copies) */
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
@@ -399,6 +409,17 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         /* start fold (the cursor at L, after a verify) */
         const int uniform = rssm_start_fold(c, 1, L, 0);
         const int c0 = uniform ? 0 : c;
+        /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX), by the head's G */
+        auto end_of = [&](float g) {
+            int e = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
+            if (!e && g < -l.fold_threshold) e = 2;
+            return e;
+        };
+        /* STAGED: an end fold over live entries (none left after a start fold) stages them as
+         * f32 in the stage's state buffer (fold_ring_rows_staged: 43 instructions per entry and
+         * warp, 70 in fold_ring_rows' loop), which it then releases after the fold instead of now */
+        const bool staged = STAGED && !uniform && h > 0 && end_of(sG[h - 1] + sh.gt[c4]) != 0;
+        if (STAGED && !staged) mbar_arrive(&ch.empty_s[st]);
         int new_base = base;
         if (uniform) {
             if (h > 0) {
@@ -432,9 +453,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 xk4[e] = eg * kn4[e], xq4[e] = eg * qn4[e];
             }
         }
-        /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX) */
-        int end = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
-        if (!end && (KDA ? gmin : G4[0]) < -l.fold_threshold) end = 2;
+        const int end = end_of(KDA ? gmin : G4[0]); /* GDN: G4[0] as in `staged` */
 
         /* ring weights w_p (p < h): warp p % 16; two buffers, so that the next computed item
          * writes its weights while slower warps still read these (a consumer barrier lies
@@ -469,7 +488,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 v, S, [&](int e) { return xk4[e]; }, sU, RBF, h, wk, lane, row0);
             RS<8, 1, 16>::run(v, lane);
             const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
-            fold_ring(G4);
+            if (staged) {
+                const int at = (int)(sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb); /* the state buffer */
+                fold_ring_rows_staged(S, G4, h, sK, sU, sG, RBF, c4, row0, at, fold_stage_entries(L), PNC * 32,
+                                      [] { consumer_sync(); });
+                mbar_arrive(&ch.empty_s[st]);
+            } else {
+                fold_ring(G4);
+            }
             float o[8];
             end_fold_update(
                 S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
@@ -610,8 +636,9 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream
                                                                       l->state_dtype == RSSM_DTYPE_BF16);
     /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
     const bool fits = A.io.batch <= PBAL_ROWS; /* the bitmap's size */
+    const int most = l->gate == RSSM_GATE_KDA ? PBAL_ITEMS_KDA : PBAL_ITEMS_GDN;
     const bool bal =
-        fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)PBAL_ITEMS * grid));
+        fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)most * grid));
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16, bal);
     void *args[] = {&A};

@@ -2,7 +2,9 @@
 # Call 2: where the replay pipeline's time goes at B = 32 and 64, staggered (the per-item trace of
 # a -DRSSM_PIPE_TRACE=ON build: the last launch of the bench, i.e. one layer of one step), GDN with the
 # folding rows first (default) and in plain order, KDA by default; then the folding-rows-first
-# threshold for GDN at B = 80-112 (balance 1 against 0, twice). Carry [".gpu"].
+# threshold for GDN at B = 72-120 (balance 1 against 0, twice); then checks and an A/B of GDN's fold
+# factors by shuffle (shfl: fold_ring_rows takes entry i's e^{Gs - G_i} from lane i) against main (15abc2e).
+# Carry [".gpu"].
 set -uo pipefail
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -24,4 +26,16 @@ for r in 1 2; do for bal in 1 0; do
   LD_LIBRARY_PATH=/tmp/main $N bench $C --model qwen3-next --batch 72,80,88,96,104,112,120 --cuda-pipeline-balance $bal 2>&1 |
     awk -v l="bal=$bal" '/staggered/{printf "%-6s B=%-4s pk %8s rp %8s\n", l, $1, $5, $6}'
 done; done | tee "$O/threshold.txt"
+el threshold
+export LD_LIBRARY_PATH=/tmp/shfl
+{ /tmp/shfl/test_cuda_pipeline 2>&1 | grep -E "FAIL|passed"
+  $N check --device cuda 2>&1 | grep -E "FAIL|passed"
+  $N check --device cuda --quick --cuda-pipeline 1 2>&1 | grep -E "FAIL|passed"
+  $N check --suite runtime --device cuda 2>&1 | grep -E "FAIL|passed"
+  /tmp/shfl/test_graph_vs_eager 2>&1 | tail -1; } 2>&1 | tee "$O/checks-shfl.txt"
+el checks
+for r in 1 2; do for v in main shfl; do
+  LD_LIBRARY_PATH=/tmp/$v $N bench $C --model qwen3-next --batch 32,48,64,128 2>&1 | awk -v l="$v" '/staggered/{printf "%-5s f32  B=%-4s pk %8s rp %8s\n", l, $1, $5, $6}'
+  LD_LIBRARY_PATH=/tmp/$v $N bench $C --model qwen3-next --state bf16 --batch 8,16,64 2>&1 | awk -v l="$v" '/staggered/{printf "%-5s bf16 B=%-4s pk %8s rp %8s\n", l, $1, $5, $6}'
+done; done | tee "$O/ab-shfl.txt"
 el done
