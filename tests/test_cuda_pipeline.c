@@ -1,7 +1,8 @@
 /*
  * test_cuda_pipeline.c — the replay pipeline's deals of work against the per-head kernel, bit for
  * bit, on batches where each CTA of the pipeline takes many heads: replay decode steps with
- * staggered cursors (the rows at L - 1 fold), forced folds and padding rows run on the per-head
+ * staggered cursors (the rows at L - 1 fold), forced folds, padding rows and, after a verify
+ * window's commit, rows that start with a fold (cursor at L) run on the per-head
  * kernel (rssm_context_params.cuda_pipeline = 0) and on the pipeline with its plain round robin
  * (cuda_pipeline_balance = 0) and with the folding rows first (1); every output and, at the end,
  * every tensor of every slot must be the same bits. An order that skipped or repeated a head
@@ -15,7 +16,7 @@
 
 #include "common.h"
 
-enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, RUNS = 3 };
+enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 3 };
 
 static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first"};
 
@@ -43,7 +44,8 @@ static void row_slots(rh_rng *rng, int32_t *slot)
         slot[b] = b % 9 == 4 ? -1 : perm[b];
 }
 
-/* STEPS replay decode steps on ctx from `init`: outputs o [STEPS][B, 1, HV, V], the state after */
+/* STEPS steps on ctx from `init`, replay decode but for one verify window of VERIFY_T tokens with
+ * its commit: their outputs one after the other into o, the state after */
 static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init, const int32_t *slot, uint64_t seed,
                      double *o, rh_snap *after)
 {
@@ -53,17 +55,29 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
     rc = rh_snap_put(ctx, &s, init);
     rh_rng rng;
     rh_rng_seed(&rng, seed);
-    const size_t per_step = (size_t)B * l->num_v_heads * l->head_v_dim;
+    const size_t per_token = (size_t)B * l->num_v_heads * l->head_v_dim;
     for (int i = 0; i < STEPS && !rc; i++) {
+        /* one verify window with its commit: rows whose cursor lands on L start the next decode
+         * step with a fold (the pipeline then keeps a key head's value heads on one CTA) */
+        const int verify = i == STEPS / 2, T = verify ? VERIFY_T : 1;
         rh_inputs in;
-        rc = rh_inputs_alloc(&in, l, B, 1, i % 2);
+        rc = rh_inputs_alloc(&in, l, B, T, i % 2);
         if (rc) break;
         rh_inputs_random(&in, l, &rng);
         uint8_t fold[B];
         for (int b = 0; b < B; b++)
-            fold[b] = (b + i) % 23 == 0; /* a forced fold now and then, on rows at any cursor */
-        rc = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, 0, o + i * per_step);
-        if (!rc) rc = rh_advance(ctx, &s, B, slot, fold);
+            fold[b] = !verify && (b + i) % 23 == 0; /* a forced fold now and then, on rows at any cursor */
+        if (verify) {
+            int32_t acc[B];
+            for (int b = 0; b < B; b++)
+                acc[b] = (int32_t)(rh_uniform(&rng) * (T + 1));
+            rc = rh_step(ctx, &s, RH_OP_VERIFY, &in, slot, NULL, fold, 0, o);
+            if (!rc) rc = rh_commit(ctx, &s, B, T, slot, fold, acc);
+        } else {
+            rc = rh_step(ctx, &s, RH_OP_DECODE_REPLAY, &in, slot, NULL, fold, 0, o);
+            if (!rc) rc = rh_advance(ctx, &s, B, slot, fold);
+        }
+        o += T * per_token;
         rh_inputs_free(&in);
     }
     if (!rc) rc = rh_snap_take(ctx, &s, after);
@@ -79,7 +93,7 @@ static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, uint64_
     rh_rng_seed(&rng, seed);
     int32_t slot[B];
     row_slots(&rng, slot);
-    const size_t no = (size_t)STEPS * B * l.num_v_heads * l.head_v_dim;
+    const size_t no = (size_t)(STEPS - 1 + VERIFY_T) * B * l.num_v_heads * l.head_v_dim;
     double *o[RUNS];
     rh_snap init = {0}, after[RUNS];
     memset(after, 0, sizeof after);

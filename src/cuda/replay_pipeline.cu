@@ -10,11 +10,13 @@
  * heads run in separate warps, behind a ring of NS stages in shared memory.
  *
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
- * + group - 1, in order. Units are dealt to the CTAs round robin (position p to CTA
- * p % gridDim.x) in this order: first the units of the rows that fold this step, then the
+ * + group - 1, in order; with the folding rows first (BAL) and no row starting with a fold, a
+ * unit is one value head (see Races). Units are dealt to the CTAs round robin (position p to
+ * CTA p % gridDim.x) in this order: first the units of the rows that fold this step, then the
  * others, each in row order (see `Balance`; the mapping from p to a unit is pipeline_order.h's,
- * tested on the host by tests/test_pipe_order.c); item j of a CTA is value head j % group of
- * its unit j / group, in stage j % NS.
+ * tested on the host by tests/test_pipe_order.c, and the orders against the per-head kernel by
+ * tests/test_cuda_pipeline.c on the device); item j of a CTA is value head j % per of its unit
+ * j / per (per = 1 or group), in stage j % NS.
  *
  * Balance: a row whose cursor is at L - 1 or L, or whose fold is forced, folds this step, and
  * its heads cost about 3x a plain head (the fold over the ring and the 64 KiB checkpoint
@@ -28,8 +30,11 @@
  * 64: 52.7 -> 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). GDN gains most (a unit's 2
  * value heads fold together): B = 72 / 96 / 112 55.2 / 69.7 / 80.3 us against 59.3 / 72.4 / 81.6
  * in plain order, B = 120 / 128 85.5 / 91.3 against 84.4 / 89.3; KDA lost from B = 96 (76.4
- * against 73.0) and ties below (bench/results/deal-2026-12-02/). Larger grids are bound by
- * bandwidth in aggregate and run the BAL = false instantiation, the plain round robin.
+ * against 73.0) and ties below (bench/results/deal-2026-12-02/). Units of one value head, which
+ * put a folding row's GDN heads on twice the CTAs, took GDN B = 32 / 64 / 112 from 31.0 / 49.8 /
+ * 79.8 us to 29.1 / 48.5 / 77.6 (bf16 state, B = 32 / 64: 27.9 / 40.9 to 24.6 / 37.9). Larger
+ * grids are bound by bandwidth in aggregate and run the BAL = false instantiation, the plain
+ * round robin.
  * rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
  * heads' early folds, by the gate threshold, are not known in advance.) Dealing the plain units
  * by cost, fewer to the CTAs with a folding unit, did not help (the same records).
@@ -52,12 +57,15 @@
  * The arithmetic is decode_k128.cu's replay (T = 1), operation for operation, so both kernels
  * give the same bits.
  *
- * Races: GDN ring_k of a key head is shared by the group's value heads, all in one unit of one
- * CTA; the new key (position c, or 0 after a start fold, which overwrites entries the other
- * heads read) is written by the unit's last value head whenever the shared end fold does not
- * happen (also when that head folds early: the others may store the entry), after every head
- * of the group has its copy. GDN ring_u, ring_g, ring_base and the checkpoint, and every KDA
- * tensor, belong to one (slot, value head).
+ * Races: GDN ring_k of a key head is shared by the group's value heads. The new key (position c,
+ * or 0 after a start fold) is written by the group's last value head whenever the shared end
+ * fold does not happen (also when that head folds early: the others may store the entry). Only
+ * after a start fold does it overwrite entries the other heads read; a step where some row
+ * starts with a fold therefore keeps a group in one unit of one CTA, where the last value head
+ * writes after every head has its copy. In a step without start folds no head reads position c
+ * (its live entries lie below), and with the folding rows first (BAL) a unit is then one value
+ * head: a folding row's heads spread over twice the CTAs (see Balance). GDN ring_u, ring_g,
+ * ring_base and the checkpoint, and every KDA tensor, belong to one (slot, value head).
  * A stage is overwritten (TMA or producer stores) only after every consumer thread arrived on
  * its empty barrier, after its last read; consumers read it only after every lane of its
  * producer arrived on `full`, after its last store. Every thread arrives for itself: with one
@@ -190,7 +198,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
+    bool one_head = false; /* GDN, BAL: units of one value head (see Work) */
     if (BAL) {
+        bool starts = false; /* a row of this thread's starts with a fold (cursor at L) */
         for (int wi = w; wi < nw; wi += PNC + PNP) {
             const int b = wi * 32 + lane;
             bool folds = false;
@@ -199,12 +209,16 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 if (s >= 0 && s < A.st.num_slots) {
                     const int c = A.st.cursor[s];
                     folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
+                    starts = starts || c >= L;
                 }
             }
             const unsigned bits = __ballot_sync(FULL_MASK, folds);
             if (lane == 0) ch.fold_bits[wi] = bits;
         }
-        __syncthreads();
+        if (KDA)
+            __syncthreads();
+        else
+            one_head = !__syncthreads_or(starts);
         if (w == 0) { /* exclusive prefix of the words' counts; lane l sums words 4l .. 4l + 3 */
             int cnt[4], sum = 0;
 #pragma unroll
@@ -227,19 +241,22 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     }
     __syncthreads();
 
-    const int64_t units = (int64_t)B * H;
+    const int upr = one_head ? HV : H, per = one_head ? 1 : group; /* units per row, value heads per unit */
+    const int64_t units = (int64_t)B * upr;
     const int64_t mine = (units - blockIdx.x + gridDim.x - 1) / gridDim.x;
-    const int items = (int)(mine * group);
+    const int items = (int)(mine * per);
 
     if (w >= PNC) {
         /* ---------------- producer ---------------- */
         const int pw = w - PNC;
         /* item j's (row, key head, value head): position p; with BAL the folding rows' units first */
-        const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * H : 0;
+        const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * upr : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
-            const int64_t p = blockIdx.x + (int64_t)(j / group) * gridDim.x;
-            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, H, p, &b, &kh); /* pipeline_order.h */
-            hv = kh * group + j % group;
+            const int64_t p = blockIdx.x + (int64_t)(j / per) * gridDim.x;
+            int u;
+            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, upr, p, &b, &u); /* pipeline_order.h */
+            hv = one_head ? u : u * group + j % group;
+            kh = one_head ? u / group : u;
         };
         /* metadata window: lane i holds slot, cursor and ring base of this producer's item
          * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
