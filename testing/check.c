@@ -414,7 +414,7 @@ static int build_matrix(int quick, mcase *out)
             }
     /* long rings on the K = V = 128 kernels (f32 state, V-first): the end fold of a full ring of
      * L - 1 entries; GDN's stages its ring in shared memory 16 entries at a time up to L = 32
-     * and 8 beyond (decode_k128.cu's fold_ring_rows_staged), so here in 2 and in 8 rounds */
+     * and 8 beyond (k128_common.cuh's fold_ring_rows_staged), so here in 2 and in 8 rounds */
     for (int g = 0; g < 2; g++)
         for (int li = 0; li < 2; li++) {
             mcase *c = &out[n++];

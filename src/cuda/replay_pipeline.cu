@@ -506,7 +506,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             RS<8, 1, 16>::run(v, lane);
             const float myu = sh.beta * (sh.v[row0 + (lane >> 2)] - v[0]); /* u of row lane / 4 */
             if (staged) {
-                const int at = (int)(sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb); /* the state buffer */
+                /* state_of(st) as an offset (through a pointer difference the code took generic-to-shared
+                 * conversions) */
+                const int at = (int)(sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb);
                 fold_ring_rows_staged(S, G4, h, sK, sU, sG, RBF, c4, row0, at, fold_stage_entries(L), PNC * 32,
                                       [] { consumer_sync(); });
                 mbar_arrive(&ch.empty_s[st]);
