@@ -118,10 +118,11 @@ typedef struct rssm_context_params {
                                         and grid size (default: 1, 0 for replay below the pipeline's grids) */
     int32_t cuda_ring_read;          /* CUDA fast kernels: read the whole ring without waiting for the cursor:
                                         -1 = by mode and grid size (default), 0 = never, 1 = always */
-    int32_t cuda_pipeline;           /* CUDA replay decode on the persistent pipeline: -1 = from 7 heads per SM
-                                        (default), 0 = never, 1 = wherever it applies */
+    int32_t cuda_pipeline;           /* CUDA replay decode on the persistent pipeline: -1 = from 4.5 heads per
+                                        SM, GDN, or 9, KDA (default), 0 = never, 1 = wherever it applies */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most
-                                        28 heads (GDN) or 16 (KDA) (default), 0 = plain round robin, 1 = always */
+                                        40 heads (GDN, f32 state), 32 (bf16 state) or 16 (KDA) (default),
+                                        0 = plain round robin, 1 = always */
     int32_t cuda_prefill;            /* CUDA prefill: -1 = chunks of 16 tokens, wide lanes whole or sliced by grid size
                                         (default); 0 = one token at a time; 1 = chunks on narrow lanes; 2 / 3 = chunks
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */

@@ -59,6 +59,12 @@ int main(void)
     check("verify T=4, kda", RSSM_LR_VERIFY, 1, 4, other_window, sizeof other_window / sizeof *other_window);
     check("verify T=2, gdn", RSSM_LR_VERIFY, 0, 2, other_window, sizeof other_window / sizeof *other_window);
 
+    /* the pipeline's grids: GDN from B = 19 (608 heads >= 4.5 x 132), KDA from B = 38 (1216 >= 9 x 132) */
+    t_case(RH_OK, rssm_pipe_from(0, SMS) > 18 * HV && rssm_pipe_from(0, SMS) <= 19 * HV,
+           "GDN replay on the pipeline from B = 19");
+    t_case(RH_OK, rssm_pipe_from(1, SMS) > 37 * HV && rssm_pipe_from(1, SMS) <= 38 * HV,
+           "KDA replay on the pipeline from B = 38");
+
     /* forced switches win everywhere; every result is one the kernels take */
     int forced_ok = 1, range_ok = 1;
     for (int mode = RSSM_LR_PACKED; mode <= RSSM_LR_VERIFY; mode++)

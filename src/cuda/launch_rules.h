@@ -13,11 +13,12 @@
 
 #include <stdint.h>
 
-/* replay decode runs on the pipeline from this many heads per SM: with the folding rows dealt
- * first, at 32 value heads on the H200, GDN B = 32 took 30.0-30.2 us against 32.9 us on the
- * per-head kernel, B = 48 39.8-40.0 against 43.1 us; KDA 32.8 against 32.6 and 43.0 against
- * 42.9 us (bench/results/gpu-ab-balance-small.txt), so the switch lies at B = 29 */
-#define RSSM_PIPE_HEADS_PER_SM 7
+/* Replay decode runs on the pipeline from this many value heads (batch x HV) on `sms`
+ * multiprocessors, by gate: GDN from 4.5 heads per SM (B = 19 at 32 value heads on the H200:
+ * 22.37 against 22.51 us on the per-head kernel, B = 18 22.27 against 21.74; with a bf16 state
+ * the same crossing), KDA from 9 (B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73;
+ * B = 96 73.18 against 74.89). bench/results/switch-2026-12-02/ */
+static inline int64_t rssm_pipe_from(int kda, int64_t sms) { return kda ? 9 * sms : 9 * sms / 2; }
 
 typedef enum rssm_lr_mode {
     RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */
@@ -43,13 +44,13 @@ typedef struct rssm_lr_switches {
 /* The switches for step `s`; a value `forced` gives wins over the rule. */
 static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switches forced)
 {
-    const int64_t ctas = s.ctas, sms = s.sms, pipe = RSSM_PIPE_HEADS_PER_SM * s.sms;
+    const int64_t ctas = s.ctas, sms = s.sms, waves35 = 7 * s.sms; /* 3.5 waves of whole-head CTAs */
     const int packed = s.mode == RSSM_LR_PACKED, replay = s.mode == RSSM_LR_REPLAY;
     rssm_lr_switches r;
     /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting for
      * the cursor; packed reads no ring): GDN replay at every batch (B = 12-64 2-3% faster, one
-     * wave level; from 7 heads per SM replay runs on the pipeline unless that is off or does
-     * not apply); never KDA replay (B = 1-8 2-7% slower, from 10 worse yet); verify on grids of
+     * wave level; from rssm_pipe_from's grids replay runs on the pipeline unless that is off
+     * or does not apply); never KDA replay (B = 1-8 2-7% slower, from 10 worse yet); verify on grids of
      * one wave, and GDN windows of 3-4 tokens at any batch (on the FP64 tensor cores they are
      * bound by latency: T = 4, B = 128 179.0 against 181.2 us; KDA, which also reads every
      * entry's gates, 196.1 against 195.1) */
@@ -66,15 +67,15 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
         r.split = ctas * 4 <= sms ? 4 : 2;
     else
         r.split = ctas * 2 <= sms ? 2 : 1;
-    /* L2 prefetch of the next wave, one wave ahead: not for replay below the pipeline's grids
-     * (1-3.5 waves: 1-3% faster without; one wave has nothing to prefetch) */
-    r.prefetch = replay && ctas < pipe ? 0 : 1;
+    /* L2 prefetch of the next wave, one wave ahead: not for replay below 3.5 waves (1-3.5
+     * waves: 1-3% faster without; one wave has nothing to prefetch) */
+    r.prefetch = replay && ctas < waves35 ? 0 : 1;
     /* programmatic dependent launch on grids of at most one value head per SM (every mode) and
-     * for packed decode from above a wave to the pipeline's grids: the launch and the
+     * for packed decode from above a wave to 3.5 waves: the launch and the
      * checkpoint's DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 ->
      * 3.73 us; B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to
      * 10% with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */
-    r.pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < pipe);
+    r.pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < waves35);
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
     if (forced.prefetch >= 0) r.prefetch = forced.prefetch;

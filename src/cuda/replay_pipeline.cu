@@ -26,15 +26,18 @@
  * the same order from the rows' slots and cursors: a bitmap of the folding rows and, per word
  * of 32 rows, the folding rows before it, in shared memory. That is the kernel's BAL
  * instantiation, chosen by default for batches of at most PBAL_ROWS rows on grids of at most
- * PBAL_ITEMS_GDN / _KDA heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B =
+ * PBAL_ITEMS_GDN / _GDN_SBF / _KDA heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B =
  * 64: 52.7 -> 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). GDN gains most (a unit's 2
  * value heads fold together): B = 72 / 96 / 112 55.2 / 69.7 / 80.3 us against 59.3 / 72.4 / 81.6
  * in plain order, B = 120 / 128 85.5 / 91.3 against 84.4 / 89.3; KDA lost from B = 96 (76.4
  * against 73.0) and ties below (bench/results/deal-2026-12-02/). Units of one value head, which
  * put a folding row's GDN heads on twice the CTAs, took GDN B = 32 / 64 / 112 from 31.0 / 49.8 /
- * 79.8 us to 29.1 / 48.5 / 77.6 (bf16 state, B = 32 / 64: 27.9 / 40.9 to 24.6 / 37.9). Larger
- * grids are bound by bandwidth in aggregate and run the BAL = false instantiation, the plain
- * round robin.
+ * 79.8 us to 29.1 / 48.5 / 77.6 (bf16 state, B = 32 / 64: 27.9 / 40.9 to 24.6 / 37.9), and moved
+ * the limits (bench/results/switch-2026-12-02/): with an f32 state B = 128 / 144 took 86.8 / 95.8
+ * us against 89.0 / 97.8 in plain order, B = 160 tied and B = 176 lost (115.2 against 114.3), so
+ * up to 40 heads per CTA; with a bf16 state B = 128 69.1 against 69.9, B = 136 tied and B = 144
+ * lost, so up to 32. Larger grids are bound by bandwidth in aggregate and run the BAL = false
+ * instantiation, the plain round robin.
  * rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
  * heads' early folds, by the gate threshold, are not known in advance.) Dealing the plain units
  * by cost, fewer to the CTAs with a folding unit, did not help (the same records).
@@ -86,8 +89,9 @@ namespace rssm_pipe
 #define PK 128                     /* K = V */
 #define PNS_MAX 4                  /* stages */
 #define PBAL_ROWS RSSM_PO_MAX_ROWS /* the largest batch dealt with folding rows first */
-#define PBAL_ITEMS_GDN 28          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth), */
-#define PBAL_ITEMS_KDA 16          /* by gate (see Balance) */
+#define PBAL_ITEMS_GDN 40          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth), */
+#define PBAL_ITEMS_GDN_SBF 32      /* by gate and state dtype (see Balance) */
+#define PBAL_ITEMS_KDA 16
 static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words per lane");
 static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
@@ -308,17 +312,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
             }
             const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
-            const int s = __shfl_sync(FULL_MASK, win_s, k & 31), c = __shfl_sync(FULL_MASK, win_c, k & 31),
-                      base = __shfl_sync(FULL_MASK, win_base, k & 31);
+            const int s = __shfl_sync(FULL_MASK, win_s, k & 31);
             const bool bad_slot = s < -1 || s >= A.st.num_slots;
             const bool live = !bad_slot && s >= 0;
             const int64_t hd = live ? (int64_t)s * HV + hv : 0;
-            const int h = c - base;
-            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
-            const bool copy_ring = live && !bad_ring && h > 0;
-            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
             /* the state as soon as its buffer is free, the ring as soon as the stage is; the
-             * full barrier's arrivals come after the header is written */
+             * full barrier's arrivals come after the header is written. The state's copy needs
+             * only the slot: it is issued before the cursor and ring base are waited for (a
+             * window's first item, the step's first above all, has them in flight) */
             if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
             if (live && lane == 0) {
                 PIPE_TRACE_ITEM(j, 3);
@@ -326,6 +327,11 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 mbar_expect_tx(&ch.full[st], bytes);
                 bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
             }
+            const int c = __shfl_sync(FULL_MASK, win_c, k & 31), base = __shfl_sync(FULL_MASK, win_base, k & 31);
+            const int h = c - base;
+            const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
+            const bool copy_ring = live && !bad_ring && h > 0;
+            if ((bad_slot || bad_ring) && hv == 0 && lane == 0) atomicAdd(A.err, 1);
             if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
             if (copy_ring && lane == 0) {
                 /* KDA entries at positions 0 .. h-1; GDN at p0 = base .. base+h-1, its G copied
@@ -655,7 +661,9 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream
                                                                       l->state_dtype == RSSM_DTYPE_BF16);
     /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
     const bool fits = A.io.batch <= PBAL_ROWS; /* the bitmap's size */
-    const int most = l->gate == RSSM_GATE_KDA ? PBAL_ITEMS_KDA : PBAL_ITEMS_GDN;
+    const int most = l->gate == RSSM_GATE_KDA            ? PBAL_ITEMS_KDA
+                     : l->state_dtype == RSSM_DTYPE_BF16 ? PBAL_ITEMS_GDN_SBF
+                                                         : PBAL_ITEMS_GDN;
     const bool bal =
         fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)most * grid));
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
