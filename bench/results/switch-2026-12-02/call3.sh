@@ -36,5 +36,5 @@ if ! python3 -c "import IPython" 2>/dev/null; then
   printf 'version_info = (9, 0, 0)\n\n\ndef get_ipython():\n    return None\n' > /tmp/site/IPython/__init__.py; echo "IPython: stand-in" >> "$O/pip.txt"
 fi
 export PYTHONPATH=$PWD/python:/tmp/site REPLAYSSM_LIBRARY=/tmp/final/libreplayssm.so MPLBACKEND=Agg
-timeout 300 python3 bench/peers.py --out "$O/peers" --models qwen3-next,kimi-linear --batch 1,8,16,19,24,32,40,64,128,160,512 --min-time 0.1 --commit "$(git rev-parse --short HEAD)+switch" 2>&1 | grep -v "Warning\|warnings.warn" > "$O/peers.log"
+timeout 300 python3 bench/peers.py --out "$O/peers" --models qwen3-next,kimi-linear --batch 1,8,16,19,24,32,40,64,128,160,512 --min-time 0.1 --commit "$(git rev-parse --short HEAD)" 2>&1 | grep -v "Warning\|warnings.warn" > "$O/peers.log"
 el peers; grep -E "^\||^##" "$O/peers/peers.txt" 2>/dev/null || tail -n 30 "$O/peers.log"
