@@ -7,7 +7,9 @@
  * (cuda_pipeline_balance = 0) and with the folding rows first (1); every output and, at the end,
  * every tensor of every slot must be the same bits. An order that skipped or repeated a head
  * would leave NaN outputs or a stale state (tests/test_pipe_order.c holds pipeline_order.h to its
- * contract on the host; this runs it on the device). GDN (Qwen3-Next heads, a
+ * contract on the host; this runs it on the device). Packed decode on the pipeline likewise
+ * against the per-head kernel: in-place steps, and copy-on-write steps (write_slot) where some
+ * rows write spare slots and one row's write slot is -1 (a padding row). GDN (Qwen3-Next heads, a
  * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state.
  * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
  */
@@ -29,8 +31,9 @@ static int context_for(int run, rssm_context **out)
     return rh_context_with(RSSM_DEVICE_CUDA, &p, out);
 }
 
-/* rows b on distinct random slots (a permutation's first B), every ninth row padding */
-static void row_slots(rh_rng *rng, int32_t *slot)
+/* rows b on distinct random slots (a permutation's first B), every ninth row padding; wslot:
+ * the same but for rows 3, 14, 25, .. (every eleventh) on the slots no row reads, and row 5 at -1 */
+static void row_slots(rh_rng *rng, int32_t *slot, int32_t *wslot)
 {
     int32_t perm[SLOTS];
     for (int i = 0; i < SLOTS; i++)
@@ -42,12 +45,16 @@ static void row_slots(rh_rng *rng, int32_t *slot)
     }
     for (int b = 0; b < B; b++)
         slot[b] = b % 9 == 4 ? -1 : perm[b];
+    int spare = B;
+    for (int b = 0; b < B; b++)
+        wslot[b] = b == 5 ? -1 : b % 11 == 3 && slot[b] >= 0 ? perm[spare++] : slot[b];
 }
 
 /* STEPS steps on ctx from `init`, replay decode but for one verify window of VERIFY_T tokens with
- * its commit: their outputs one after the other into o, the state after */
-static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init, const int32_t *slot, uint64_t seed,
-                     double *o, rh_snap *after)
+ * its commit, or (wslot) packed decode, copy-on-write every other step: their outputs one after
+ * the other into o, the state after */
+static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init, const int32_t *slot,
+                     const int32_t *wslot, uint64_t seed, double *o, rh_snap *after)
 {
     rh_state s;
     int rc = rh_state_create(ctx, l, SLOTS, &s);
@@ -59,7 +66,7 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
     for (int i = 0; i < STEPS && !rc; i++) {
         /* one verify window with its commit: rows whose cursor lands on L start the next decode
          * step with a fold (the pipeline then keeps a key head's value heads on one CTA) */
-        const int verify = i == STEPS / 2, T = verify ? VERIFY_T : 1;
+        const int verify = !wslot && i == STEPS / 2, T = verify ? VERIFY_T : 1;
         rh_inputs in;
         rc = rh_inputs_alloc(&in, l, B, T, i % 2);
         if (rc) break;
@@ -67,7 +74,9 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
         uint8_t fold[B];
         for (int b = 0; b < B; b++)
             fold[b] = !verify && (b + i) % 23 == 0; /* a forced fold now and then, on rows at any cursor */
-        if (verify) {
+        if (wslot) {
+            rc = rh_step(ctx, &s, RH_OP_DECODE_PACKED, &in, slot, i % 2 ? wslot : NULL, NULL, 0, o);
+        } else if (verify) {
             int32_t acc[B];
             for (int b = 0; b < B; b++)
                 acc[b] = (int32_t)(rh_uniform(&rng) * (T + 1));
@@ -85,14 +94,14 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
     return rc;
 }
 
-static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, uint64_t seed)
+static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, int packed, uint64_t seed)
 {
     rssm_layer l = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, kda ? 32 : 16, 32, 128, 128, L);
     l.state_dtype = sdt, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = RSSM_DTYPE_BF16;
     rh_rng rng;
     rh_rng_seed(&rng, seed);
-    int32_t slot[B];
-    row_slots(&rng, slot);
+    int32_t slot[B], wslot[B];
+    row_slots(&rng, slot, wslot);
     const size_t no = (size_t)(STEPS - 1 + VERIFY_T) * B * l.num_v_heads * l.head_v_dim;
     double *o[RUNS];
     rh_snap init = {0}, after[RUNS];
@@ -104,17 +113,18 @@ static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, uint64_
     if (!rc) rc = rh_state_randomize(ctx[0], &s0, &rng, 0);
     if (!rc) rc = rh_snap_take(ctx[0], &s0, &init);
     for (int r = 0; r < RUNS; r++) {
-        o[r] = malloc(sizeof(double) * no);
+        o[r] = calloc(no, sizeof(double)); /* packed fills fewer */
         if (!o[r] && !rc) rc = rh_set(RH_FAIL, "out of host memory");
     }
-    for (int r = 0; r < RUNS && !rc; r++)
-        rc = run_steps(ctx[r], &l, &init, slot, seed + 1, o[r], &after[r]);
-    for (int r = 1; r < RUNS; r++) {
+    const int runs = packed ? 2 : RUNS; /* packed decode has no order to choose */
+    for (int r = 0; r < runs && !rc; r++)
+        rc = run_steps(ctx[r], &l, &init, slot, packed ? wslot : NULL, seed + 1, o[r], &after[r]);
+    for (int r = 1; r < runs; r++) {
         int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
         for (int sl = 0; sl < SLOTS && same; sl++)
             same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl);
-        t_case(rc, same, "%s %d rows x %d steps, state %s: %s == per-head kernel", kda ? "kda" : "gdn", B, STEPS,
-               rh_dtype_name(sdt), run_name[r]);
+        t_case(rc, same, "%s %s %d rows x %d steps, state %s: %s == per-head kernel", kda ? "kda" : "gdn",
+               packed ? "packed" : "replay", B, STEPS, rh_dtype_name(sdt), packed ? "pipeline" : run_name[r]);
     }
     rh_state_free(ctx[0], &s0);
     for (int r = 0; r < RUNS; r++)
@@ -137,9 +147,10 @@ int main(void)
         return 1;
     }
     uint64_t seed = 0x5eed;
-    for (int kda = 0; kda < 2; kda++)
-        for (int d = 0; d < 2; d++, seed += 7)
-            one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, seed);
+    for (int packed = 0; packed < 2; packed++)
+        for (int kda = 0; kda < 2; kda++)
+            for (int d = 0; d < 2; d++, seed += 7)
+                one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, packed, seed);
     for (int r = 0; r < RUNS; r++)
         rssm_context_free(ctx[r]);
     return t_end();

@@ -59,11 +59,23 @@ int main(void)
     check("verify T=4, kda", RSSM_LR_VERIFY, 1, 4, other_window, sizeof other_window / sizeof *other_window);
     check("verify T=2, gdn", RSSM_LR_VERIFY, 0, 2, other_window, sizeof other_window / sizeof *other_window);
 
-    /* the pipeline's grids: GDN from B = 19 (608 heads >= 4.5 x 132), KDA from B = 38 (1216 >= 9 x 132) */
-    t_case(RH_OK, rssm_pipe_from(0, SMS) > 18 * HV && rssm_pipe_from(0, SMS) <= 19 * HV,
-           "GDN replay on the pipeline from B = 19");
-    t_case(RH_OK, rssm_pipe_from(1, SMS) > 37 * HV && rssm_pipe_from(1, SMS) <= 38 * HV,
-           "KDA replay on the pipeline from B = 38");
+    /* the pipeline's grids (launch_rules.h's rssm_pipe_from): B = the first batch on it */
+    const struct {
+        int packed, kda, sbf, from;
+        const char *what;
+    } pipe[] = {{0, 0, 0, 19, "replay, GDN"},
+                {0, 0, 1, 19, "replay, GDN, bf16 state"},
+                {0, 1, 0, 38, "replay, KDA"},
+                {0, 1, 1, 25, "replay, KDA, bf16 state"},
+                {1, 0, 1, 174, "packed, GDN, bf16 state"},
+                {1, 1, 1, 83, "packed, KDA, bf16 state"}};
+    for (size_t i = 0; i < sizeof pipe / sizeof *pipe; i++) {
+        const int64_t f = rssm_pipe_from(pipe[i].packed, pipe[i].kda, pipe[i].sbf, SMS);
+        t_case(RH_OK, f > (int64_t)(pipe[i].from - 1) * HV && f <= (int64_t)pipe[i].from * HV,
+               "%s on the pipeline from B = %d", pipe[i].what, pipe[i].from);
+    }
+    t_case(RH_OK, rssm_pipe_from(1, 0, 0, SMS) == INT64_MAX && rssm_pipe_from(1, 1, 0, SMS) == INT64_MAX,
+           "packed decode with an f32 state never on the pipeline");
 
     /* forced switches win everywhere; every result is one the kernels take */
     int forced_ok = 1, range_ok = 1;

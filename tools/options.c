@@ -226,7 +226,7 @@ void cli_switches_usage(FILE *f)
                "  --cuda-split 0|1|2|4        CUDA fast kernels: CTAs per head (0 = by batch size)\n"
                "  --cuda-prefetch -1..4       CUDA fast kernels: L2 prefetch distance in waves (0 = off)\n"
                "  --cuda-ring-read -1|0|1     CUDA fast kernels: read the whole ring ahead of the cursor\n"
-               "  --cuda-pipeline -1|0|1      CUDA replay decode on the persistent pipeline\n"
+               "  --cuda-pipeline -1|0|1      CUDA replay and packed decode on the persistent pipeline\n"
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"
                "  --cuda-prefill -1..3        CUDA prefill lanes (0 one token at a time, 1 narrow, 2 wide, 3 sliced)\n"
                "  --cuda-pdl -1|0|1           CUDA fast kernels: programmatic dependent launch\n"

@@ -13,12 +13,23 @@
 
 #include <stdint.h>
 
-/* Replay decode runs on the pipeline from this many value heads (batch x HV) on `sms`
- * multiprocessors, by gate: GDN from 4.5 heads per SM (B = 19 at 32 value heads on the H200:
- * 22.37 against 22.51 us on the per-head kernel, B = 18 22.27 against 21.74; with a bf16 state
- * the same crossing), KDA from 9 (B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73;
- * B = 96 73.18 against 74.89). bench/results/switch-2026-12-02/ */
-static inline int64_t rssm_pipe_from(int kda, int64_t sms) { return kda ? 9 * sms : 9 * sms / 2; }
+/* Decode runs on the replay pipeline from this many value heads (batch x HV) on `sms`
+ * multiprocessors (INT64_MAX: never), by mode, gate and state dtype (sbf: bf16), as the H200
+ * measured (bench/results/switch-2026-12-02/, 32 value heads, 132 SMs):
+ *   replay, GDN: from 4.5 heads per SM, B = 19 (22.37 against 22.51 us on the per-head kernel,
+ *     B = 18 22.27 against 21.74; with a bf16 state the same crossing);
+ *   replay, KDA: from 9 (B = 38: B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73,
+ *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
+ *     against 27.70);
+ *   packed: with an f32 state never (slower at every B: GDN B = 64 / 512 77.09 / 568.68
+ *     against 73.91 / 561.69 us); with a bf16 state GDN from 42 heads per SM, B = 174 (B = 160
+ *     +0.2%, 176 -0.4%, 512 301.80 against 318.16 us), KDA from 20, B = 83 (B = 64 tied, 96
+ *     69.93 against 71.71, 512 325.15 against 356.73). */
+static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
+{
+    if (packed) return !sbf ? INT64_MAX : kda ? 20 * sms : 42 * sms;
+    return !kda ? 9 * sms / 2 : sbf ? 6 * sms : 9 * sms;
+}
 
 typedef enum rssm_lr_mode {
     RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */

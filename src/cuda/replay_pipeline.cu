@@ -1,5 +1,5 @@
 /*
- * replay_pipeline.cu — replay decode (T = 1, K = V = 128) for grids of many heads, as a
+ * replay_pipeline.cu — replay and packed decode (T = 1, K = V = 128) for grids of many heads, as a
  * persistent, warp-specialised pipeline: one CTA per SM walks its share of the heads, and the
  * memory traffic of the next heads is in flight while the current one is computed.
  *
@@ -8,6 +8,12 @@
  * only the other CTA of the SM has reads in flight: at B = 512 the H200 reached 72% of its DRAM
  * throughput (bench/results/ncu-replay512.txt). Here the chain and the state copy of later
  * heads run in separate warps, behind a ring of NS stages in shared memory.
+ *
+ * Packed decode (PACKED) is an item with an empty ring whose end fold is the step: no cursor,
+ * ring or gate floor, the new state to the write slot (decode_k128.cu's rules: -1 pads the
+ * row), the same bits as the per-head kernel (tests/test_cuda_pipeline.c). It pays only on
+ * large grids with a bf16 state (GDN B = 512 301.8 against 318.2 us); with an f32 state it lost
+ * at every B (launch_rules.h, rssm_pipe_from).
  *
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
  * + group - 1, in order; with the folding rows first (BAL) and no row starting with a fold, a
@@ -140,7 +146,7 @@ __device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\
 enum { ITEM_SKIP = 1, ITEM_FORCED = 2 }; /* padding or bad row: zero output; fold flag set */
 /* what the producer hands over with an item (besides the copied state and ring) */
 struct stage_head {
-    int s, b, hv, c, base, h, flags, pad_;
+    int s, b, hv, c, base, h, flags, d;  /* d (PACKED): the slot the new state goes to (write_slot) */
     float kn[PK], qn[PK], gt[PK], v[PK]; /* normalised k, normalised scaled q, gate, v */
     float G[PK];                         /* GDN: G_0 .. G_{h-1}; KDA: G_{h-1} per channel */
     float beta, kq, pad2_[22];
@@ -171,20 +177,21 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
  * device functions (bench/results/history: the architecture change) the generated code moved
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
  * both trees), and the kernel exists for that batch size. */
-template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL>
+template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL, bool PACKED>
 __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 {
     extern __shared__ __align__(128) unsigned char dsm[];
     cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
     const rssm_layer &l = A.l;
+    static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    const size_t sb = stage_bytes(L, RBF, SBF), rb = ring_bytes(L, RBF);
+    const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF), rb = ring_bytes(PACKED ? 0 : L, RBF);
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
     /* GDN with an f32 state in the plain order stages its end folds (see the consumers): GDN B = 128
      * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
      * it lost up to 4% (B = 32), with a bf16 state 2-5% (bench/results/deal-2026-12-02/) */
-    constexpr bool STAGED = !KDA && !SBF && !BAL;
+    constexpr bool STAGED = !KDA && !SBF && !BAL && !PACKED;
     auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
     auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
     auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
@@ -262,10 +269,10 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             hv = one_head ? u : u * group + j % group;
             kh = one_head ? u / group : u;
         };
-        /* metadata window: lane i holds slot, cursor and ring base of this producer's item
-         * k0 + i (k: its own item count), loaded 32 items at a time, so that the per-item chain
-         * has no dependent global read left */
-        int win_s = -1, win_c = 0, win_base = 0;
+        /* metadata window: lane i holds slot, cursor and ring base (PACKED: slot and write slot)
+         * of this producer's item k0 + i (k: its own item count), loaded 32 items at a time, so
+         * that the per-item chain has no dependent global read left */
+        int win_s = -1, win_c = 0, win_base = 0, win_d = -1;
         for (int k = 0, j = pw; j < items; k++, j += PNP) {
             if ((k & 31) == 0) {
                 const int jl = j + PNP * lane;
@@ -274,7 +281,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                     int bl, khl, hvl;
                     locate(jl, bl, khl, hvl);
                     win_s = A.io.slot[bl];
-                    if (win_s >= 0 && win_s < A.st.num_slots) {
+                    if (PACKED) {
+                        win_d = A.io.write_slot ? A.io.write_slot[bl] : win_s;
+                    } else if (win_s >= 0 && win_s < A.st.num_slots) {
                         win_c = A.st.cursor[win_s];
                         win_base = A.st.ring_base[(int64_t)win_s * HV + hvl];
                     }
@@ -313,8 +322,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             }
             const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
             const int s = __shfl_sync(FULL_MASK, win_s, k & 31);
-            const bool bad_slot = s < -1 || s >= A.st.num_slots;
-            const bool live = !bad_slot && s >= 0;
+            bool bad_slot = s < -1 || s >= A.st.num_slots;
+            bool live = !bad_slot && s >= 0;
+            int d = s; /* PACKED: the write slot (decode_k128.cu's rules: -1 pads the row) */
+            if (PACKED) {
+                d = __shfl_sync(FULL_MASK, win_d, k & 31);
+                if (live && (d < -1 || d >= A.st.num_slots)) bad_slot = true;
+                live = live && !bad_slot && d >= 0;
+            }
             const int64_t hd = live ? (int64_t)s * HV + hv : 0;
             /* the state as soon as its buffer is free, the ring as soon as the stage is; the
              * full barrier's arrivals come after the header is written. The state's copy needs
@@ -327,7 +342,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 mbar_expect_tx(&ch.full[st], bytes);
                 bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
             }
-            const int c = __shfl_sync(FULL_MASK, win_c, k & 31), base = __shfl_sync(FULL_MASK, win_base, k & 31);
+            const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
+                      base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
             const int h = c - base;
             const bool bad_ring = live && (c < 0 || c > L || base < 0 || h < 0);
             const bool copy_ring = live && !bad_ring && h > 0;
@@ -365,14 +381,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             if (A.io.g) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    g[e] = KDA ? ga[e] : rssm_gate_floor_f32(ga[e]); /* GDN: the gate floor */
+                    g[e] = KDA || PACKED ? ga[e] : rssm_gate_floor_f32(ga[e]); /* GDN replay: the gate floor */
             } else if (KDA) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     g[e] = rssm_gate_f32(ga[e], alog, dtb[e], l.has_lower_bound, l.lower_bound);
             } else {
-                g[0] = g[1] = g[2] = g[3] =
-                    rssm_gate_floor_f32(rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound));
+                const float g0 = rssm_gate_f32(ga[0], alog, dtb[0], l.has_lower_bound, l.lower_bound);
+                g[0] = g[1] = g[2] = g[3] = PACKED ? g0 : rssm_gate_floor_f32(g0);
             }
             float kq = 0.0f;
 #pragma unroll
@@ -386,6 +402,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             *((float4 *)&sh.v[c4]) = make_float4(vv[0], vv[1], vv[2], vv[3]);
             if (lane == 0) {
                 sh.s = s, sh.b = b, sh.hv = hv, sh.c = c, sh.base = base, sh.h = h;
+                if (PACKED) sh.d = d;
                 sh.flags = (live && !bad_ring ? 0 : ITEM_SKIP) | (forced ? ITEM_FORCED : 0);
                 sh.beta = A.io.g ? braw : rssm_sigmoid_f32(braw);
                 sh.kq = kq;
@@ -413,7 +430,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         }
         const int c = sh.c, base = sh.base;
         int h = sh.h;
-        const int64_t hd = (int64_t)s * HV + hv;
+        const int64_t hd = (int64_t)s * HV + hv, hdw = PACKED ? (int64_t)sh.d * HV + hv : hd; /* hdw: stored */
         float S[8][4];
         {
             const unsigned char *ss = state_of(st);
@@ -425,15 +442,17 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G + (KDA ? 0 : base & 3); /* GDN: G of the live entries (see the copies) */
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
+        auto rows_out = [&]() { return (hdw << 14) + row0 * PK + c4; }; /* the end fold's destination */
 
         /* fold of the h committed entries into S (k128_common.cuh) */
         auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
 
         /* start fold (the cursor at L, after a verify) */
-        const int uniform = rssm_start_fold(c, 1, L, 0);
+        const int uniform = PACKED ? 0 : rssm_start_fold(c, 1, L, 0);
         const int c0 = uniform ? 0 : c;
         /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX), by the head's G */
         auto end_of = [&](float g) {
+            if (PACKED) return 1; /* packed decode: S_n over an empty ring, stored */
             int e = (c0 + 1 == L || (flags & ITEM_FORCED)) ? 1 : 0;
             if (!e && g < -l.fold_threshold) e = 2;
             return e;
@@ -529,12 +548,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             if (!SBF) {
 #pragma unroll
                 for (int r = 0; r < 8; r++)
-                    __stcs((float4 *)((float *)A.st.checkpoint + rows_off() + r * PK),
+                    __stcs((float4 *)((float *)A.st.checkpoint + rows_out() + r * PK),
                            make_float4(S[r][0], S[r][1], S[r][2], S[r][3]));
             } else {
 #pragma unroll
                 for (int r = 0; r < 8; r++)
-                    st4(A.st.checkpoint, 1, rows_off() + r * PK, S[r]);
+                    st4(A.st.checkpoint, 1, rows_out() + r * PK, S[r]);
             }
             new_base = end == 2 ? c0 + 1 : 0;
         } else {
@@ -577,20 +596,31 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     }
 }
 
-template <bool KDA, bool SBF, bool BAL> static void *kernel_of(bool rbf, bool iobf)
+/* the instantiations: replay in plain order or with the folding rows first (BAL), and packed
+ * decode (no ring, so one instantiation whatever the ring dtype) */
+enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED };
+template <bool KDA, bool SBF, bool BAL, bool PACKED> static void *kernel_of(bool rbf, bool iobf)
 {
+    if constexpr (PACKED)
+        return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, false, true>
+                    : (void *)pipe_kernel<KDA, SBF, false, false, false, true>;
     if (rbf)
-        return iobf ? (void *)pipe_kernel<KDA, SBF, true, true, BAL> : (void *)pipe_kernel<KDA, SBF, true, false, BAL>;
-    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL> : (void *)pipe_kernel<KDA, SBF, false, false, BAL>;
+        return iobf ? (void *)pipe_kernel<KDA, SBF, true, true, BAL, false>
+                    : (void *)pipe_kernel<KDA, SBF, true, false, BAL, false>;
+    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL, false>
+                : (void *)pipe_kernel<KDA, SBF, false, false, BAL, false>;
 }
-template <bool BAL> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
+template <bool BAL, bool PACKED> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
-    return kda ? (sbf ? kernel_of<true, true, BAL>(rbf, iobf) : kernel_of<true, false, BAL>(rbf, iobf))
-               : (sbf ? kernel_of<false, true, BAL>(rbf, iobf) : kernel_of<false, false, BAL>(rbf, iobf));
+    return kda ? (sbf ? kernel_of<true, true, BAL, PACKED>(rbf, iobf) : kernel_of<true, false, BAL, PACKED>(rbf, iobf))
+               : (sbf ? kernel_of<false, true, BAL, PACKED>(rbf, iobf)
+                      : kernel_of<false, false, BAL, PACKED>(rbf, iobf));
 }
-static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool bal)
+static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
 {
-    return bal ? kernel_for<true>(kda, sbf, rbf, iobf) : kernel_for<false>(kda, sbf, rbf, iobf);
+    return kind == PIPE_PACKED ? kernel_for<false, true>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL  ? kernel_for<true, false>(kda, sbf, rbf, iobf)
+                               : kernel_for<false, false>(kda, sbf, rbf, iobf);
 }
 
 static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
@@ -599,11 +629,18 @@ static int max_smem; /* the device's opt-in shared memory per block (bytes), set
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
+/* A stage's bytes for this layer (packed decode stages no ring). */
+static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
+{
+    return rssm_pipe::stage_bytes(packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
+                                  l->state_dtype == RSSM_DTYPE_BF16);
+}
+
 /* Stages that fit one CTA's shared memory for this layer (0: the pipeline does not apply). */
-static int pipe_stages(const rssm_layer *l)
+static int pipe_stages(const rssm_layer *l, bool packed)
 {
     using namespace rssm_pipe;
-    const size_t sb = stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16);
+    const size_t sb = pipe_stage_bytes(l, packed);
     if (max_smem <= (int)sizeof(cta_head)) return 0; /* not initialised */
     const int ns = (int)(((size_t)max_smem - sizeof(cta_head)) / sb);
     return ns < 2 ? 0 : ns > PNS_MAX ? PNS_MAX : ns;
@@ -611,18 +648,22 @@ static int pipe_stages(const rssm_layer *l)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-/* 1 when replay decode step A can run on the pipeline: K = V = 128, V-first, T = 1, L a multiple of 4
- * (16-byte aligned G copies), 16-byte aligned state arrays (TMA), enough shared memory. */
+/* 1 when replay or packed decode step A can run on the pipeline: K = V = 128, V-first, T = 1,
+ * (replay) L a multiple of 4 (16-byte aligned G copies), 16-byte aligned state arrays (TMA),
+ * enough shared memory. */
 int rssm_cuda_pipe_ok(const kargs *A)
 {
     const rssm_layer *l = &A->l;
     const rssm_step_io *io = &A->io;
-    if (A->mode != MODE_REPLAY || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128) return 0;
+    const bool packed = A->mode == MODE_PACKED;
+    if ((!packed && A->mode != MODE_REPLAY) || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128)
+        return 0;
     /* the consumers read V-first rows of the staged state (K-first would be a 32-way bank conflict) */
     if (l->state_layout != RSSM_LAYOUT_VK) return 0;
-    if (l->ring_len % 4 || A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
-    if (!aligned16(A->st.checkpoint) || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) ||
-        !aligned16(A->st.ring_g))
+    if (A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
+    if (!aligned16(A->st.checkpoint)) return 0;
+    if (!packed &&
+        (l->ring_len % 4 || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) || !aligned16(A->st.ring_g)))
         return 0;
     /* the producer reads 4 elements of k, q, v (and KDA g) per lane in one access */
     if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !aligned16(io->q) || !aligned16(io->k) ||
@@ -631,7 +672,7 @@ int rssm_cuda_pipe_ok(const kargs *A)
     /* precomputed gates read packed (their own token strides: the general kernel) */
     const int64_t gk = l->gate == RSSM_GATE_KDA ? PK : 1;
     if (io->g && (io->g_stride != l->num_v_heads * gk || io->beta_stride != l->num_v_heads)) return 0;
-    return pipe_stages(l) > 0;
+    return pipe_stages(l, packed) > 0;
 }
 
 cudaError_t rssm_cuda_pipe_init(int device)
@@ -639,35 +680,39 @@ cudaError_t rssm_cuda_pipe_init(int device)
     using namespace rssm_pipe;
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
-    for (int i = 0; i < 32; i++) {
-        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16),
+    for (int i = 0; i < 48; i++) { /* gate, state, ring and io dtypes (bits 0-3) by kind (i / 16) */
+        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, (pipe_kind)(i / 16)),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
 }
 
-/* One CTA per SM (at most one per unit of work); A.NS = stages. balance: 1 deals the folding
- * rows first, 0 keeps the plain round robin, -1 chooses by grid size (see Balance). */
+/* One CTA per SM (at most one per unit of work); A.NS = stages. Replay: balance 1 deals the
+ * folding rows first, 0 keeps the plain round robin, -1 chooses by grid size (see Balance);
+ * packed decode folds every row and runs the plain round robin. */
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream)
 {
     using namespace rssm_pipe;
     const rssm_layer *l = &A.l;
-    A.NS = pipe_stages(l);
+    const bool packed = A.mode == MODE_PACKED;
+    A.NS = pipe_stages(l, packed);
     const int64_t units = (int64_t)A.io.batch * l->num_k_heads;
     const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
     if (grid == 0) return cudaSuccess;
-    const size_t smem = sizeof(cta_head) + (size_t)A.NS * stage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                                                      l->state_dtype == RSSM_DTYPE_BF16);
+    const size_t smem = sizeof(cta_head) + (size_t)A.NS * pipe_stage_bytes(l, packed);
     /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
-    const bool fits = A.io.batch <= PBAL_ROWS; /* the bitmap's size */
+    const bool fits = !packed && A.io.batch <= PBAL_ROWS; /* the bitmap's size */
     const int most = l->gate == RSSM_GATE_KDA            ? PBAL_ITEMS_KDA
                      : l->state_dtype == RSSM_DTYPE_BF16 ? PBAL_ITEMS_GDN_SBF
                                                          : PBAL_ITEMS_GDN;
     const bool bal =
         fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)most * grid));
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
-                         l->io_dtype == RSSM_DTYPE_BF16, bal);
+                         l->io_dtype == RSSM_DTYPE_BF16,
+                         packed ? PIPE_PACKED
+                         : bal  ? PIPE_BAL
+                                : PIPE_PLAIN);
     void *args[] = {&A};
     return cudaLaunchKernel(k, dim3(grid), dim3(PNT), args, smem, stream);
 }
