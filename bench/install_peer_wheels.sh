@@ -13,8 +13,8 @@ wheels=()
 for f in "$dir"/*.whl; do
   [ -e "$f" ] || continue
   name=$(basename "$f"); name=${name%%-*}
-  case $name in # the module a wheel provides, where its name differs
-    fla_core) mod=fla ;; sglang) mod=sglang_always_installed ;; pyzmq) mod=zmq ;; attrs) mod=attr ;;
+  case $name in # the module a wheel provides, where its name differs (sglang: always this wheel's version)
+    fla_core) mod=fla ;; sglang) mod=_never_importable ;; pyzmq) mod=zmq ;; attrs) mod=attr ;;
     apache_tvm_ffi) mod=tvm_ffi ;; *) mod=$name ;;
   esac
   "$py" -c "import $mod" 2> /dev/null || wheels+=("$f")
