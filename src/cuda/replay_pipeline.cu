@@ -27,26 +27,19 @@
  * Balance: a row whose cursor is at L - 1 or L, or whose fold is forced, folds this step, and
  * its heads cost about 3x a plain head (the fold over the ring and the 64 KiB checkpoint
  * store: 4.5-5 us against 1.4 us per item in the per-item trace of GDN at B = 64). Dealt in
- * plain row order, a step's folding rows could land on a few CTAs (there, 4 folding items on
- * 24 CTAs and none on 92): those CTAs ended up to 16 us after the rest. Every CTA first builds
- * the same order from the rows' slots and cursors: a bitmap of the folding rows and, per word
- * of 32 rows, the folding rows before it, in shared memory. That is the kernel's BAL
- * instantiation, chosen by default for batches of at most PBAL_ROWS rows on grids of at most
- * PBAL_ITEMS_GDN / _GDN_SBF / _KDA heads per CTA, where the kernel lasts as long as its slowest CTA (GDN B =
- * 64: 52.7 -> 49.9-50.1 us, bench/results/gpu-ab-balance-small.txt). GDN gains most (a unit's 2
- * value heads fold together): B = 72 / 96 / 112 55.2 / 69.7 / 80.3 us against 59.3 / 72.4 / 81.6
- * in plain order, B = 120 / 128 85.5 / 91.3 against 84.4 / 89.3; KDA lost from B = 96 (76.4
- * against 73.0) and ties below (bench/results/deal-2026-12-02/). Units of one value head, which
- * put a folding row's GDN heads on twice the CTAs, took GDN B = 32 / 64 / 112 from 31.0 / 49.8 /
- * 79.8 us to 29.1 / 48.5 / 77.6 (bf16 state, B = 32 / 64: 27.9 / 40.9 to 24.6 / 37.9), and moved
- * the limits (bench/results/switch-2026-12-02/): with an f32 state B = 128 / 144 took 86.8 / 95.8
- * us against 89.0 / 97.8 in plain order, B = 160 tied and B = 176 lost (115.2 against 114.3), so
- * up to 40 heads per CTA; with a bf16 state B = 128 69.1 against 69.9, B = 136 tied and B = 144
- * lost, so up to 32. Larger grids are bound by bandwidth in aggregate and run the BAL = false
- * instantiation, the plain round robin.
- * rssm_context_params.cuda_pipeline_balance = 0|1 forces either (BAL within PBAL_ROWS rows). (The
- * heads' early folds, by the gate threshold, are not known in advance.) Dealing the plain units
- * by cost, fewer to the CTAs with a folding unit, did not help (the same records).
+ * plain row order, a step's folding rows could land on a few CTAs, which then ended up to 16 us
+ * after the rest. Every CTA first builds the same order from the rows' slots and cursors: a
+ * bitmap of the folding rows and, per word of 32 rows, the folding rows before it, in shared
+ * memory. That is the kernel's BAL instantiation, chosen by default for batches of at most
+ * PBAL_ROWS rows on grids of at most PBAL_ITEMS_GDN / _GDN_SBF / _KDA heads per CTA, where the
+ * kernel lasts as long as its slowest CTA (GDN B = 128, f32 state: 86.8 against 89.0 us in plain
+ * order; the limits are where the order stopped paying, bench/results/switch-2026-12-02/ and
+ * deal-2026-12-02/). GDN gains most: with units of one value head a folding row's heads spread
+ * over twice the CTAs. Larger grids are bound by bandwidth in aggregate and run the BAL = false
+ * instantiation, the plain round robin. rssm_context_params.cuda_pipeline_balance = 0|1 forces
+ * either (BAL within PBAL_ROWS rows). (The heads' early folds, by the gate threshold, are not
+ * known in advance.) Dealing the plain units by cost, fewer to the CTAs with a folding unit, did
+ * not help (deal-2026-12-02/).
  *
  * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
  *   producer: reads slot, cursor and ring base of its next 32 items at once, one lane each (so
@@ -320,7 +313,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 }
                 braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
             }
-            const int forced = A.io.fold ? A.io.fold[b] != 0 : 0;
+            const int forced = !PACKED && A.io.fold ? A.io.fold[b] != 0 : 0; /* packed folds anyway */
             const int s = __shfl_sync(FULL_MASK, win_s, k & 31);
             bool bad_slot = s < -1 || s >= A.st.num_slots;
             bool live = !bad_slot && s >= 0;
