@@ -644,6 +644,20 @@ def load_verify_kernels(T, switches=None):
     return ks, notes
 
 
+def sglang_kda_packed_path():
+    """Which kernel SGLang's KDA packed decode runs: from B >= 8 a CUDA kernel it compiles at run
+    time (through apache-tvm-ffi and nvcc), where that builds; otherwise its Triton kernel."""
+    try:
+        import tvm_ffi
+        from sglang.kernels.ops.attention import kda_packed_decode as cuda_kda
+
+        cuda_kda._jit_kda_packed_decode_module()
+        return (f"sgl-packed KDA: its CUDA kernel from B >= {cuda_kda._MIN_BATCH} "
+                f"(apache-tvm-ffi {getattr(tvm_ffi, '__version__', '?')}), Triton below")
+    except Exception as e:  # noqa: BLE001 - any failure means SGLang itself falls back to Triton
+        return f"sgl-packed KDA: Triton only (its CUDA kernel: {type(e).__name__}: {str(e)[:200]})"
+
+
 def load_kernels(switches=None):
     """The kernels to time; switches: replayssm's context switches (rssm_context_params)."""
     ks, notes = [ReplaySSM(False, switches), ReplaySSM(True, switches)], []
@@ -659,6 +673,7 @@ def load_kernels(switches=None):
 
         ks.append(SGLangPacked())
         notes.append(f"sglang {getattr(sglang, '__version__', '?')}")
+        notes.append(sglang_kda_packed_path())
         try:
             ks.append(SGLangReplay())
         except Exception as e:  # noqa: BLE001
