@@ -329,6 +329,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * only the slot: it is issued before the cursor and ring base are waited for (a
              * window's first item, the step's first above all, has them in flight) */
             if (n > 0) mbar_wait(&ch.empty_s[st], (n - 1) & 1);
+            /* BAL (small grids): a CTA's first NS copies go out one after the other, each once
+             * the one before has landed, so the first item arrives at the rate of one copy per
+             * SM instead of sharing it with every stage's copy, and the consumers start sooner
+             * (GDN B = 19 22.4 -> 20.7 us, B = 19-160 and KDA up to B = 48 gain 1-7%:
+             * bench/results/stream-2026-12-02/ab-call1.txt) */
+            if (BAL && n == 0 && j > 0) mbar_wait(&ch.full[j - 1], 0);
             if (live && lane == 0) {
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
