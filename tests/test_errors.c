@@ -69,6 +69,9 @@ static void errors_context_and_layer(void)
     bad = rssm_context_params_default();
     bad.cuda_pdl = 2;
     EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_pdl 2");
+    bad = rssm_context_params_default();
+    bad.cuda_stream = 2;
+    EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_stream 2");
     rssm_context_info info;
     EXPECT(RSSM_ERROR_NULL_POINTER, rssm_context_get_info(NULL, &info), "context_get_info ctx NULL");
     EXPECT(RSSM_ERROR_NULL_POINTER, rssm_mem_alloc(NULL, 16, NULL), "mem_alloc ctx NULL");

@@ -90,6 +90,7 @@ class rssm_context_params(ctypes.Structure):
         ("cuda_pipeline_balance", ctypes.c_int32),
         ("cuda_prefill", ctypes.c_int32),
         ("cuda_pdl", ctypes.c_int32),
+        ("cuda_stream", ctypes.c_int32),
         ("pipeline_trace_file", ctypes.c_char_p),
     ]
 

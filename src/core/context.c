@@ -18,6 +18,7 @@ rssm_context_params rssm_context_params_default(void)
     p.cuda_pipeline_balance = -1;
     p.cuda_prefill = -1;
     p.cuda_pdl = -1;
+    p.cuda_stream = -1;
     return p;
 }
 
@@ -45,7 +46,13 @@ static rssm_status check_params(const rssm_context_params *p)
     if ((st = check_switch("cuda_pipeline", p->cuda_pipeline, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline_balance", p->cuda_pipeline_balance, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_prefill", p->cuda_prefill, -1, 3)) != RSSM_OK) return st;
-    return check_switch("cuda_pdl", p->cuda_pdl, -1, 1);
+    if ((st = check_switch("cuda_pdl", p->cuda_pdl, -1, 1)) != RSSM_OK) return st;
+    if (p->cuda_stream != -1 && p->cuda_stream != 0 && p->cuda_stream != 4 && p->cuda_stream != 8 &&
+        p->cuda_stream != 16)
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
+                         "rssm_context_create: params.cuda_stream = %d (-1 = by rule, 0 = never, 4, 8 or 16 rows per warp)",
+                         p->cuda_stream);
+    return RSSM_OK;
 }
 
 static const rssm_backend *backend_of(rssm_device device)

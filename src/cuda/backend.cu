@@ -34,6 +34,7 @@ typedef struct cuda_impl {
     int pipe_bal; /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
     int pf_mode;  /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
     int pdl;      /* cuda_pdl: the fast kernels' programmatic dependent launch, -1 = by grid size */
+    int stream_rw; /* cuda_stream: packed decode streamed by rows, rows per warp; -1 = by grid size */
 } cuda_impl;
 
 static cuda_impl *impl_of(rssm_context *ctx) { return (cuda_impl *)ctx->impl; }
@@ -127,6 +128,9 @@ static void *kernel_for(int config, bool kda, int tc)
 int rssm_cuda_decode_k128_ok(const kargs *A);
 cudaError_t rssm_cuda_decode_k128_init(int device);
 cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream);
+/* stream_k128.cu: packed decode streamed a row at a time (V-first state) */
+int rssm_cuda_stream_ok(const kargs *A);
+cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rows_per_warp, cudaStream_t stream);
 /* drain_k128.cu: the planner's drain of small-batch steps (its kernel's shared memory limit) */
 cudaError_t rssm_cuda_drain_init(void);
 /* replay_pipeline.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
@@ -262,6 +266,13 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;
         A.pf_ahead = sw.prefetch * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
+        const int rw = im->stream_rw >= 0 ? im->stream_rw
+                                       : rssm_stream_rows(A.l.gate == RSSM_GATE_KDA, A.l.state_dtype == RSSM_DTYPE_BF16,
+                                                          s.ctas, im->sm_count);
+        if (rw > 0 && rssm_cuda_stream_ok(&A)) {
+            CU(rssm_cuda_stream_launch(A, p->io.batch, rw, (cudaStream_t)stream), fn);
+            return RSSM_OK;
+        }
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -417,6 +428,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
     im->pipe_bal = params->cuda_pipeline_balance;
     im->pf_mode = params->cuda_prefill;
     im->pdl = params->cuda_pdl;
+    im->stream_rw = params->cuda_stream;
     ctx->impl = im;
     if ((e = cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking)) != cudaSuccess ||
         (e = cudaEventCreateWithFlags(&im->order, cudaEventDisableTiming)) != cudaSuccess ||

@@ -31,6 +31,15 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
     return !kda ? 9 * sms / 2 : sbf ? 6 * sms : 9 * sms;
 }
 
+/* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
+ * per-head kernel, by gate, state dtype (sbf: bf16) and value heads (batch x HV) on `sms`
+ * multiprocessors. Not yet measured: 0 (the per-head kernel) everywhere. */
+static inline int rssm_stream_rows(int kda, int sbf, int64_t ctas, int64_t sms)
+{
+    (void)kda, (void)sbf, (void)ctas, (void)sms;
+    return 0;
+}
+
 typedef enum rssm_lr_mode {
     RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */
     RSSM_LR_REPLAY = 1, /* replay decode on the per-head kernel */

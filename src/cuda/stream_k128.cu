@@ -1,0 +1,251 @@
+/*
+ * stream_k128.cu — packed decode (T = 1, K = V = 128, V-first state) that streams the state a
+ * row at a time, for grids the per-head kernel leaves bound by latency (launch_rules.h says
+ * where).
+ *
+ * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once, 32 floats
+ * per lane held to the end of the step, and synchronises its 16 warps twice; that caps it at 2
+ * CTAs of 512 threads per SM. Here a warp owns RW consecutive rows of one head and keeps only
+ * the rows in flight: it issues the loads of its first 4 rows as soon as the slot is known,
+ * prepares the token (k, q, gates, beta) in its own registers while they land (every warp
+ * repeats that work: no shared memory, no barrier), and then, 4 rows at a time with the next 4
+ * rows' loads in flight, finishes each row: u = beta (v - S_row . e^g k), S_row <- S_row e^g +
+ * u k, o = S_row . q, the row stored and o written by lane 0.
+ *
+ * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
+ * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
+ * multiply-adds from 0, then the sum over lane bits 16, 8, 4, 2, 1, which is what its
+ * reduce-scatter butterfly adds for each row). So the outputs and the state are bit for bit
+ * the per-head kernel's (tests/test_cuda_pipeline.c compares them).
+ */
+#include <type_traits>
+
+#include "k128_common.cuh"
+
+namespace rssm_stream_k128
+{
+
+#define STREAM_NW 4   /* warps per CTA */
+#define STREAM_CHUNK 4 /* rows a warp has in flight */
+
+/* the sum over the warp's lanes, lane bits 16, 8, 4, 2, 1 in that order (the butterfly of
+ * the per-head kernel's rows; every lane ends with the sum) */
+__device__ __forceinline__ float lanes_sum(float v)
+{
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1)
+        v = v + __shfl_xor_sync(FULL_MASK, v, m);
+    return v;
+}
+
+/* STREAM_CHUNK rows of the lane's 4 channels, as loaded (f32, or bf16 pairs) */
+template <bool SBF> struct rows_raw {
+    typename std::conditional<SBF, uint2, float4>::type r[STREAM_CHUNK];
+};
+
+template <bool SBF> __device__ __forceinline__ void load_rows(rows_raw<SBF> &x, const void *ckpt, int64_t off)
+{
+#pragma unroll
+    for (int i = 0; i < STREAM_CHUNK; i++) {
+        if constexpr (SBF)
+            x.r[i] = __ldcs((const uint2 *)((const uint16_t *)ckpt + off + i * K128_DIM));
+        else
+            x.r[i] = __ldcs((const float4 *)((const float *)ckpt + off + i * K128_DIM));
+    }
+}
+
+template <bool SBF> __device__ __forceinline__ void unpack_row(const rows_raw<SBF> &x, int i, float (&s)[4])
+{
+    if constexpr (SBF)
+        unpack_bf2(x.r[i].x, s), unpack_bf2(x.r[i].y, s + 2);
+    else
+        s[0] = x.r[i].x, s[1] = x.r[i].y, s[2] = x.r[i].z, s[3] = x.r[i].w;
+}
+
+/* The token as the lane needs it for its 4 channels: normalised k and q (q scaled), e^g (GDN:
+ * one factor), x_k = e^g k (the row dot products' vector), beta. The per-head kernel's
+ * prepare_token and gates_one_token, in registers: same operations, same order. */
+template <bool KDA> struct token {
+    float kn[4], qn[4], xk[4], eg[4], beta;
+};
+
+template <bool KDA>
+__device__ __forceinline__ token<KDA> prepare(const kargs &A, int b, int hv, int kh, int lane, int iobf)
+{
+    const rssm_layer &l = A.l;
+    const int HV = l.num_v_heads, c4 = lane * 4;
+    token<KDA> t;
+    float kr[4], qr[4], ga[4] = {0.0f, 0.0f, 0.0f, 0.0f}, braw;
+    ld4g(A.io.k, iobf, (int64_t)b * A.io.k_stride + (int64_t)kh * K128_DIM + c4, kr);
+    ld4g(A.io.q, iobf, (int64_t)b * A.io.q_stride + (int64_t)kh * K128_DIM + c4, qr);
+    float g[4];
+    if (A.io.g) { /* precomputed gates: rows of HV (x K) values (rssm_cuda_decode_k128_ok) */
+        if (KDA) {
+            const float4 v = __ldg((const float4 *)(A.io.g + ((int64_t)b * HV + hv) * K128_DIM + c4));
+            g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+        } else {
+            g[0] = g[1] = g[2] = g[3] = __ldg(A.io.g + (int64_t)b * HV + hv);
+        }
+        braw = __ldg(A.io.beta + (int64_t)b * HV + hv);
+    } else {
+        const float alog = __ldg(A.io.A_log + hv);
+        if (KDA) {
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                ga[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                g[e] = rssm_gate_f32(ga[e], alog, __ldg(A.io.dt_bias + hv * K128_DIM + c4 + e), l.has_lower_bound,
+                                     l.lower_bound);
+        } else {
+            const float x = rssm_gate_f32(ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv), alog,
+                                          __ldg(A.io.dt_bias + hv), l.has_lower_bound, l.lower_bound);
+            g[0] = g[1] = g[2] = g[3] = x;
+        }
+        braw = rssm_sigmoid_f32(ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv));
+    }
+    t.beta = braw;
+    float sk = 1.0f, sq = 1.0f;
+    if (l.qk_l2norm) {
+        float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+#pragma unroll
+        for (int e = 1; e < 4; e++)
+            nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+        sk = 1.0f / sqrtf(lanes_sum(nk) + (float)RSSM_L2NORM_EPS);
+        sq = 1.0f / sqrtf(lanes_sum(nq) + (float)RSSM_L2NORM_EPS);
+    }
+    /* G = 0 + g: the per-head kernel's cumulative gate with no ring entries */
+    const float eg0 = KDA ? 0.0f : expf(0.0f + g[0]);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        t.kn[e] = kr[e] * sk;
+        t.qn[e] = qr[e] * sq * l.scale;
+        t.eg[e] = KDA ? expf(0.0f + g[e]) : eg0;
+        t.xk[e] = t.eg[e] * t.kn[e];
+    }
+    return t;
+}
+
+/* One row: its 4 channels s of the lane, v of the row vr; returns o of the row (every lane),
+ * s becomes the new row */
+template <bool KDA> __device__ __forceinline__ float row_step(float (&s)[4], float vr, const token<KDA> &t)
+{
+    float d = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        d = __fmaf_rn(s[e], t.xk[e], d);
+    const float u = t.beta * (vr - lanes_sum(d));
+    float o = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        s[e] = __fmaf_rn(u, t.kn[e], s[e] * t.eg[e]);
+        o = __fmaf_rn(s[e], t.qn[e], o);
+    }
+    return lanes_sum(o);
+}
+
+/* grid (HV x parts, B), STREAM_NW warps; warp w of part p owns rows (p NW + w) RW .. + RW - 1 */
+template <bool KDA, bool SBF, int RW>
+__global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A)
+{
+    static_assert(RW % STREAM_CHUNK == 0, "whole chunks of rows per warp");
+    const rssm_layer &l = A.l;
+    const int HV = l.num_v_heads, iobf = l.io_dtype == RSSM_DTYPE_BF16;
+    constexpr int PARTS = K128_DIM / (STREAM_NW * RW);
+    const int b = blockIdx.y, hv = blockIdx.x / PARTS, part = blockIdx.x % PARTS;
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, c4 = lane * 4;
+    const int row0 = (part * STREAM_NW + w) * RW;
+    if (A.pdl) {
+        /* the previous kernel on the stream may still run: read nothing it may write before the
+         * wait; the rows' L2 prefetch is a hint (after the wait the loads see what it wrote) */
+        if (threadIdx.x == 0) {
+            const int s = __ldcg(A.io.slot + b);
+            if (s >= 0 && s < A.st.num_slots)
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
+                                 (const unsigned char *)A.st.checkpoint +
+                                 ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) *
+                                     (SBF ? 2 : 4)),
+                             "r"((unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)))
+                             : "memory");
+        }
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    }
+    int s = A.io.slot[b], d = s;
+    bool bad = s < -1 || s >= A.st.num_slots;
+    if (bad) s = -1;
+    if (s >= 0 && A.io.write_slot) {
+        d = A.io.write_slot[b];
+        if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
+        if (d < 0) s = -1;
+    }
+    if (s < 0) { /* padding (or a bad row): a zero output, no state touched */
+        if (bad && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(A.err, 1);
+        if (lane < RW) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + lane, 0.0f);
+        return;
+    }
+    const int64_t src = (((int64_t)s * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
+    rows_raw<SBF> cur, next;
+    load_rows<SBF>(cur, A.st.checkpoint, src);
+    /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
+    const float vown = lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane)
+                                 : 0.0f;
+    const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
+    const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
+#pragma unroll 1
+    for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
+        if (r0 + STREAM_CHUNK < RW) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
+        float out = 0.0f;
+#pragma unroll
+        for (int i = 0; i < STREAM_CHUNK; i++) {
+            float x[4];
+            unpack_row<SBF>(cur, i, x);
+            const float oi = row_step<KDA>(x, __shfl_sync(FULL_MASK, vown, r0 + i), t);
+            if (lane == i) out = oi;
+            const int64_t off = dst + (int64_t)(r0 + i) * K128_DIM;
+            if (SBF)
+                st4(A.st.checkpoint, 1, off, x);
+            else
+                __stcs((float4 *)((float *)A.st.checkpoint + off), make_float4(x[0], x[1], x[2], x[3]));
+        }
+        if (lane < STREAM_CHUNK) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + r0 + lane, out);
+        cur = next;
+    }
+}
+
+template <bool KDA, bool SBF> static const void *kernel_of(int rw)
+{
+    switch (rw) {
+    case 4:
+        return (const void *)stream_kernel<KDA, SBF, 4>;
+    case 8:
+        return (const void *)stream_kernel<KDA, SBF, 8>;
+    default:
+        return (const void *)stream_kernel<KDA, SBF, 16>;
+    }
+}
+
+} // namespace rssm_stream_k128
+
+int rssm_cuda_decode_k128_ok(const kargs *A); /* decode_k128.cu */
+
+/* 1 when packed decode of A can stream: the per-head kernel's cases (rssm_cuda_decode_k128_ok)
+ * with the V-first state */
+int rssm_cuda_stream_ok(const kargs *A)
+{
+    return A->mode == MODE_PACKED && !A->io.fold_every && A->l.state_layout != RSSM_LAYOUT_KV &&
+           rssm_cuda_decode_k128_ok(A);
+}
+
+/* rw: rows per warp, 4, 8 or 16 */
+cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rw, cudaStream_t stream)
+{
+    using namespace rssm_stream_k128;
+    if (rw != 4 && rw != 8) rw = 16;
+    const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
+    const void *k = kda ? (sbf ? kernel_of<true, true>(rw) : kernel_of<true, false>(rw))
+                        : (sbf ? kernel_of<false, true>(rw) : kernel_of<false, false>(rw));
+    A.cs = 1;
+    const unsigned parts = K128_DIM / (STREAM_NW * rw);
+    return launch_clustered(k, A, (unsigned)A.l.num_v_heads * parts, (unsigned)batch, STREAM_NW * 32, 0, stream);
+}

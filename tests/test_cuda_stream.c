@@ -1,0 +1,143 @@
+/*
+ * test_cuda_stream.c — packed decode streamed by rows (stream_k128.cu) against the per-head
+ * kernel, bit for bit: rssm_context_params.cuda_stream = 4, 8 and 16 rows per warp against 0,
+ * over several steps from random states, GDN (Qwen3-Next heads, a group of 2 value heads per key
+ * head) and KDA (Kimi-Linear heads), f32 and bf16 state, bf16 and f32 io, raw and precomputed
+ * gates, with and without the l2 norm of q and k, the safe gate (lower bound); rows on random
+ * slots with padding rows, and every other step copy-on-write (write_slot: some rows write spare
+ * slots, one row's write slot is -1). Every output and, at the end, every slot's state must be
+ * the same bits, and the slots no row names untouched. Skips (exit 77) without a CUDA device.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+enum { SLOTS = 48, STEPS = 4, RUNS = 4 };
+
+static const int rows_per_warp[RUNS] = {0, 4, 8, 16};
+
+/* rows on distinct random slots, every seventh padding; wslot: rows 2, 13, 24, .. on slots no
+ * row reads, row 1 at -1 */
+static void row_slots(rh_rng *rng, int B, int32_t *slot, int32_t *wslot)
+{
+    int32_t perm[SLOTS];
+    for (int i = 0; i < SLOTS; i++)
+        perm[i] = i;
+    for (int i = SLOTS - 1; i > 0; i--) {
+        const int j = (int)(rh_uniform(rng) * (i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (int b = 0; b < B; b++)
+        slot[b] = b % 7 == 3 ? -1 : perm[b];
+    int spare = B;
+    for (int b = 0; b < B; b++)
+        wslot[b] = b == 1 && B > 2 ? -1 : b % 11 == 2 && slot[b] >= 0 && spare < SLOTS ? perm[spare++] : slot[b];
+}
+
+static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precomputed, const rh_snap *init,
+                     const int32_t *slot, const int32_t *wslot, uint64_t seed, double *o, rh_snap *after)
+{
+    rh_state s;
+    int rc = rh_state_create(ctx, l, SLOTS, &s);
+    if (rc) return rc;
+    rc = rh_snap_put(ctx, &s, init);
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    const size_t per_step = (size_t)B * l->num_v_heads * l->head_v_dim;
+    for (int i = 0; i < STEPS && !rc; i++, o += per_step) {
+        rh_inputs in;
+        rc = rh_inputs_alloc(&in, l, B, 1, precomputed);
+        if (rc) break;
+        rh_inputs_random(&in, l, &rng);
+        rc = rh_step(ctx, &s, RH_OP_DECODE_PACKED, &in, slot, i % 2 ? wslot : NULL, NULL, 0, o);
+        rh_inputs_free(&in);
+    }
+    if (!rc) rc = rh_snap_take(ctx, &s, after);
+    rh_state_free(ctx, &s);
+    return rc;
+}
+
+typedef struct layer_case {
+    int kda, B, precomputed, l2norm, lower_bound;
+    rssm_dtype state, io;
+} layer_case;
+
+static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
+{
+    rssm_layer l = rssm_layer_default(c.kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, c.kda ? 32 : 16, 32, 128, 128, 8);
+    l.state_dtype = c.state, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = c.io;
+    l.qk_l2norm = c.l2norm;
+    if (c.lower_bound) l.has_lower_bound = 1, l.lower_bound = -5.0f;
+    rh_rng rng;
+    rh_rng_seed(&rng, seed);
+    int32_t slot[SLOTS], wslot[SLOTS];
+    row_slots(&rng, c.B, slot, wslot);
+    const size_t no = (size_t)STEPS * c.B * l.num_v_heads * l.head_v_dim;
+    double *o[RUNS] = {0};
+    rh_snap init = {0}, after[RUNS];
+    memset(after, 0, sizeof after);
+    rh_state s0;
+    memset(&s0, 0, sizeof s0);
+    int rc = rh_state_create(ctx[0], &l, SLOTS, &s0);
+    if (!rc) rc = rh_state_randomize(ctx[0], &s0, &rng, 1);
+    if (!rc) rc = rh_snap_take(ctx[0], &s0, &init);
+    for (int r = 0; r < RUNS; r++) {
+        o[r] = calloc(no, sizeof(double));
+        if (!o[r] && !rc) rc = rh_set(RH_FAIL, "out of host memory");
+    }
+    for (int r = 0; r < RUNS && !rc; r++)
+        rc = run_steps(ctx[r], &l, c.B, c.precomputed, &init, slot, wslot, seed + 1, o[r], &after[r]);
+    uint8_t named[SLOTS] = {0};
+    for (int b = 0; b < c.B; b++)
+        if (slot[b] >= 0) named[slot[b]] = 1, named[wslot[b] >= 0 ? wslot[b] : slot[b]] = 1;
+    for (int r = 1; r < RUNS; r++) {
+        int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
+        for (int sl = 0; sl < SLOTS && same; sl++)
+            same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl) &&
+                   (named[sl] || rh_snap_slot_equal(&s0, &init, &after[r], sl));
+        t_case(rc, same,
+               "%s B=%d state %s io %s %s gates%s%s, %d steps: %d rows per warp == per-head kernel",
+               c.kda ? "kda" : "gdn", c.B, rh_dtype_name(c.state), rh_dtype_name(c.io),
+               c.precomputed ? "precomputed" : "raw", c.l2norm ? "" : ", no l2 norm", c.lower_bound ? ", safe gate" : "",
+               STEPS, rows_per_warp[r]);
+    }
+    rh_state_free(ctx[0], &s0);
+    for (int r = 0; r < RUNS; r++)
+        free(o[r]), rh_snap_free(&after[r]);
+    rh_snap_free(&init);
+}
+
+int main(void)
+{
+    rssm_context *ctx[RUNS] = {0};
+    int rc = 0;
+    for (int r = 0; r < RUNS && !rc; r++) {
+        rssm_context_params p = rssm_context_params_default();
+        p.cuda_pipeline = 0, p.cuda_stream = rows_per_warp[r];
+        rc = rh_context_with(RSSM_DEVICE_CUDA, &p, &ctx[r]);
+    }
+    if (rc == RH_UNSUPPORTED) {
+        printf("SKIP cuda packed decode by rows (%s)\n0 passed, 0 failed, 1 skipped\n", rh_msg());
+        return RH_EXIT_SKIP;
+    }
+    if (rc) {
+        printf("FAIL cuda contexts: %s\n", rh_msg());
+        return 1;
+    }
+    const rssm_dtype F32 = RSSM_DTYPE_F32, BF16 = RSSM_DTYPE_BF16;
+    const layer_case cases[] = {
+        /* kda  B  pre l2 lb  state io */
+        {0, 40, 0, 1, 0, F32, BF16},  {0, 40, 0, 1, 0, BF16, BF16}, {1, 40, 0, 1, 0, F32, BF16},
+        {1, 40, 0, 1, 0, BF16, BF16}, {0, 3, 0, 1, 0, F32, F32},    {1, 5, 0, 1, 0, BF16, F32},
+        {0, 24, 1, 1, 0, F32, BF16},  {1, 24, 1, 0, 0, F32, BF16},  {0, 9, 0, 0, 1, BF16, BF16},
+        {1, 9, 0, 1, 1, F32, F32},
+    };
+    uint64_t seed = 0x57ea;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++, seed += 11)
+        one_case(ctx, cases[i], seed);
+    for (int r = 0; r < RUNS; r++)
+        rssm_context_free(ctx[r]);
+    return t_end();
+}
