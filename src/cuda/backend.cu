@@ -26,14 +26,14 @@ typedef struct cuda_impl {
     int sm_count;
     int smem_per_sm; /* shared memory per multiprocessor, bytes */
     /* the tuning switches (rssm_context_params says what each value means) */
-    int fast;     /* cuda_fast: the K = V = 128 kernels where they apply */
-    int split;    /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
-    int prefetch; /* cuda_prefetch: L2 prefetch distance in waves, 0 = off, -1 = by rule */
-    int spec;     /* cuda_ring_read: whole-ring reads, -1 = by grid size */
-    int pipe;     /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
-    int pipe_bal; /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
-    int pf_mode;  /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
-    int pdl;      /* cuda_pdl: the fast kernels' programmatic dependent launch, -1 = by grid size */
+    int fast;      /* cuda_fast: the K = V = 128 kernels where they apply */
+    int split;     /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
+    int prefetch;  /* cuda_prefetch: L2 prefetch distance in waves, 0 = off, -1 = by rule */
+    int spec;      /* cuda_ring_read: whole-ring reads, -1 = by grid size */
+    int pipe;      /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
+    int pipe_bal;  /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
+    int pf_mode;   /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
+    int pdl;       /* cuda_pdl: the fast kernels' programmatic dependent launch, -1 = by grid size */
     int stream_rw; /* cuda_stream: packed decode streamed by rows, rows per warp; -1 = by grid size */
 } cuda_impl;
 
@@ -267,8 +267,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         A.pf_ahead = sw.prefetch * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
         const int rw = im->stream_rw >= 0 ? im->stream_rw
-                                       : rssm_stream_rows(A.l.gate == RSSM_GATE_KDA, A.l.state_dtype == RSSM_DTYPE_BF16,
-                                                          s.ctas, im->sm_count);
+                                          : rssm_stream_rows(A.l.gate == RSSM_GATE_KDA,
+                                                             A.l.state_dtype == RSSM_DTYPE_BF16, s.ctas, im->sm_count);
         if (rw > 0 && rssm_cuda_stream_ok(&A)) {
             CU(rssm_cuda_stream_launch(A, p->io.batch, rw, (cudaStream_t)stream), fn);
             return RSSM_OK;

@@ -6,17 +6,17 @@
  * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once, 32 floats
  * per lane held to the end of the step, and synchronises its 16 warps twice; that caps it at 2
  * CTAs of 512 threads per SM. Here a warp owns RW consecutive rows of one head and keeps only
- * the rows in flight: it issues the loads of its first 4 rows as soon as the slot is known,
- * prepares the token (k, q, gates, beta) in its own registers while they land (every warp
- * repeats that work: no shared memory, no barrier), and then, 4 rows at a time with the next 4
- * rows' loads in flight, finishes each row: u = beta (v - S_row . e^g k), S_row <- S_row e^g +
- * u k, o = S_row . q, the row stored and o written by lane 0.
+ * STREAM_CHUNK rows in flight: it issues the loads of its first rows as soon as the slot is
+ * known, prepares the token (k, q, gates, beta) in its own registers while they land (every warp
+ * repeats that work: no shared memory, no barrier), and then, a chunk at a time with the next
+ * chunk's loads in flight, finishes its rows: u = beta (v - S_row . e^g k), S_row <- S_row e^g
+ * + u k, o = S_row . q, the rows stored and o written.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
- * multiply-adds from 0, then the sum over lane bits 16, 8, 4, 2, 1, which is what its
- * reduce-scatter butterfly adds for each row). So the outputs and the state are bit for bit
- * the per-head kernel's (tests/test_cuda_pipeline.c compares them).
+ * multiply-adds from 0, then the sum over lane bits 16, 8, 4, 2, 1 by the same reduce-scatter
+ * butterfly). So the outputs and the state are bit for bit the per-head kernel's
+ * (tests/test_cuda_stream.c compares them).
  */
 #include <type_traits>
 
@@ -25,18 +25,8 @@
 namespace rssm_stream_k128
 {
 
-#define STREAM_NW 4   /* warps per CTA */
-#define STREAM_CHUNK 4 /* rows a warp has in flight */
-
-/* the sum over the warp's lanes, lane bits 16, 8, 4, 2, 1 in that order (the butterfly of
- * the per-head kernel's rows; every lane ends with the sum) */
-__device__ __forceinline__ float lanes_sum(float v)
-{
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1)
-        v = v + __shfl_xor_sync(FULL_MASK, v, m);
-    return v;
-}
+#define STREAM_NW 4    /* warps per CTA */
+#define STREAM_CHUNK 4 /* rows a warp has in flight (and finishes together: lane bits 16, 8 pick one) */
 
 /* STREAM_CHUNK rows of the lane's 4 channels, as loaded (f32, or bf16 pairs) */
 template <bool SBF> struct rows_raw {
@@ -111,8 +101,8 @@ __device__ __forceinline__ token<KDA> prepare(const kargs &A, int b, int hv, int
 #pragma unroll
         for (int e = 1; e < 4; e++)
             nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
-        sk = 1.0f / sqrtf(lanes_sum(nk) + (float)RSSM_L2NORM_EPS);
-        sq = 1.0f / sqrtf(lanes_sum(nq) + (float)RSSM_L2NORM_EPS);
+        sk = 1.0f / sqrtf(warp_sum(nk) + (float)RSSM_L2NORM_EPS);
+        sq = 1.0f / sqrtf(warp_sum(nq) + (float)RSSM_L2NORM_EPS);
     }
     /* G = 0 + g: the per-head kernel's cumulative gate with no ring entries */
     const float eg0 = KDA ? 0.0f : expf(0.0f + g[0]);
@@ -126,27 +116,41 @@ __device__ __forceinline__ token<KDA> prepare(const kargs &A, int b, int hv, int
     return t;
 }
 
-/* One row: its 4 channels s of the lane, v of the row vr; returns o of the row (every lane),
- * s becomes the new row */
-template <bool KDA> __device__ __forceinline__ float row_step(float (&s)[4], float vr, const token<KDA> &t)
+/* A chunk of STREAM_CHUNK rows, the lane's 4 channels of each in s, v of row i on the lanes of
+ * lane bits 16 and 8 equal to i (vmine); returns o of row lane >> 3 on every lane, s becomes the
+ * new rows. The rows' sums go through the reduce-scatter butterfly (RS: lane bits 16, 8, 4, 2, 1
+ * in that order, as a butterfly per row would add them: the same bits) so that 4 rows take 6
+ * shuffles rather than 20; u of row i then comes from lane 8 i. */
+template <bool KDA>
+__device__ __forceinline__ float chunk_step(float (&s)[STREAM_CHUNK][4], float vmine, const token<KDA> &t, int lane)
 {
-    float d = 0.0f;
+    float d[STREAM_CHUNK];
 #pragma unroll
-    for (int e = 0; e < 4; e++)
-        d = __fmaf_rn(s[e], t.xk[e], d);
-    const float u = t.beta * (vr - lanes_sum(d));
-    float o = 0.0f;
+    for (int i = 0; i < STREAM_CHUNK; i++) {
+        d[i] = 0.0f;
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        s[e] = __fmaf_rn(u, t.kn[e], s[e] * t.eg[e]);
-        o = __fmaf_rn(s[e], t.qn[e], o);
+        for (int e = 0; e < 4; e++)
+            d[i] = __fmaf_rn(s[i][e], t.xk[e], d[i]);
     }
-    return lanes_sum(o);
+    RS<STREAM_CHUNK, 1, 16>::run(d, lane);
+    const float myu = t.beta * (vmine - d[0]); /* u of row lane >> 3 */
+    float o[STREAM_CHUNK];
+#pragma unroll
+    for (int i = 0; i < STREAM_CHUNK; i++) {
+        const float u = __shfl_sync(FULL_MASK, myu, 8 * i);
+        o[i] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            s[i][e] = __fmaf_rn(u, t.kn[e], s[i][e] * t.eg[e]);
+            o[i] = __fmaf_rn(s[i][e], t.qn[e], o[i]);
+        }
+    }
+    RS<STREAM_CHUNK, 1, 16>::run(o, lane);
+    return o[0];
 }
 
 /* grid (HV x parts, B), STREAM_NW warps; warp w of part p owns rows (p NW + w) RW .. + RW - 1 */
-template <bool KDA, bool SBF, int RW>
-__global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A)
+template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A)
 {
     static_assert(RW % STREAM_CHUNK == 0, "whole chunks of rows per warp");
     const rssm_layer &l = A.l;
@@ -161,12 +165,12 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         if (threadIdx.x == 0) {
             const int s = __ldcg(A.io.slot + b);
             if (s >= 0 && s < A.st.num_slots)
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
-                                 (const unsigned char *)A.st.checkpoint +
-                                 ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) *
-                                     (SBF ? 2 : 4)),
-                             "r"((unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)))
-                             : "memory");
+                asm volatile(
+                    "cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
+                        (const unsigned char *)A.st.checkpoint +
+                        ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) * (SBF ? 2 : 4)),
+                    "r"((unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)))
+                    : "memory");
         }
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -188,27 +192,28 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     rows_raw<SBF> cur, next;
     load_rows<SBF>(cur, A.st.checkpoint, src);
     /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
-    const float vown = lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane)
-                                 : 0.0f;
+    const float vown =
+        lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
     const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
 #pragma unroll 1
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
-        if (r0 + STREAM_CHUNK < RW) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
-        float out = 0.0f;
+        if (r0 + STREAM_CHUNK < RW)
+            load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
+        float x[STREAM_CHUNK][4];
+#pragma unroll
+        for (int i = 0; i < STREAM_CHUNK; i++)
+            unpack_row<SBF>(cur, i, x[i]);
+        const float o = chunk_step<KDA>(x, __shfl_sync(FULL_MASK, vown, r0 + (lane >> 3)), t, lane);
 #pragma unroll
         for (int i = 0; i < STREAM_CHUNK; i++) {
-            float x[4];
-            unpack_row<SBF>(cur, i, x);
-            const float oi = row_step<KDA>(x, __shfl_sync(FULL_MASK, vown, r0 + i), t);
-            if (lane == i) out = oi;
             const int64_t off = dst + (int64_t)(r0 + i) * K128_DIM;
             if (SBF)
-                st4(A.st.checkpoint, 1, off, x);
+                st4(A.st.checkpoint, 1, off, x[i]);
             else
-                __stcs((float4 *)((float *)A.st.checkpoint + off), make_float4(x[0], x[1], x[2], x[3]));
+                __stcs((float4 *)((float *)A.st.checkpoint + off), make_float4(x[i][0], x[i][1], x[i][2], x[i][3]));
         }
-        if (lane < STREAM_CHUNK) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + r0 + lane, out);
+        if ((lane & 7) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + r0 + (lane >> 3), o);
         cur = next;
     }
 }
