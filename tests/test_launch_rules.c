@@ -67,8 +67,7 @@ int main(void)
                 {0, 0, 1, 19, "replay, GDN, bf16 state"},
                 {0, 1, 0, 38, "replay, KDA"},
                 {0, 1, 1, 25, "replay, KDA, bf16 state"},
-                {1, 0, 1, 174, "packed, GDN, bf16 state"},
-                {1, 1, 1, 83, "packed, KDA, bf16 state"}};
+                {1, 0, 1, 174, "packed, GDN, bf16 state"}};
     for (size_t i = 0; i < sizeof pipe / sizeof *pipe; i++) {
         const int64_t f = rssm_pipe_from(pipe[i].packed, pipe[i].kda, pipe[i].sbf, SMS);
         t_case(RH_OK, f > (int64_t)(pipe[i].from - 1) * HV && f <= (int64_t)pipe[i].from * HV,
@@ -76,6 +75,17 @@ int main(void)
     }
     t_case(RH_OK, rssm_pipe_from(1, 0, 0, SMS) == INT64_MAX && rssm_pipe_from(1, 1, 0, SMS) == INT64_MAX,
            "packed decode with an f32 state never on the pipeline");
+    t_case(RH_OK, rssm_pipe_from(1, 1, 1, SMS) == INT64_MAX, "KDA packed decode with a bf16 state never on the pipeline");
+
+    /* packed decode streamed by rows (rssm_stream_rows): 16 rows per warp from B = 31 with a bf16
+     * state, never with f32 */
+    int stream_ok = 1;
+    for (int kda = 0; kda <= 1; kda++)
+        for (int batch = 1; batch <= 1024; batch++) {
+            stream_ok &= rssm_stream_rows(kda, 0, (int64_t)batch * HV, SMS) == 0;
+            stream_ok &= rssm_stream_rows(kda, 1, (int64_t)batch * HV, SMS) == (batch >= 31 ? 16 : 0);
+        }
+    t_case(RH_OK, stream_ok, "packed decode streamed by 16-row warps from B = 31 with a bf16 state, never with f32");
 
     /* forced switches win everywhere; every result is one the kernels take */
     int forced_ok = 1, range_ok = 1;

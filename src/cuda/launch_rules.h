@@ -23,21 +23,29 @@
  *     against 27.70);
  *   packed: with an f32 state never (slower at every B: GDN B = 64 / 512 77.09 / 568.68
  *     against 73.91 / 561.69 us); with a bf16 state GDN from 42 heads per SM, B = 174 (B = 160
- *     +0.2%, 176 -0.4%, 512 301.80 against 318.16 us), KDA from 20, B = 83 (B = 64 tied, 96
- *     69.93 against 71.71, 512 325.15 against 356.73). */
+ *     +0.2%, 176 -0.4%, 512 301.80 against 318.16 us on the per-head kernel; streamed by rows,
+ *     rssm_stream_rows, 301.77 in stream-2026-12-02/stream-call3.txt), KDA never: streamed by
+ *     rows it is faster (B = 128 / 512 83.46 / 318.52 us against 88.9 / 325.2 on the pipeline). */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
 {
-    if (packed) return !sbf ? INT64_MAX : kda ? 20 * sms : 42 * sms;
+    if (packed) return !sbf || kda ? INT64_MAX : 42 * sms;
     return !kda ? 9 * sms / 2 : sbf ? 6 * sms : 9 * sms;
 }
 
 /* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
- * per-head kernel, by gate, state dtype (sbf: bf16) and value heads (batch x HV) on `sms`
- * multiprocessors. Not yet measured: 0 (the per-head kernel) everywhere. */
+ * per-head kernel, by state dtype (sbf: bf16) and value heads (batch x HV) on `sms`
+ * multiprocessors, as the H200 measured (bench/results/stream-2026-12-02/stream-call3.txt, 32
+ * value heads, 132 SMs, random slots): with a bf16 state 16 rows per warp from 7.5 heads per SM,
+ * B = 31 (GDN B = 32 / 64 / 128 / 512 23.26 / 42.11 / 79.18 / 301.77 against 25.52 / 45.19 /
+ * 84.13 / 318.36 us on the per-head kernel, KDA 24.98 / 44.51 / 83.46 / 318.52 against 27.71 /
+ * 50.02 / 93.68 / 356.63; B = 24 lost 1-3%, smaller B more: every warp repeats the token's
+ * preparation, and a row's sums are a chain of shuffles the per-head kernel shares over 8 rows);
+ * with an f32 state never (KDA lost at every B, GDN within 0.7% from B = 64 and 7-67% slower
+ * below). */
 static inline int rssm_stream_rows(int kda, int sbf, int64_t ctas, int64_t sms)
 {
-    (void)kda, (void)sbf, (void)ctas, (void)sms;
-    return 0;
+    (void)kda;
+    return sbf && 2 * ctas >= 15 * sms ? 16 : 0;
 }
 
 typedef enum rssm_lr_mode {
