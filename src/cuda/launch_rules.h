@@ -21,14 +21,14 @@
  *   replay, KDA: from 9 (B = 38: B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73,
  *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
  *     against 27.70);
- *   packed: with an f32 state never (slower at every B: GDN B = 64 / 512 77.09 / 568.68
- *     against 73.91 / 561.69 us); with a bf16 state GDN from 42 heads per SM, B = 174 (B = 160
- *     +0.2%, 176 -0.4%, 512 301.80 against 318.16 us on the per-head kernel; streamed by rows,
- *     rssm_stream_rows, 301.77 in stream-2026-12-02/stream-call3.txt), KDA never: streamed by
- *     rows it is faster (B = 128 / 512 83.46 / 318.52 us against 88.9 / 325.2 on the pipeline). */
+ *   packed: never. With an f32 state it was slower at every B (GDN B = 64 / 512 77.09 / 568.68
+ *     against 73.91 / 561.69 us); with a bf16 state streaming by rows (rssm_stream_rows) is
+ *     faster (stream-2026-12-02/: GDN B = 173 106.07 us streamed, B = 174 112.46 on the
+ *     pipeline; B = 512 301.77 against 301.93; KDA B = 128 / 512 83.46 / 318.52 against 88.9 /
+ *     325.2). */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
 {
-    if (packed) return !sbf || kda ? INT64_MAX : 42 * sms;
+    if (packed) return INT64_MAX;
     return !kda ? 9 * sms / 2 : sbf ? 6 * sms : 9 * sms;
 }
 
