@@ -47,6 +47,17 @@ double rh_uniform(rh_rng *r)
     return (double)((r->s * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
 }
 
+void rh_permutation(rh_rng *r, int32_t *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(rh_uniform(r) * (i + 1));
+        const int32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+}
+
 double rh_normal(rh_rng *r)
 {
     double u1 = rh_uniform(r), u2 = rh_uniform(r);

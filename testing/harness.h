@@ -43,6 +43,8 @@ typedef struct rh_rng {
 } rh_rng;
 void rh_rng_seed(rh_rng *r, uint64_t seed);
 double rh_uniform(rh_rng *r); /* [0, 1) */
+/* perm[0 .. n-1] = 0 .. n-1 in a random order (Fisher-Yates) */
+void rh_permutation(rh_rng *r, int32_t *perm, int n);
 double rh_normal(rh_rng *r);
 
 /* ---- dtypes ----------------------------------------------------------------------------- */

@@ -36,13 +36,7 @@ static int context_for(int run, rssm_context **out)
 static void row_slots(rh_rng *rng, int32_t *slot, int32_t *wslot)
 {
     int32_t perm[SLOTS];
-    for (int i = 0; i < SLOTS; i++)
-        perm[i] = i;
-    for (int i = SLOTS - 1; i > 0; i--) {
-        const int j = (int)(rh_uniform(rng) * (i + 1));
-        const int32_t t = perm[i];
-        perm[i] = perm[j], perm[j] = t;
-    }
+    rh_permutation(rng, perm, SLOTS);
     for (int b = 0; b < B; b++)
         slot[b] = b % 9 == 4 ? -1 : perm[b];
     int spare = B;
