@@ -3,10 +3,11 @@
  * kernel, bit for bit: rssm_context_params.cuda_stream = 4, 8 and 16 rows per warp against 0,
  * over several steps from random states, GDN (Qwen3-Next heads, a group of 2 value heads per key
  * head) and KDA (Kimi-Linear heads), f32 and bf16 state, bf16 and f32 io, raw and precomputed
- * gates, with and without the l2 norm of q and k, the safe gate (lower bound); rows on random
- * slots with padding rows, and every other step copy-on-write (write_slot: some rows write spare
- * slots, one row's write slot is -1). Every output and, at the end, every slot's state must be
- * the same bits, and the slots no row names untouched. Skips (exit 77) without a CUDA device.
+ * gates, with and without the l2 norm of q and k, the safe gate (lower bound), contiguous and
+ * strided token inputs; rows on random slots with padding rows, and every other step
+ * copy-on-write (write_slot: some rows write spare slots, one row's write slot is -1). Every
+ * output and, at the end, every slot's state must be the same bits, and the slots no row names
+ * untouched. Skips (exit 77) without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@ enum { SLOTS = 48, STEPS = 4, RUNS = 4 };
 
 static const int rows_per_warp[RUNS] = {0, 4, 8, 16};
 
-/* rows on distinct random slots, every seventh padding; wslot: rows 2, 13, 24, .. on slots no
- * row reads, row 1 at -1 */
+/* rows on distinct random slots, every seventh padding (3, 10, 17, ..); wslot: rows 2, 13, 35,
+ * .. (every eleventh from 2 that is not padding) on slots no row reads, row 1 at -1 */
 static void row_slots(rh_rng *rng, int B, int32_t *slot, int32_t *wslot)
 {
     int32_t perm[SLOTS];
@@ -30,7 +31,7 @@ static void row_slots(rh_rng *rng, int B, int32_t *slot, int32_t *wslot)
         wslot[b] = b == 1 && B > 2 ? -1 : b % 11 == 2 && slot[b] >= 0 && spare < SLOTS ? perm[spare++] : slot[b];
 }
 
-static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precomputed, const rh_snap *init,
+static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precomputed, int strided, const rh_snap *init,
                      const int32_t *slot, const int32_t *wslot, uint64_t seed, double *o, rh_snap *after)
 {
     rh_state s;
@@ -45,7 +46,7 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precompu
         rc = rh_inputs_alloc(&in, l, B, 1, precomputed);
         if (rc) break;
         rh_inputs_random(&in, l, &rng);
-        rc = rh_step(ctx, &s, RH_OP_DECODE_PACKED, &in, slot, i % 2 ? wslot : NULL, NULL, 0, o);
+        rc = rh_step(ctx, &s, RH_OP_DECODE_PACKED, &in, slot, i % 2 ? wslot : NULL, NULL, strided, o);
         rh_inputs_free(&in);
     }
     if (!rc) rc = rh_snap_take(ctx, &s, after);
@@ -56,6 +57,8 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precompu
 typedef struct layer_case {
     int kda, B, precomputed, l2norm, lower_bound;
     rssm_dtype state, io;
+    int strided; /* token inputs as strided views (raw gates only: precomputed gates with strides of their own
+                    run on the general kernel) */
 } layer_case;
 
 static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
@@ -82,7 +85,7 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
         if (!o[r] && !rc) rc = rh_set(RH_FAIL, "out of host memory");
     }
     for (int r = 0; r < RUNS && !rc; r++)
-        rc = run_steps(ctx[r], &l, c.B, c.precomputed, &init, slot, wslot, seed + 1, o[r], &after[r]);
+        rc = run_steps(ctx[r], &l, c.B, c.precomputed, c.strided, &init, slot, wslot, seed + 1, o[r], &after[r]);
     uint8_t named[SLOTS] = {0};
     for (int b = 0; b < c.B; b++)
         if (slot[b] >= 0) named[slot[b]] = 1, named[wslot[b] >= 0 ? wslot[b] : slot[b]] = 1;
@@ -91,10 +94,10 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
         for (int sl = 0; sl < SLOTS && same; sl++)
             same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl) &&
                    (named[sl] || rh_snap_slot_equal(&s0, &init, &after[r], sl));
-        t_case(rc, same, "%s B=%d state %s io %s %s gates%s%s, %d steps: %d rows per warp == per-head kernel",
+        t_case(rc, same, "%s B=%d state %s io %s %s gates%s%s%s, %d steps: %d rows per warp == per-head kernel",
                c.kda ? "kda" : "gdn", c.B, rh_dtype_name(c.state), rh_dtype_name(c.io),
                c.precomputed ? "precomputed" : "raw", c.l2norm ? "" : ", no l2 norm",
-               c.lower_bound ? ", safe gate" : "", STEPS, rows_per_warp[r]);
+               c.lower_bound ? ", safe gate" : "", c.strided ? ", strided inputs" : "", STEPS, rows_per_warp[r]);
     }
     rh_state_free(ctx[0], &s0);
     for (int r = 0; r < RUNS; r++)
@@ -121,11 +124,11 @@ int main(void)
     }
     const rssm_dtype F32 = RSSM_DTYPE_F32, BF16 = RSSM_DTYPE_BF16;
     const layer_case cases[] = {
-        /* kda  B  pre l2 lb  state io */
-        {0, 40, 0, 1, 0, F32, BF16},  {0, 40, 0, 1, 0, BF16, BF16}, {1, 40, 0, 1, 0, F32, BF16},
-        {1, 40, 0, 1, 0, BF16, BF16}, {0, 3, 0, 1, 0, F32, F32},    {1, 5, 0, 1, 0, BF16, F32},
-        {0, 24, 1, 1, 0, F32, BF16},  {1, 24, 1, 0, 0, F32, BF16},  {1, 9, 0, 0, 1, BF16, BF16},
-        {1, 9, 0, 1, 1, F32, F32},    {0, 9, 0, 0, 0, BF16, F32},
+        /* kda  B  pre l2 lb  state io  strided */
+        {0, 40, 0, 1, 0, F32, BF16, 0},  {0, 40, 0, 1, 0, BF16, BF16, 0}, {1, 40, 0, 1, 0, F32, BF16, 0},
+        {1, 40, 0, 1, 0, BF16, BF16, 1}, {0, 3, 0, 1, 0, F32, F32, 1},    {1, 5, 0, 1, 0, BF16, F32, 0},
+        {0, 24, 1, 1, 0, F32, BF16, 0},  {1, 24, 1, 0, 0, F32, BF16, 0},  {1, 9, 0, 0, 1, BF16, BF16, 0},
+        {1, 9, 0, 1, 1, F32, F32, 0},    {0, 9, 0, 0, 0, BF16, F32, 0},
     };
     uint64_t seed = 0x57ea;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++, seed += 11)

@@ -39,9 +39,9 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
  * B = 31 (GDN B = 32 / 64 / 128 / 512 23.26 / 42.11 / 79.18 / 301.77 against 25.52 / 45.19 /
  * 84.13 / 318.36 us on the per-head kernel, KDA 24.98 / 44.51 / 83.46 / 318.52 against 27.71 /
  * 50.02 / 93.68 / 356.63; B = 24 lost 1-3%, smaller B more: every warp repeats the token's
- * preparation, and a row's sums are a chain of shuffles the per-head kernel shares over 8 rows);
- * with an f32 state never (KDA lost at every B, GDN within 0.7% from B = 64 and 7-67% slower
- * below). */
+ * preparation, and a chunk's sums are a chain of shuffles the per-head kernel shares over 8
+ * rows); with an f32 state never (KDA lost at every B; GDN gained 0.1-1.5% from B = 32, one run,
+ * and lost 3-67% below). */
 static inline int rssm_stream_rows(int kda, int sbf, int64_t ctas, int64_t sms)
 {
     (void)kda;

@@ -123,6 +123,21 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
         if (n > (1u << 26)) __trap();
     }
 }
+/* until the phase of parity pa of barrier a or the phase of parity pb of b has completed */
+__device__ __forceinline__ void mbar_wait_either(uint64_t *a, unsigned pa, uint64_t *b, unsigned pb)
+{
+    for (unsigned n = 0;; n++) {
+        unsigned done;
+        asm volatile("{\n\t.reg .pred p, q;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 q, [%3], %4;\n\tor.pred p, p, q;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}\n"
+                     : "=r"(done)
+                     : "r"(saddr(a)), "r"(pa), "r"(saddr(b)), "r"(pb)
+                     : "memory");
+        if (done) return;
+        if (n > (1u << 26)) __trap();
+    }
+}
 /* global -> shared copy of `bytes` (multiple of 16, both addresses 16-byte aligned), counted
  * on `bar` */
 __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
@@ -333,8 +348,11 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * the one before has landed, so the first item arrives at the rate of one copy per
              * SM instead of sharing it with every stage's copy, and the consumers start sooner
              * (GDN B = 19 22.4 -> 20.7 us, B = 19-160 and KDA up to B = 48 gain 1-7%:
-             * bench/results/stream-2026-12-02/ab-call1.txt) */
-            if (BAL && n == 0 && j > 0) mbar_wait(&ch.full[j - 1], 0);
+             * bench/results/stream-2026-12-02/ab-call1.txt). Item j - 1 is the other producer's:
+             * had that one run a whole round ahead, full[j - 1] would be past its second phase and
+             * parity 0 would wait for the third; the consumers having taken item j - 1 (empty_s[j
+             * - 1], whose second phase needs item j itself) says it landed as well. */
+            if (BAL && n == 0 && j > 0) mbar_wait_either(&ch.full[j - 1], 0, &ch.empty_s[j - 1], 0);
             if (live && lane == 0) {
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;

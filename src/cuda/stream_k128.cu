@@ -1,16 +1,17 @@
 /*
  * stream_k128.cu — packed decode (T = 1, K = V = 128, V-first state) that streams the state a
- * row at a time, for grids the per-head kernel leaves bound by latency (launch_rules.h says
- * where).
+ * row at a time, for the grids where that beats the per-head kernel (launch_rules.h says which).
  *
- * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once, 32 floats
- * per lane held to the end of the step, and synchronises its 16 warps twice; that caps it at 2
- * CTAs of 512 threads per SM. Here a warp owns RW consecutive rows of one head and keeps only
- * STREAM_CHUNK rows in flight: it issues the loads of its first rows as soon as the slot is
- * known, prepares the token (k, q, gates, beta) in its own registers while they land (every warp
- * repeats that work: no shared memory, no barrier), and then, a chunk at a time with the next
- * chunk's loads in flight, finishes its rows: u = beta (v - S_row . e^g k), S_row <- S_row e^g
- * + u k, o = S_row . q, the rows stored and o written.
+ * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once and holds
+ * them to the end of the step, its warps meeting at two barriers (one for the token's preparation
+ * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head
+ * and holds two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose loads are in
+ * flight. It issues its first loads as soon as the slot and write slot are known, prepares the
+ * token (k, q, gates, beta) in its own registers while they land (every warp repeats that work:
+ * no shared memory, no barrier), and then, a chunk at a time, finishes its rows: u = beta (v -
+ * S_row . e^g k), S_row <- S_row e^g + u k, o = S_row . q, the rows stored and o written. Both
+ * kernels run at 64 registers a thread, so as many warps fit per SM; what streaming changes is
+ * that no warp waits for another, and a warp's stores leave while its next rows arrive.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
@@ -26,7 +27,7 @@ namespace rssm_stream_k128
 {
 
 #define STREAM_NW 4    /* warps per CTA */
-#define STREAM_CHUNK 4 /* rows a warp has in flight (and finishes together: lane bits 16, 8 pick one) */
+#define STREAM_CHUNK 4 /* rows a warp finishes together (after the reduce-scatter, lane bits 16, 8 pick one) */
 
 /* STREAM_CHUNK rows of the lane's 4 channels, as loaded (f32, or bf16 pairs) */
 template <bool SBF> struct rows_raw {
@@ -175,11 +176,13 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     }
+    /* slot and write slot read together (the state's loads wait for both) */
     int s = A.io.slot[b], d = s;
+    const int ws = A.io.write_slot ? A.io.write_slot[b] : 0;
     bool bad = s < -1 || s >= A.st.num_slots;
     if (bad) s = -1;
     if (s >= 0 && A.io.write_slot) {
-        d = A.io.write_slot[b];
+        d = ws;
         if (d < -1 || d >= A.st.num_slots) bad = true, d = -1;
         if (d < 0) s = -1;
     }
