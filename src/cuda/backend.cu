@@ -267,8 +267,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         A.pf_ahead = sw.prefetch * im->sm_count;
         A.smem_per_sm = im->smem_per_sm;
         const int rw = im->stream_rw >= 0 ? im->stream_rw
-                                          : rssm_stream_rows(A.l.gate == RSSM_GATE_KDA,
-                                                             A.l.state_dtype == RSSM_DTYPE_BF16, s.ctas, im->sm_count);
+                                          : rssm_stream_rows(A.l.state_dtype == RSSM_DTYPE_BF16, s.ctas, im->sm_count);
         if (rw > 0 && rssm_cuda_stream_ok(&A)) {
             CU(rssm_cuda_stream_launch(A, p->io.batch, rw, (cudaStream_t)stream), fn);
             return RSSM_OK;

@@ -41,6 +41,12 @@ template <int N, int KEEP, int M> struct RS {
     }
 };
 
+/* L2 prefetch of `bytes` (multiple of 16) at a 16-byte aligned address (TMA, one thread) */
+__device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+}
+
 __device__ __forceinline__ void unpack_bf2(uint32_t w, float *x)
 {
     x[0] = __uint_as_float(w << 16), x[1] = __uint_as_float(w & 0xffff0000u);

@@ -42,11 +42,7 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
  * preparation, and a chunk's sums are a chain of shuffles the per-head kernel shares over 8
  * rows); with an f32 state never (KDA lost at every B; GDN gained 0.1-1.5% from B = 32, one run,
  * and lost 3-67% below). */
-static inline int rssm_stream_rows(int kda, int sbf, int64_t ctas, int64_t sms)
-{
-    (void)kda;
-    return sbf && 2 * ctas >= 15 * sms ? 16 : 0;
-}
+static inline int rssm_stream_rows(int sbf, int64_t ctas, int64_t sms) { return sbf && 2 * ctas >= 15 * sms ? 16 : 0; }
 
 typedef enum rssm_lr_mode {
     RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */

@@ -166,12 +166,10 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
         if (threadIdx.x == 0) {
             const int s = __ldcg(A.io.slot + b);
             if (s >= 0 && s < A.st.num_slots)
-                asm volatile(
-                    "cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(
-                        (const unsigned char *)A.st.checkpoint +
-                        ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) * (SBF ? 2 : 4)),
-                    "r"((unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)))
-                    : "memory");
+                prefetch_l2((const unsigned char *)A.st.checkpoint +
+                                ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) *
+                                    (SBF ? 2 : 4),
+                            (unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)));
         }
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
