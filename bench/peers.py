@@ -35,9 +35,11 @@ cursors, row i at i mod L). Times are per layer call, best of --repeat.
 Slot order: "seq" rows use slots 0..B-1 of a pool of 2B slots; "rnd" a random sample of B slots in
 random order (as a serving pool has). FLA's GDN entry takes no slot indices (its states are the
 rows' own contiguous [B, ...] tensors) and writes the final state into a tensor it allocates:
-"contig" keeps each layer's (every layer writes its own buffer, so the writes reach DRAM as an
-in-place update's do); "reuse" drops it, so in the graph every layer writes one recycled buffer,
-which stays in L2 while B x 2 MiB fits (B <= ~16: fewer DRAM writes than any engine's step).
+"contig" keeps each layer's (every layer writes its own buffer: a copy, read one buffer, write
+another); "inplace" launches the entry's kernel with the final state over the initial one (as
+engines' in-place updates call it: the same DRAM traffic as every other kernel here); "reuse" drops
+it, so in the graph every layer writes one recycled buffer, which stays in L2 while B x 2 MiB fits
+(small B: fewer DRAM writes than any engine's step; earlier runs of this benchmark timed this).
 FLA's KDA entry takes ssm_state_indices (the in-place form engines call): seq and rnd.
 err: the largest |o - o_ref| over max |o_ref| of 2L + 5 decode steps (verify: the whole windows of T
 in them, every token accepted) at B = 4 from the same random state and inputs, against the float64
@@ -189,7 +191,7 @@ class FLA(Kernel):
         self.name = "fla-" + layout
 
     def orders_for(self, gate):
-        return ("contig", "reuse") if gate == "gdn" else ("seq", "rnd")
+        return ("contig", "inplace", "reuse") if gate == "gdn" else ("seq", "rnd")
 
     def _shape(self, n, HV):
         return (n, HV, V, K) if self.vf else (n, HV, K, V)
@@ -198,18 +200,19 @@ class FLA(Kernel):
         ins = [make_inputs(gate, B, H, HV, 1, gen) for _ in range(nl)]
         if gate == "gdn":
             h0 = [torch.zeros(self._shape(B, HV), device="cuda") for _ in range(nl)]
-            # The GDN entry writes the final state into a tensor it allocates. "contig" keeps each
-            # layer's, so every layer writes its own buffer and the writes reach DRAM as an engine's
-            # in-place update does; "reuse" drops it, so in the graph every layer writes the same
-            # recycled buffer, which stays in L2 while B x 2 MiB fits there.
+            if order == "inplace":
+                self._check_inplace(ins[0], h0[0])
             kept = []
 
             def step():
                 kept.clear()
                 for h, x in zip(h0, ins):
-                    o, ht = self.gdn_step(x, h)
-                    if order == "contig":
-                        kept.append(ht)
+                    if order == "inplace":
+                        self.gdn_inplace(x, h)
+                    elif order == "contig":
+                        kept.append(self.gdn_step(x, h)[1])
+                    else:
+                        self.gdn_step(x, h)
         else:
             slot = slot_rows(B, order, gen)
             pools = [torch.zeros(self._shape(2 * B, HV), device="cuda") for _ in range(nl)]
@@ -224,6 +227,31 @@ class FLA(Kernel):
                         output_final_state=True, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
                         A_log=x["A_log"], dt_bias=x["dt_bias"], use_beta_sigmoid_in_kernel=True,
                         state_v_first=self.vf)
+
+    def gdn_inplace(self, x, h):
+        """The GDN entry's kernel with its final state written over its initial state h (each
+        program reads its rows before it writes them), as engines' in-place updates call it; the
+        launch is the entry's (fused_recurrent_gated_delta_rule_fwd in fla-core 0.6.0)."""
+        from fla.ops.gated_delta_rule.fused_recurrent import fused_recurrent_gated_delta_rule_fwd_kernel as kernel
+
+        q, k, v = x["q"], x["k"], x["v"]
+        B, T, H, HV = q.shape[0], q.shape[1], q.shape[2], v.shape[2]
+        o = torch.empty_like(v)
+        BV = 8
+        kernel[(V // BV * B * HV,)](
+            q=q, k=k, v=v, g=x["a"], gk=None, gv=None, beta=x["b"], A_log=x["A_log"], dt_bias=x["dt_bias"], o=o,
+            h0=h, ht=h, cu_seqlens=None, scale=K ** -0.5, T=T, H=H, HV=HV, K=K, V=V, BK=K, BV=BV,
+            IS_BETA_HEADWISE=x["b"].ndim != v.ndim, USE_QK_L2NORM_IN_KERNEL=True, APPLY_BETA_SIGMOID=True,
+            ALLOW_NEG_EIGVAL=False, STATE_V_FIRST=self.vf, num_warps=1, num_stages=3)
+        return o
+
+    def _check_inplace(self, x, h0):
+        """gdn_inplace gives the entry's output and final state bit for bit (from a nonzero state)."""
+        h = torch.randn(h0.shape, device="cuda") * 0.1
+        o_ref, ht_ref = self.gdn_step(x, h)
+        o = self.gdn_inplace(x, h)
+        if not (torch.equal(o, o_ref) and torch.equal(h, ht_ref)):
+            raise RuntimeError("in-place launch differs from fla's entry")
 
     def kda_step(self, x, h, slot):
         return self.kda(x["q"], x["k"], x["v"], x["a"], x["b"], A_log=x["A_log"], dt_bias=x["dt_bias"],
