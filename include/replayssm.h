@@ -114,8 +114,9 @@ typedef struct rssm_context_params {
     int32_t cuda_fast;               /* CUDA: 1 = the K = V = 128 kernels where they apply (default), 0 = the general
                                         kernel everywhere */
     int32_t cuda_split;              /* CUDA fast kernels: CTAs per head, 1, 2 or 4; 0 = by batch size (default) */
-    int32_t cuda_prefetch;           /* CUDA fast kernels: L2 prefetch distance in waves, 0 (off) to 4; -1 = by mode
-                                        and grid size (default: 1, 0 for replay below the pipeline's grids) */
+    int32_t cuda_prefetch;           /* CUDA fast kernels: L2 prefetch distance in half waves (a wave: the
+                                        CTAs all SMs hold at once), 0 (off) to 4; -1 = by mode and grid size
+                                        (default: 1, 0 for replay below the pipeline's grids) */
     int32_t cuda_ring_read;          /* CUDA fast kernels: read the whole ring without waiting for the cursor:
                                         -1 = by mode and grid size (default), 0 = never, 1 = always */
     int32_t cuda_pipeline;           /* CUDA replay and packed decode on the persistent pipeline: -1 = by mode,

@@ -226,7 +226,7 @@ void cli_switches_usage(FILE *f)
     fprintf(f, "  --cpu-simd 0|1              CPU: SIMD kernels (1) or the portable ones (0)\n"
                "  --cuda-fast 0|1             CUDA: the K = V = 128 kernels where they apply (1) or the general one\n"
                "  --cuda-split 0|1|2|4        CUDA fast kernels: CTAs per head (0 = by batch size)\n"
-               "  --cuda-prefetch -1..4       CUDA fast kernels: L2 prefetch distance in waves (0 = off)\n"
+               "  --cuda-prefetch -1..4       CUDA fast kernels: L2 prefetch distance in half waves (0 = off)\n"
                "  --cuda-ring-read -1|0|1     CUDA fast kernels: read the whole ring ahead of the cursor\n"
                "  --cuda-pipeline -1|0|1      CUDA replay and packed decode on the persistent pipeline\n"
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"

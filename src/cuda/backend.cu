@@ -28,7 +28,7 @@ typedef struct cuda_impl {
     /* the tuning switches (rssm_context_params says what each value means) */
     int fast;      /* cuda_fast: the K = V = 128 kernels where they apply */
     int split;     /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
-    int prefetch;  /* cuda_prefetch: L2 prefetch distance in waves, 0 = off, -1 = by rule */
+    int prefetch;  /* cuda_prefetch: L2 prefetch distance in half waves, 0 = off, -1 = by rule */
     int spec;      /* cuda_ring_read: whole-ring reads, -1 = by grid size */
     int pipe;      /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
     int pipe_bal;  /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
@@ -264,7 +264,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const rssm_lr_switches forced = {im->spec, im->split, im->prefetch, im->pdl};
         const rssm_lr_switches sw = rssm_launch_rules(s, forced);
         A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;
-        A.pf_ahead = sw.prefetch * im->sm_count;
+        A.pf_ahead = sw.prefetch * im->sm_count / 2;
         A.smem_per_sm = im->smem_per_sm;
         const int rw = im->stream_rw >= 0 ? im->stream_rw
                                           : rssm_stream_rows(A.l.state_dtype == RSSM_DTYPE_BF16, s.ctas, im->sm_count);

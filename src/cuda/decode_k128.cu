@@ -335,9 +335,10 @@ __device__ __forceinline__ void zero_output(const kargs &A, int b, int T, int R,
 }
 
 /* L2 prefetch (one thread of the last warp, after its own loads are in flight) for the CTA
- * A.pf_ahead places later in launch order, about one wave: it starts when this one ends, and
- * finds its rows and ring in L2 while DRAM streams the wave after. The launcher splits that
- * distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
+ * A.pf_ahead places later in launch order (by rule half a wave):
+ * it starts soon after this one ends and finds its rows and ring in L2. Further ahead, the
+ * prefetched lines are evicted before their CTA reads them, and DRAM reads them twice (launch_rules.h).
+ * The launcher splits that distance into rows and CTAs of a row (pf_db, pf_dx): no division here. */
 template <bool KDA, bool SBF, int MODE>
 __device__ __forceinline__ void prefetch_ahead(const kargs &A, int b, int R, int group, int split, int split_log2)
 {
@@ -1303,8 +1304,8 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
                              : 0;
     const size_t smem = smem_of(A.l.ring_len, A.l.ring_dtype == RSSM_DTYPE_BF16, kda && A.spec,
                                 A.mode == MODE_VERIFY && tc == 4, stage);
-    /* prefetch distance: the caller gives SMs x waves; one wave is the resident CTAs per SM
-     * (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
+    /* prefetch distance: the caller gives SMs / 2 x half waves; a wave is SMs x the resident
+     * CTAs per SM (threads, the 64 registers per thread of __launch_bounds__(512, 2), shared memory) */
     if (A.pf_ahead > 0) {
         int per_sm = 2 * A.split;
         const int by_smem = (int)((size_t)A.smem_per_sm / (smem + 1024));

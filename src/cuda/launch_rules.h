@@ -60,7 +60,7 @@ typedef struct rssm_lr_step {
 
 /* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl: -1, or
  * 0 for split, = by rule) and as the launch takes them (whole-ring read 0/1, CTAs per head 1, 2
- * or 4, prefetch distance in waves, programmatic launch 0/1). */
+ * or 4, prefetch distance in half waves, programmatic launch 0/1). */
 typedef struct rssm_lr_switches {
     int spec, split, prefetch, pdl;
 } rssm_lr_switches;
@@ -91,8 +91,15 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
         r.split = ctas * 4 <= sms ? 4 : 2;
     else
         r.split = ctas * 2 <= sms ? 2 : 1;
-    /* L2 prefetch of the next wave, one wave ahead: not for replay below 3.5 waves (1-3.5
-     * waves: 1-3% faster without; one wave has nothing to prefetch) */
+    /* L2 prefetch of the rows of the CTA half a wave later: not for replay
+     * below 3.5 waves (1-3.5 waves: 1-3% faster without; one wave has nothing to prefetch).
+     * A whole wave ahead, a tenth of the prefetched lines (random slots; a thirty-fifth with
+     * consecutive ones) were evicted before their CTA read them, and DRAM read them again
+     * (fla-writes-2026-12-02/: GDN B = 512 packed, 19.00 GB of DRAM reads per 16 steps against
+     * 17.36 half a wave ahead, 17.32 without prefetch). Half a wave: GDN f32 packed 3.5-3.8%
+     * faster from B = 32 with random slots (B = 512 562.8 -> 542.4 us), 1.3-2.5% with
+     * consecutive ones, KDA 3.9-4.1% (B = 64, 512); a quarter or three quarters of a wave gained
+     * less; replay, and packed decode of a bf16 state at B = 16-24, within 0.5%. */
     r.prefetch = replay && ctas < waves35 ? 0 : 1;
     /* programmatic dependent launch on grids of at most one value head per SM (every mode) and
      * for packed decode from above a wave to 3.5 waves: the launch and the
