@@ -20,5 +20,5 @@ C="--device cuda --ring-len 16 --ring bf16 --io bf16 --slot-order random --min-t
 el bench
 bash bench/install_peer_wheels.sh .whl /tmp/site > "$O/pip.txt" 2>&1
 export PYTHONPATH=$PWD/python:/tmp/site REPLAYSSM_LIBRARY=/tmp/X/libreplayssm.so MPLBACKEND=Agg PYTHONUNBUFFERED=1
-timeout 250 python3 bench/peers.py --out "$O/peers" --models qwen3-next,kimi-linear --batch 1,8,16,32,64,128,512 --min-time 0.1 --commit $(git rev-parse --short HEAD 2>/dev/null || echo HEAD) 2>&1 | grep -v "Warning\|warnings.warn" > "$O/peers.log"
+timeout 250 python3 bench/peers.py --out "$O/peers" --models qwen3-next,kimi-linear --batch 1,8,16,32,64,128,512 --min-time 0.1 --commit 8b0f5b3 2>&1 | grep -v "Warning\|warnings.warn" > "$O/peers.log"
 el peers; grep -E "^#|^\||^##" "$O/peers/peers.txt" 2>/dev/null || tail -n 30 "$O/peers.log"
