@@ -37,9 +37,9 @@ static void check(const char *what, rssm_lr_mode mode, int kda, int tokens, cons
 int main(void)
 {
     /* packed: 4 CTAs per head up to B = 2 (64 heads <= 66), PDL up to B = 4 (128 <= 132) and
-     * from B = 9 (288 > 264) to 28 (896 < 924) */
-    const expect packed[] = {{1, 0, 4, 1, 1},  {2, 0, 4, 1, 1},  {3, 0, 2, 1, 1},  {4, 0, 2, 1, 1},
-                             {5, 0, 2, 1, 0},  {8, 0, 2, 1, 0},  {9, 0, 2, 1, 1},  {16, 0, 2, 1, 1},
+     * from B = 9 (288 > 264) to 28 (896 < 924), prefetch from B = 9 (above one wave) */
+    const expect packed[] = {{1, 0, 4, 0, 1},  {2, 0, 4, 0, 1},  {3, 0, 2, 0, 1},  {4, 0, 2, 0, 1},
+                             {5, 0, 2, 0, 0},  {8, 0, 2, 0, 0},  {9, 0, 2, 1, 1},  {16, 0, 2, 1, 1},
                              {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {64, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
     check("packed, gdn", RSSM_LR_PACKED, 0, 1, packed, sizeof packed / sizeof *packed);
     check("packed, kda", RSSM_LR_PACKED, 1, 1, packed, sizeof packed / sizeof *packed);
@@ -53,9 +53,9 @@ int main(void)
                                  {16, 0, 2, 0, 0}, {29, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
     check("replay, kda", RSSM_LR_REPLAY, 1, 1, kda_replay, sizeof kda_replay / sizeof *kda_replay);
     /* verify: the whole ring on one wave (B <= 8) and for GDN windows of 3-4 tokens at any batch */
-    const expect gdn_window[] = {{1, 1, 2, 1, 1}, {4, 1, 1, 1, 1}, {8, 1, 1, 1, 0}, {128, 1, 1, 1, 0}};
+    const expect gdn_window[] = {{1, 1, 2, 0, 1}, {4, 1, 1, 0, 1}, {8, 1, 1, 0, 0}, {128, 1, 1, 1, 0}};
     check("verify T=4, gdn", RSSM_LR_VERIFY, 0, 4, gdn_window, sizeof gdn_window / sizeof *gdn_window);
-    const expect other_window[] = {{1, 1, 2, 1, 1}, {8, 1, 1, 1, 0}, {9, 0, 1, 1, 0}, {128, 0, 1, 1, 0}};
+    const expect other_window[] = {{1, 1, 2, 0, 1}, {8, 1, 1, 0, 0}, {9, 0, 1, 1, 0}, {128, 0, 1, 1, 0}};
     check("verify T=4, kda", RSSM_LR_VERIFY, 1, 4, other_window, sizeof other_window / sizeof *other_window);
     check("verify T=2, gdn", RSSM_LR_VERIFY, 0, 2, other_window, sizeof other_window / sizeof *other_window);
 

@@ -91,8 +91,9 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
         r.split = ctas * 4 <= sms ? 4 : 2;
     else
         r.split = ctas * 2 <= sms ? 2 : 1;
-    /* L2 prefetch of the rows of the CTA half a wave later: not for replay
-     * below 3.5 waves (1-3.5 waves: 1-3% faster without; one wave has nothing to prefetch).
+    /* L2 prefetch of the rows of the CTA half a wave later: not on grids of one wave (every
+     * CTA is resident at once: GDN packed B = 8 11.15 -> 11.78 us with it), nor for replay
+     * below 3.5 waves (1-3.5 waves: 1-3% faster without).
      * A whole wave ahead, a tenth of the prefetched lines (random slots; a thirty-fifth with
      * consecutive ones) were evicted before their CTA read them, and DRAM read them again
      * (fla-writes-2026-12-02/: GDN B = 512 packed, 19.00 GB of DRAM reads per 16 steps against
@@ -100,7 +101,7 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * faster from B = 32 with random slots (B = 512 562.8 -> 542.4 us), 1.3-2.5% with
      * consecutive ones, KDA 3.9-4.1% (B = 64, 512); a quarter or three quarters of a wave gained
      * less; replay, and packed decode of a bf16 state at B = 16-24, within 0.5%. */
-    r.prefetch = replay && ctas < waves35 ? 0 : 1;
+    r.prefetch = ctas <= 2 * sms || (replay && ctas < waves35) ? 0 : 1;
     /* programmatic dependent launch on grids of at most one value head per SM (every mode) and
      * for packed decode from above a wave to 3.5 waves: the launch and the
      * checkpoint's DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 ->
