@@ -15,6 +15,9 @@
  *             and lets the next one launch, and loads and stores as `copy`
  *   pdl-early the same but loading the state itself before the wait (not safe where the kernel
  *             before may write it; the bound of overlapping the state's DRAM latency whole)
+ *   read      `copy` without the write back: replay decode's memory chain (slot -> state, the
+ *             state only read on steps without a fold)
+ *   read-pdl  `read` launched as `copy-pdl`
  *
  * Shape: Qwen3-Next's linear-attention state, 32 value heads of 128 x 128 f32 (2 MiB per row);
  * launch shape as the K = V = 128 packed kernel's (32 x split CTAs per row of 512 / split threads,
@@ -47,12 +50,12 @@ struct node_args {
 __global__ void empty_kernel(node_args) {}
 
 /* MODE 0: slot from memory; 1: slot = first + row; 2: PDL, L2 prefetch before the wait;
- * 3: PDL, loads before the wait */
+ * 3: PDL, loads before the wait; 4: as 0, 5: as 2, reading only */
 template <int MODE> __global__ void copy_kernel(node_args a)
 {
     const int b = blockIdx.y, part = blockIdx.x;         /* part: head * split + p */
     const int per_cta = ROW_BYTES / 16 / (HV * a.split); /* float4 per CTA */
-    if (MODE == 2) {
+    if (MODE == 2 || MODE == 5) {
         if (threadIdx.x == 0) {
             const int s0 = __ldcg(a.slot + b);
             const float4 *p0 = a.state + (size_t)s0 * (ROW_BYTES / 16) + (size_t)part * per_cta;
@@ -70,9 +73,17 @@ template <int MODE> __global__ void copy_kernel(node_args a)
     for (int i = 0; i < 8; i++)
         if (i < n) x[i] = p[threadIdx.x + i * blockDim.x];
     if (MODE == 3) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (MODE >= 4) { /* the loads must complete: a store the zeroed state never takes */
+        float sum = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; i++)
-        if (i < n) p[threadIdx.x + i * blockDim.x] = x[i];
+        for (int i = 0; i < 8; i++)
+            if (i < n) sum += x[i].x + x[i].y + x[i].z + x[i].w;
+        if (sum == 12345.0f) p[threadIdx.x] = x[0];
+    } else {
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (i < n) p[threadIdx.x + i * blockDim.x] = x[i];
+    }
 }
 
 static void launch(int kind, const node_args &a, int B, cudaStream_t st)
@@ -81,13 +92,14 @@ static void launch(int kind, const node_args &a, int B, cudaStream_t st)
     if (kind == 0) empty_kernel<<<grid, block, 0, st>>>(a);
     if (kind == 1) copy_kernel<0><<<grid, block, 0, st>>>(a);
     if (kind == 2) copy_kernel<1><<<grid, block, 0, st>>>(a);
-    if (kind >= 3) {
+    if (kind == 5) copy_kernel<4><<<grid, block, 0, st>>>(a);
+    if (kind == 3 || kind == 4 || kind == 6) {
         cudaLaunchConfig_t c = {};
         cudaLaunchAttribute at[1];
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
         c.gridDim = grid, c.blockDim = block, c.stream = st, c.attrs = at, c.numAttrs = 1;
-        CK(cudaLaunchKernelEx(&c, kind == 3 ? copy_kernel<2> : copy_kernel<3>, a));
+        CK(cudaLaunchKernelEx(&c, kind == 3 ? copy_kernel<2> : kind == 4 ? copy_kernel<3> : copy_kernel<5>, a));
     }
     CK(cudaGetLastError());
 }
@@ -104,10 +116,13 @@ int main(int argc, char **argv)
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    const char *names[5] = {"empty", "copy", "copy-idx0", "copy-pdl", "pdl-early"};
+    const char *names[7] = {"empty", "copy", "copy-idx0", "copy-pdl", "pdl-early", "read", "read-pdl"};
     printf("# %s, %d SMs; µs per layer call, %d kernel nodes per graph, states of 2 MiB per row\n", prop.name, sms,
            NODES);
-    printf("%6s %10s %10s %10s %10s %10s\n", "B", names[0], names[1], names[2], names[3], names[4]);
+    printf("%6s", "B");
+    for (int kind = 0; kind < 7; kind++)
+        printf(" %10s", names[kind]);
+    printf("\n");
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (int bi = 0; bi < nb; bi++) {
@@ -129,7 +144,7 @@ int main(int argc, char **argv)
         free(h);
         const int split = B * HV <= sms ? 4 : 2;
         printf("%6d", B);
-        for (int kind = 0; kind < 5; kind++) {
+        for (int kind = 0; kind < 7; kind++) {
             cudaGraph_t g;
             cudaGraphExec_t ge;
             CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));

@@ -10,6 +10,11 @@ Kernels (each skipped, with the reason printed, when its package is missing):
                          (KDA), state K-first [.., K, V] and V-first (state_v_first=True)
   sgl-packed             SGLang's packed decode (fused qkv row, V-first state pool, in place)
   sgl-replay             SGLang's ReplaySSM decode (checkpoint + d/k/g ring caches, write position)
+  fi                     FlashInfer's decode: GDN gated_delta_rule_decode_pretranspose (V-first state
+                         pool with indices, in place: its f32 T = 1 kernel, or its bf16-state kernel),
+                         KDA recurrent_kda (its state is bf16 only: --state bf16)
+With --state bf16 (a bf16 state; f32 arithmetic) only the kernels that keep one run: rs-packed,
+rs-replay and fi (FLA's and SGLang's entries here keep an f32 state).
 With --verify T (speculative verify of T tokens per row, then the commit of the accepted ones, each
 row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
   rs-verify              replayssm's verify + commit (one cursor move per step for all layers)
@@ -24,6 +29,9 @@ row keeping T - 1 or T, fixed per row; 3.5 of 4 on average):
                          replaying each row's accepted prefix into its checkpoint)
   sgl-packed-verify      SGLang's recurrent verify writing every row's T intermediate states, then
                          the scatter of each row's last accepted state into the pool (all layers)
+  fi-mtp-verify          FlashInfer's GDN gated_delta_rule_mtp writing each token's state straight
+                         into a pool slot of its own (ssm_state_indices: the commit is then the
+                         engine's choice of slot, no copy), f32 state
 
 Method (as the project's CLI bench): Qwen3-Next GDN (H=16, HV=32) and Kimi-Linear KDA (H=HV=32),
 K=V=128, f32 state, bf16 q/k/v and raw gate inputs a, b (every kernel evaluates the gates and
@@ -66,12 +74,14 @@ import torch
 import replayssm as rs
 from replayssm import ops
 from replayssm import reference as ref
+from replayssm.bf16 import to_bf16
 
 MODELS = {"qwen3-next": ("gdn", 16, 32), "kimi-linear": ("kda", 32, 32)}
 K = V = 128
 L = 16
 ERR_B, ERR_T = 4, 2 * L + 5
 DEV = "cuda"  # the error runs also work on "cpu" (replayssm's CPU back end), for a check without a GPU
+STATE = torch.float32  # the state's dtype (--state)
 
 
 # ---- inputs ------------------------------------------------------------------------------------
@@ -125,17 +135,25 @@ class Kernel:
     name = ""
     orders = ("seq", "rnd")
     layout = "vfirst"
+    states = (torch.float32,)  # the state dtypes it keeps
+
+
+def state_of(S0, dtype=None):
+    """S0 (float64 numpy) as a CUDA tensor of the state dtype, rounded through float32."""
+    return torch.from_numpy(S0).float().to(device="cuda", dtype=dtype or STATE).contiguous()
 
 
 class ReplaySSM(Kernel):
+    states = (torch.float32, torch.bfloat16)
+
     def __init__(self, replay, switches=None):
         self.replay = replay
         self.name = "rs-replay" if replay else "rs-packed"
         self.ctx = rs.Context(DEV, **(switches or {}))
 
     def layer(self, gate, H, HV, io="bf16"):
-        return rs.Layer(gate=gate, H=H, HV=HV, K=K, V=V, ring_len=L, state_dtype="f32", ring_dtype="bf16",
-                        io_dtype=io)
+        return rs.Layer(gate=gate, H=H, HV=HV, K=K, V=V, ring_len=L,
+                        state_dtype="bf16" if STATE == torch.bfloat16 else "f32", ring_dtype="bf16", io_dtype=io)
 
     def make(self, gate, H, HV, B, nl, order, gen):
         ly = self.layer(gate, H, HV)
@@ -164,9 +182,9 @@ class ReplaySSM(Kernel):
         B, T = x["q"].shape[:2]
         st = rs.State.allocate(ly, B, self.ctx, ring=self.replay)
         if isinstance(st.checkpoint, torch.Tensor):
-            st.checkpoint.copy_(torch.from_numpy(S0).float())
-        else:  # a host context's numpy state
-            st.checkpoint[...] = S0
+            st.checkpoint.copy_(state_of(S0, st.checkpoint.dtype))
+        else:  # a host context's numpy state (bf16: uint16 bits)
+            st.checkpoint[...] = to_bf16(S0.astype(np.float32)) if st.checkpoint.dtype == np.uint16 else S0
         slot = torch.arange(B, device=DEV, dtype=torch.int32)
         out = []
         for t in range(T):
@@ -382,6 +400,59 @@ class SGLangReplay(SGLangPacked):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+class FlashInfer(Kernel):
+    """FlashInfer's decode through its public entries, as an engine calls them: a V-first state
+    pool [slots, HV, V, K] read and written in place at the rows' indices, raw gate inputs, q and k
+    L2-normalised inside. GDN: gated_delta_rule_decode_pretranspose (an f32 pool runs its T = 1
+    kernel, a bf16 pool its bf16-state kernel); KDA: recurrent_kda, whose state is bf16 only."""
+
+    name = "fi"
+    states = (torch.float32, torch.bfloat16)
+
+    def __init__(self):
+        from flashinfer.gdn_decode import gated_delta_rule_decode_pretranspose
+        from flashinfer.kda_decode import recurrent_kda
+
+        self.gdn, self.kda = gated_delta_rule_decode_pretranspose, recurrent_kda
+
+    def orders_for(self, gate):
+        return ("seq", "rnd") if gate == "gdn" or STATE == torch.bfloat16 else ()
+
+    def step1(self, gate, x, pool, slot, out):
+        if gate == "gdn":
+            self.gdn(x["q"], x["k"], x["v"], None, x["A_log"], x["a"], x["dt_bias"], x["b"], scale=K ** -0.5,
+                     output=out, use_qk_l2norm=True, initial_state=pool, initial_state_indices=slot)
+        else:
+            self.kda(x["q"], x["k"], x["v"], x["a"], x["b"], A_log=x["A_log"], dt_bias=x["dt_bias"].reshape(-1),
+                     scale=K ** -0.5, initial_state=pool, use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
+                     ssm_state_indices=slot, output=out, beta_is_logit=True)
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        slot = slot_rows(B, order, gen)
+        ins = [make_inputs(gate, B, H, HV, 1, gen) for _ in range(nl)]
+        pools = [torch.zeros(2 * B, HV, V, K, device="cuda", dtype=STATE) for _ in range(nl)]
+        outs = [torch.empty(B, 1, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+
+        def step():
+            for x, h, o in zip(ins, pools, outs):
+                self.step1(gate, x, h, slot, o)
+
+        return step, 1
+
+    def run_steps(self, gate, H, HV, S0, x):
+        B, T = x["q"].shape[:2]
+        pool = state_of(S0)
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        out = []
+        for t in range(T):
+            xt = {n: (v.bfloat16() if v.dtype == torch.float32 and n in ("q", "k", "v", "a", "b") else v)
+                  for n, v in token(x, t).items()}  # its entries take bf16 activations (of bf16 values here)
+            o = torch.empty(B, 1, HV, V, dtype=torch.bfloat16, device="cuda")
+            self.step1(gate, xt, pool, slot, o)
+            out.append(o)
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
 def accepted_rows(B, T, gen):
     """Tokens each row keeps of a verify window: T - 1 or T, drawn once per row (3.5 of 4 on
     average), as a draft model's acceptance is."""
@@ -439,9 +510,9 @@ class ReplaySSMVerify(ReplaySSM):
         B, n = x["q"].shape[0], x["q"].shape[1] // T * T
         st = rs.State.allocate(ly, B, self.ctx, ring=True)
         if isinstance(st.checkpoint, torch.Tensor):
-            st.checkpoint.copy_(torch.from_numpy(S0).float())
-        else:  # a host context's numpy state
-            st.checkpoint[...] = S0
+            st.checkpoint.copy_(state_of(S0, st.checkpoint.dtype))
+        else:  # a host context's numpy state (bf16: uint16 bits)
+            st.checkpoint[...] = to_bf16(S0.astype(np.float32)) if st.checkpoint.dtype == np.uint16 else S0
         slot = torch.arange(B, device=DEV, dtype=torch.int32)
         every = torch.full((B,), T, device=DEV, dtype=torch.int32)
         out = []
@@ -665,9 +736,63 @@ class SGLangKDASpecVerify(SGLangPackedVerify):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+class FlashInferMTPVerify(Kernel):
+    """FlashInfer's GDN verify, gated_delta_rule_mtp: per layer the window's outputs, and each
+    token's state written straight into a pool slot of its own (ssm_state_indices [B, T]), from
+    which the engine continues the row at its accepted token: the commit is a choice of slot, no
+    copy. The rows read their states from slots of a pool of 2B (seq / rnd) and write the T states
+    to B T further slots. f32 state (the entry's only one). GDN only."""
+
+    name = "fi-mtp-verify"
+
+    def __init__(self, T):
+        from flashinfer.gdn_decode import gated_delta_rule_mtp
+
+        self.T, self.mtp = T, gated_delta_rule_mtp
+
+    def orders_for(self, gate):
+        return ("seq", "rnd") if gate == "gdn" else ()
+
+    def layer_call(self, x, pool, slot, writes, out):
+        self.mtp(x["q"], x["k"], x["v"], pool, slot, x["A_log"], x["a"], x["dt_bias"], x["b"], scale=K ** -0.5,
+                 output=out, ssm_state_indices=writes, disable_state_update=False, use_qk_l2norm=True)
+
+    def make(self, gate, H, HV, B, nl, order, gen):
+        T = self.T
+        slot = slot_rows(B, order, gen)
+        writes = (2 * B + torch.arange(B * T, device="cuda", dtype=torch.int32)).reshape(B, T)
+        pools = [torch.zeros(2 * B + B * T, HV, V, K, device="cuda") for _ in range(nl)]
+        ins = [make_inputs(gate, B, H, HV, T, gen) for _ in range(nl)]
+        outs = [torch.empty(B, T, HV, V, dtype=torch.bfloat16, device="cuda") for _ in range(nl)]
+
+        def step():
+            for x, h, o in zip(ins, pools, outs):
+                self.layer_call(x, h, slot, writes, o)
+
+        return step, 1
+
+    def run_steps(self, gate, H, HV, S0, x):
+        T = self.T
+        B, n = x["q"].shape[0], x["q"].shape[1] // T * T
+        pool = torch.cat([state_of(S0, torch.float32), torch.zeros(B * T, HV, V, K, device="cuda")])
+        slot = torch.arange(B, device="cuda", dtype=torch.int32)
+        writes = (B + torch.arange(B * T, device="cuda", dtype=torch.int32)).reshape(B, T)
+        out = []
+        for t0 in range(0, n, T):
+            xw = {k_: (v.bfloat16() if v.dtype == torch.float32 and k_ in ("q", "k", "v", "a", "b") else v)
+                  for k_, v in token(x, t0, T).items()}
+            o = torch.empty(B, T, HV, V, dtype=torch.bfloat16, device="cuda")
+            self.layer_call(xw, pool, slot, writes, o)
+            pool[:B] = pool[writes[:, -1].long()]  # every token accepted: the row goes on from its last state
+            out.append(o)
+        return torch.cat(out, 1).double().cpu().numpy()
+
+
 def load_verify_kernels(T, switches=None):
     """The verify kernels (--verify T)."""
     ks, notes = [ReplaySSMVerify(T, switches)], []
+    fi = flashinfer_kernel(FlashInferMTPVerify, notes, T)
+    ks += fi
     try:
         import sglang
 
@@ -697,9 +822,26 @@ def sglang_kda_packed_path():
         return f"sgl-packed KDA: Triton only (its CUDA kernel: {type(e).__name__}: {str(e)[:200]})"
 
 
+def flashinfer_kernel(cls, notes, *args):
+    """[cls(*args)] where FlashInfer imports and runs on this GPU (its note added), else [] (why)."""
+    try:
+        import flashinfer
+
+        k = cls(*args)
+        notes.append(f"flashinfer {getattr(flashinfer, '__version__', '?')}")
+        return [k]
+    except Exception as e:  # noqa: BLE001 - any import failure means the peer is not there
+        notes.append(f"{cls.name}: skipped ({type(e).__name__}: {str(e)[:300]})")
+        return []
+
+
 def load_kernels(switches=None):
-    """The kernels to time; switches: replayssm's context switches (rssm_context_params)."""
+    """The kernels to time; switches: replayssm's context switches (rssm_context_params). With a
+    bf16 state only those that keep one."""
     ks, notes = [ReplaySSM(False, switches), ReplaySSM(True, switches)], []
+    if STATE == torch.bfloat16:
+        notes.append("fla, sglang: not run (their entries here keep an f32 state)")
+        return ks + flashinfer_kernel(FlashInfer, notes), notes
     try:
         import fla
 
@@ -719,7 +861,7 @@ def load_kernels(switches=None):
             notes.append(f"sgl-replay: skipped ({type(e).__name__}: {e})")
     except Exception as e:  # noqa: BLE001
         notes.append(f"sglang: skipped ({type(e).__name__}: {e})")
-    return ks, notes
+    return ks + flashinfer_kernel(FlashInfer, notes), notes
 
 
 # ---- measurement -------------------------------------------------------------------------------
@@ -799,6 +941,8 @@ def main(argv=None):
     ap.add_argument("--commit", default=None, help="the tree's commit for the records (default: git's HEAD)")
     ap.add_argument("--cuda-pdl", type=int, choices=(-1, 0, 1), default=None,
                     help="replayssm's programmatic dependent launch (cuda_pdl; default: the library's rule)")
+    ap.add_argument("--state", choices=("f32", "bf16"), default="f32",
+                    help="the state's dtype (bf16: replayssm's and FlashInfer's kernels only; decode only)")
     ap.add_argument("--verify", type=int, default=0, metavar="T",
                     help="time speculative verify of T tokens + commit instead of decode (2 <= T <= L / 2)")
     a = ap.parse_args(argv)
@@ -806,6 +950,10 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     if a.verify and not 2 <= a.verify <= L // 2:
         ap.error(f"--verify {a.verify}: T from 2 to L / 2 = {L // 2} (SGLang's ring needs L >= 2 T)")
+    if a.verify and a.state != "f32":
+        ap.error("--verify: f32 state only")
+    global STATE
+    STATE = torch.bfloat16 if a.state == "bf16" else torch.float32
     switches = {} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl}
     kernels, notes = load_verify_kernels(a.verify, switches) if a.verify else load_kernels(switches)
     bw = copy_bandwidth()
@@ -833,7 +981,7 @@ def main(argv=None):
                 errs[kn.name] = float("nan")
                 print(f"# {model} {kn.name}: error run failed: {type(e).__name__}: {e}", flush=True)
         for B in batches:
-            state_bytes = B * HV * K * V * 4
+            state_bytes = B * HV * K * V * (2 if STATE == torch.bfloat16 else 4)
             nl = max(2, math.ceil(a.working_set_mib * 2**20 / state_bytes))
             for kn in kernels:
                 orders = kn.orders_for(gate) if hasattr(kn, "orders_for") else kn.orders
@@ -849,7 +997,7 @@ def main(argv=None):
                     torch.cuda.empty_cache()
                     floor = (1 if a.verify else 2) * state_bytes / bw * 1e6
                     rows.append(dict(model=model, gate=gate, B=B, T=a.verify or 1, kernel=kn.name, order=order,
-                                     layout=kn.layout,
+                                     layout=kn.layout, state=a.state,
                                      us=round(us, 3), floor_packed_us=round(floor, 3), layers=nl,
                                      err_f64=f"{errs[kn.name]:.2e}", gpu=gpu, commit=commit, date=date))
                     print(f"{model:12s} B={B:4d} {kn.name:10s} {order:6s} {us:9.2f} us  (floor {floor:.2f},"
@@ -868,7 +1016,7 @@ def write_outputs(out, head, rows):
         cols = list(dict.fromkeys((r["kernel"], r["order"]) for r in rs_))
         errs = {(r["kernel"], r["order"]): r["err_f64"] for r in rs_}
         T = rs_[0].get("T", 1)
-        what = f"verify of {T} tokens + commit" if T > 1 else "decode"
+        what = f"verify of {T} tokens + commit" if T > 1 else f"decode, {rs_[0].get('state', 'f32')} state"
         floor_name = "read floor" if T > 1 else "packed floor"
         lines += ["", f"## {model}, {what} (us per layer call; err = max |o - o_f64| / max |o_f64| over {ERR_T} steps)",
                   "", "| B | " + " | ".join(f"{k} {o}" for k, o in cols) + f" | {floor_name} |",

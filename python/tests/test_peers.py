@@ -71,3 +71,19 @@ def test_verify_outputs_name_the_window(peers, tmp_path):
     peers.write_outputs(str(tmp_path), ["# test"], rows)
     text = (tmp_path / "peers.txt").read_text()
     assert "verify of 4 tokens + commit" in text and "| 8 | 2.00 | 2.00 | 0.25 |" in text and "read floor" in text
+
+
+@pytest.mark.parametrize("model", ["qwen3-next", "kimi-linear"])
+def test_bf16_state_reaches_replayssm(peers, model):
+    """--state bf16: replayssm's kernels keep a bf16 state, whose rounding shows in the error (an
+    f32 state's packed decode is exact to 1e-6), and only the kernels that keep one are loaded."""
+    gate, H, HV = peers.MODELS[model]
+    peers.STATE = torch.bfloat16
+    try:
+        packed = peers.f64_error(peers.ReplaySSM(False), gate, H, HV, seed=3)
+        kernels, notes = peers.load_kernels()
+    finally:
+        peers.STATE = torch.float32
+    assert 1e-5 < packed < 3e-2
+    assert {k.name for k in kernels} <= {"rs-packed", "rs-replay", "fi"}
+    assert any("f32 state" in n for n in notes)
