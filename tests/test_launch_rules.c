@@ -11,10 +11,15 @@
 #define SMS 132
 #define HV 32
 
+static rssm_lr_switches rules_sbf(rssm_lr_mode mode, int kda, int tokens, int batch, int sbf, rssm_lr_switches forced)
+{
+    const rssm_lr_step s = {mode, kda, tokens, (int64_t)batch * HV, SMS, sbf};
+    return rssm_launch_rules(s, forced);
+}
+
 static rssm_lr_switches rules(rssm_lr_mode mode, int kda, int tokens, int batch, rssm_lr_switches forced)
 {
-    const rssm_lr_step s = {mode, kda, tokens, (int64_t)batch * HV, SMS};
-    return rssm_launch_rules(s, forced);
+    return rules_sbf(mode, kda, tokens, batch, 0, forced);
 }
 
 static const rssm_lr_switches by_rule = {-1, 0, -1, -1};
@@ -24,14 +29,19 @@ typedef struct expect {
     int batch, spec, split, prefetch, pdl;
 } expect;
 
-static void check(const char *what, rssm_lr_mode mode, int kda, int tokens, const expect *e, int n)
+static void check_sbf(const char *what, rssm_lr_mode mode, int kda, int tokens, int sbf, const expect *e, int n)
 {
     for (int i = 0; i < n; i++) {
-        const rssm_lr_switches r = rules(mode, kda, tokens, e[i].batch, by_rule);
+        const rssm_lr_switches r = rules_sbf(mode, kda, tokens, e[i].batch, sbf, by_rule);
         const int ok = r.spec == e[i].spec && r.split == e[i].split && r.prefetch == e[i].prefetch && r.pdl == e[i].pdl;
         t_case(RH_OK, ok, "%s B=%d: ring read %d, split %d, prefetch %d, pdl %d (expected %d %d %d %d)", what,
                e[i].batch, r.spec, r.split, r.prefetch, r.pdl, e[i].spec, e[i].split, e[i].prefetch, e[i].pdl);
     }
+}
+
+static void check(const char *what, rssm_lr_mode mode, int kda, int tokens, const expect *e, int n)
+{
+    check_sbf(what, mode, kda, tokens, 0, e, n);
 }
 
 int main(void)
@@ -43,10 +53,18 @@ int main(void)
                              {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {64, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
     check("packed, gdn", RSSM_LR_PACKED, 0, 1, packed, sizeof packed / sizeof *packed);
     check("packed, kda", RSSM_LR_PACKED, 1, 1, packed, sizeof packed / sizeof *packed);
-    /* GDN replay: whole ring always, 2 CTAs up to B = 2, no prefetch below the pipeline's grids */
+    /* packed, bf16 state: PDL on every grid below 3.5 waves, also at about one wave (B = 5-8) */
+    const expect packed_bf16[] = {{1, 0, 4, 0, 1}, {4, 0, 2, 0, 1},  {5, 0, 2, 0, 1},  {8, 0, 2, 0, 1},
+                                  {9, 0, 2, 1, 1}, {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
+    check_sbf("packed, gdn, bf16 state", RSSM_LR_PACKED, 0, 1, 1, packed_bf16,
+              sizeof packed_bf16 / sizeof *packed_bf16);
+    check_sbf("packed, kda, bf16 state", RSSM_LR_PACKED, 1, 1, 1, packed_bf16,
+              sizeof packed_bf16 / sizeof *packed_bf16);
+    /* GDN replay: the whole ring up to B = 4 (one head per SM), 2 CTAs up to B = 2, no prefetch
+     * below 3.5 waves */
     const expect gdn_replay[] = {{1, 1, 2, 0, 1},  {2, 1, 2, 0, 1},  {3, 1, 1, 0, 1},  {4, 1, 1, 0, 1},
-                                 {8, 1, 1, 0, 0},  {16, 1, 1, 0, 0}, {28, 1, 1, 0, 0}, {29, 1, 1, 1, 0},
-                                 {64, 1, 1, 1, 0}, {512, 1, 1, 1, 0}};
+                                 {5, 0, 1, 0, 0},  {8, 0, 1, 0, 0},  {16, 0, 1, 0, 0}, {28, 0, 1, 0, 0},
+                                 {29, 0, 1, 1, 0}, {64, 0, 1, 1, 0}, {512, 0, 1, 1, 0}};
     check("replay, gdn", RSSM_LR_REPLAY, 0, 1, gdn_replay, sizeof gdn_replay / sizeof *gdn_replay);
     /* KDA replay: never the whole ring, 4 CTAs at B = 1 (32 heads <= 33), else 2 */
     const expect kda_replay[] = {{1, 0, 4, 0, 1},  {2, 0, 2, 0, 1},  {4, 0, 2, 0, 1},  {8, 0, 2, 0, 0},
@@ -63,8 +81,8 @@ int main(void)
     const struct {
         int packed, kda, sbf, from;
         const char *what;
-    } pipe[] = {{0, 0, 0, 19, "replay, GDN"},
-                {0, 0, 1, 19, "replay, GDN, bf16 state"},
+    } pipe[] = {{0, 0, 0, 16, "replay, GDN"},
+                {0, 0, 1, 16, "replay, GDN, bf16 state"},
                 {0, 1, 0, 38, "replay, KDA"},
                 {0, 1, 1, 25, "replay, KDA, bf16 state"}};
     for (size_t i = 0; i < sizeof pipe / sizeof *pipe; i++) {

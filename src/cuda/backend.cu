@@ -259,8 +259,11 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const rssm_lr_step s = {packed                  ? RSSM_LR_PACKED
                                 : A.mode == MODE_REPLAY ? RSSM_LR_REPLAY
                                                         : RSSM_LR_VERIFY,
-                                A.l.gate == RSSM_GATE_KDA, p->io.tokens, (int64_t)p->io.batch * A.l.num_v_heads,
-                                im->sm_count};
+                                A.l.gate == RSSM_GATE_KDA,
+                                p->io.tokens,
+                                (int64_t)p->io.batch * A.l.num_v_heads,
+                                im->sm_count,
+                                A.l.state_dtype == RSSM_DTYPE_BF16};
         const rssm_lr_switches forced = {im->spec, im->split, im->prefetch, im->pdl};
         const rssm_lr_switches sw = rssm_launch_rules(s, forced);
         A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;

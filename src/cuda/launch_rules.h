@@ -16,8 +16,11 @@
 /* Decode runs on the replay pipeline from this many value heads (batch x HV) on `sms`
  * multiprocessors (INT64_MAX: never), by mode, gate and state dtype (sbf: bf16), as the H200
  * measured (bench/results/switch-2026-12-02/, 32 value heads, 132 SMs):
- *   replay, GDN: from 4.5 heads per SM, B = 19 (22.37 against 22.51 us on the per-head kernel,
- *     B = 18 22.27 against 21.74; with a bf16 state the same crossing);
+ *   replay, GDN: from 3.75 heads per SM, B = 16 (flashinfer-2026-12-03/callG-pipeline.txt, after
+ *     the pipeline's first copies went out first: B = 16 / 18 19.35 / 21.33 us against 20.06 /
+ *     21.71 on the per-head kernel, B = 14 18.42 against 18.33, B = 9-11 5-10% slower; with a bf16
+ *     state the same crossing: B = 16 / 18 17.01 / 18.56 against 17.29 / 19.26, B = 14 16.63
+ *     against 15.56; B = 12 alone won below it with an f32 state, 16.48 against 16.74);
  *   replay, KDA: from 9 (B = 38: B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73,
  *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
  *     against 27.70);
@@ -29,7 +32,7 @@
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
 {
     if (packed) return INT64_MAX;
-    return !kda ? 9 * sms / 2 : sbf ? 6 * sms : 9 * sms;
+    return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 
 /* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
@@ -56,6 +59,7 @@ typedef struct rssm_lr_step {
     int tokens;   /* per row */
     int64_t ctas; /* value heads of the grid, batch x HV */
     int64_t sms;  /* multiprocessors */
+    int sbf;      /* bf16 state */
 } rssm_lr_step;
 
 /* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl: -1, or
@@ -72,14 +76,17 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
     const int packed = s.mode == RSSM_LR_PACKED, replay = s.mode == RSSM_LR_REPLAY;
     rssm_lr_switches r;
     /* whole-ring reads (all L entries at once, a few KiB more per head, instead of waiting for
-     * the cursor; packed reads no ring): GDN replay at every batch (B = 12-64 2-3% faster, one
-     * wave level; from rssm_pipe_from's grids replay runs on the pipeline unless that is off
-     * or does not apply); never KDA replay (B = 1-8 2-7% slower, from 10 worse yet); verify on grids of
-     * one wave, and GDN windows of 3-4 tokens at any batch (on the FP64 tensor cores they are
-     * bound by latency: T = 4, B = 128 179.0 against 181.2 us; KDA, which also reads every
-     * entry's gates, 196.1 against 195.1) */
+     * the cursor; packed reads no ring): GDN replay on grids of at most one value head per SM
+     * (above that 0.5-1% slower, two rounds alike: B = 8 / 16 / 32 12.22 / 20.06 / 31.35 us
+     * against 12.10 / 19.87 / 31.02 without, flashinfer-2026-12-03/callG-ring-read.txt; a bf16
+     * state 1-2%; it had measured 2-3% faster at B = 12-64 before later kernel changes; from
+     * rssm_pipe_from's grids replay runs on the pipeline unless that is off or does not apply);
+     * never KDA replay (B = 1-8 2-7% slower, from 10 worse yet); verify on grids of one wave, and
+     * GDN windows of 3-4 tokens at any batch (on the FP64 tensor cores they are bound by latency:
+     * T = 4, B = 128 179.0 against 181.2 us; KDA, which also reads every entry's gates, 196.1
+     * against 195.1) */
     const int gdn_window = s.mode == RSSM_LR_VERIFY && !s.kda && s.tokens >= 3 && s.tokens <= 4;
-    r.spec = packed ? 0 : replay ? !s.kda : ctas <= 2 * sms || gdn_window;
+    r.spec = packed ? 0 : replay ? !s.kda && ctas <= sms : ctas <= 2 * sms || gdn_window;
     /* each head's rows over `split` CTAs of 512 / split threads: packed streams through more,
      * smaller CTAs (4 up to half a head per SM, B <= 2 at 32 heads, else 2: at B = 3 and 4, 2
      * beat 4 by 16%); KDA replay likewise (4 up to a quarter head per SM, else 2); GDN replay
@@ -105,9 +112,13 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
     /* programmatic dependent launch on grids of at most one value head per SM (every mode) and
      * for packed decode from above a wave to 3.5 waves: the launch and the
      * checkpoint's DRAM latency overlap the kernel before (GDN B = 1 / 2: 3.85 -> 2.91 / 5.01 ->
-     * 3.73 us; B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); grids of about a wave lost up to
-     * 10% with it (B = 6 and 8), larger ones 2-5% (B = 64), replay's lost or tied */
-    r.pdl = ctas <= sms || (packed && ctas > 2 * sms && ctas < waves35);
+     * 3.73 us; B = 12 / 16: 17.27 -> 16.02 / 21.91 -> 20.96); with an f32 state grids of about a
+     * wave lost up to 10% with it (B = 6 and 8; again B = 8 11.14 -> 12.03 in
+     * flashinfer-2026-12-03/callF-switches-f32.txt), larger ones 2-5% (B = 64), replay's lost or
+     * tied. Packed decode of a bf16 state gains there too (callG-pdl-bf16.txt, GDN B = 5 / 6 / 7 /
+     * 8: 7.10 / 7.43 / 8.44 / 8.70 -> 6.40 / 6.62 / 7.00 / 7.83 us; KDA 7.30 / 7.64 / 8.88 /
+     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. */
+    r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
     if (forced.prefetch >= 0) r.prefetch = forced.prefetch;
