@@ -135,7 +135,6 @@ class Kernel:
     name = ""
     orders = ("seq", "rnd")
     layout = "vfirst"
-    states = (torch.float32,)  # the state dtypes it keeps
 
 
 def state_of(S0, dtype=None):
@@ -144,8 +143,6 @@ def state_of(S0, dtype=None):
 
 
 class ReplaySSM(Kernel):
-    states = (torch.float32, torch.bfloat16)
-
     def __init__(self, replay, switches=None):
         self.replay = replay
         self.name = "rs-replay" if replay else "rs-packed"
@@ -407,7 +404,6 @@ class FlashInfer(Kernel):
     kernel, a bf16 pool its bf16-state kernel); KDA: recurrent_kda, whose state is bf16 only."""
 
     name = "fi"
-    states = (torch.float32, torch.bfloat16)
 
     def __init__(self):
         from flashinfer.gdn_decode import gated_delta_rule_decode_pretranspose
