@@ -397,6 +397,12 @@ class SGLangReplay(SGLangPacked):
         return torch.cat(out, 1).double().cpu().numpy()
 
 
+def bf16_activations(x):
+    """x with q, k, v, a, b in bf16, as FlashInfer's entries take them (the error runs' float32
+    inputs hold bf16 values, so nothing is rounded)."""
+    return {n: (v.bfloat16() if n in ("q", "k", "v", "a", "b") else v) for n, v in x.items()}
+
+
 class FlashInfer(Kernel):
     """FlashInfer's decode through its public entries, as an engine calls them: a V-first state
     pool [slots, HV, V, K] read and written in place at the rows' indices, raw gate inputs, q and k
@@ -441,8 +447,7 @@ class FlashInfer(Kernel):
         slot = torch.arange(B, device="cuda", dtype=torch.int32)
         out = []
         for t in range(T):
-            xt = {n: (v.bfloat16() if v.dtype == torch.float32 and n in ("q", "k", "v", "a", "b") else v)
-                  for n, v in token(x, t).items()}  # its entries take bf16 activations (of bf16 values here)
+            xt = bf16_activations(token(x, t))
             o = torch.empty(B, 1, HV, V, dtype=torch.bfloat16, device="cuda")
             self.step1(gate, xt, pool, slot, o)
             out.append(o)
@@ -775,8 +780,7 @@ class FlashInferMTPVerify(Kernel):
         writes = (B + torch.arange(B * T, device="cuda", dtype=torch.int32)).reshape(B, T)
         out = []
         for t0 in range(0, n, T):
-            xw = {k_: (v.bfloat16() if v.dtype == torch.float32 and k_ in ("q", "k", "v", "a", "b") else v)
-                  for k_, v in token(x, t0, T).items()}
+            xw = bf16_activations(token(x, t0, T))
             o = torch.empty(B, T, HV, V, dtype=torch.bfloat16, device="cuda")
             self.layer_call(xw, pool, slot, writes, o)
             pool[:B] = pool[writes[:, -1].long()]  # every token accepted: the row goes on from its last state
