@@ -137,6 +137,7 @@ cudaError_t rssm_cuda_drain_init(void);
 int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
 void rssm_cuda_pipe_trace_write(const char *path); /* diagnostic builds: the last launch's timeline */
+void rssm_cuda_k128_trace_write(const char *path); /* and the per-head kernel's last launches */
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
@@ -361,7 +362,10 @@ static void cuda_destroy(rssm_context *ctx)
     cuda_impl *im = impl_of(ctx);
     if (!im) return;
     cudaSetDevice(im->device);
-    if (ctx->params.pipeline_trace_file) rssm_cuda_pipe_trace_write(ctx->params.pipeline_trace_file);
+    if (ctx->params.pipeline_trace_file) {
+        rssm_cuda_pipe_trace_write(ctx->params.pipeline_trace_file);
+        rssm_cuda_k128_trace_write(ctx->params.pipeline_trace_file);
+    }
     if (im->err) cudaFree(im->err);
     if (im->stream) cudaStreamDestroy(im->stream);
     if (im->order) cudaEventDestroy(im->order);

@@ -60,6 +60,7 @@
  * that wait (a one-token step in the weight phase, a verify window at the end).
  */
 #include "k128_common.cuh"
+#include "k128_trace.cuh"
 
 namespace rssm_decode_k128
 {
@@ -955,6 +956,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         zero_exit();
         return true;
     }
+    if (MODE != MODE_PACKED) K128_TRACE(A, K128_TR_SLOT);
     /* offsets for K = V = 128 (layout.h's, with the head sizes as constants); hd indexes
      * (slot, value head) */
     const int64_t hd = (int64_t)s * HV + hv;
@@ -1017,6 +1019,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (PARK_V) sV[tid] = vraw[0];
     if (KDA && tid == 0) sm.base = base; /* read at the end from here, not held (and spilled) */
     __syncthreads();                     /* ring in shared memory, token inputs prepared */
+    if (MODE != MODE_PACKED) K128_TRACE(A, K128_TR_RING);
     /* CHK: a row that does not fold, or has ring entries (or a bad cursor). Its cursor and fold
      * flag came with the rows' loads, so testing them here, after the token's preparation, waits
      * for nothing, and from here on the step is packed's code; the ring base is not read (with
@@ -1131,6 +1134,11 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
 
     /* ---- rows ---- */
+    if (MODE != MODE_PACKED) {
+        K128_TRACE(A, K128_TR_ROWS);
+        K128_TRACE_VALUE(A, K128_TR_END, end);
+        K128_TRACE_ROWS(A, w, lane, S[7][3]);
+    }
     if (end) {
         rows_end_fold<KDA, SBF, KF, MODE>(A, S, lK(), lU(), lG(), Gl, rbf, h, lane, row0, b, HV, hv, srow, sch, vreg(0),
                                           MODE == MODE_PACKED ? d : s);
@@ -1143,6 +1151,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     } else if (MODE != MODE_PACKED) {
         rows_window<TC>(A, S, lU(), rbf, h, wpos, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
     }
+    if (MODE != MODE_PACKED) K128_TRACE_STORED(A, w, lane);
     /* GDN verify: the head's ring base after a start fold (here rather than before the rows:
      * fewer registers held through them) */
     if (!KDA && !ONE && sfold && part == 0 && tid == 0) A.st.ring_base[(int64_t)s * HV + hv] = c0;
@@ -1175,6 +1184,7 @@ template <bool KDA, bool SBF> __device__ __forceinline__ void pdl_prologue(const
 template <bool KDA, bool SBF, int MODE, int TC, bool KF>
 __global__ void __launch_bounds__(K128_NT, 2) decode_k128_kernel(const kargs A)
 {
+    if (MODE != MODE_PACKED) K128_TRACE_ENTRY(A);
     if (A.pdl) pdl_prologue<KDA, SBF>(A);
     decode_k128_cta<KDA, SBF, MODE, TC, false, KF>(A);
 }
@@ -1297,6 +1307,10 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     A.cs = A.mode == MODE_PACKED || fold_every ? 1 : (kda ? 1 : A.group) * A.split;
     A.NS = 1;
     A.defer_k = 0;
+#ifdef RSSM_PIPE_TRACE
+    static int launches; /* diagnostic builds: the launch's index in the trace (k128_trace.cuh) */
+    A.trace_launch = launches++;
+#endif
     /* A.spec comes from the caller (small grids); only for rings up to K128_SPEC_LMAX */
     if (A.mode == MODE_PACKED || fold_every || A.l.ring_len > K128_SPEC_LMAX) A.spec = 0;
     const size_t stage = A.mode == MODE_REPLAY && !fold_every && staged_end_fold(kda, sbf, kf)
@@ -1317,3 +1331,6 @@ cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream
     const void *kernel = fold_every ? fold_every_kernel_for(kda, sbf, kf) : kernel_for(kda, sbf, kf, A.mode, tc);
     return launch_clustered(kernel, A, (unsigned)gx, (unsigned)batch, K128_NT / A.split, smem, stream);
 }
+
+/* diagnostic builds (RSSM_PIPE_TRACE): the per-head kernel's last launches, to path.k128.csv */
+void rssm_cuda_k128_trace_write(const char *path) { K128_TRACE_WRITE(path); }

@@ -71,6 +71,9 @@ typedef struct kargs {
     int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
     int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
     int pdl;                            /* decode_k128.cu only: programmatic dependent launch */
+#ifdef RSSM_PIPE_TRACE
+    int trace_launch; /* diagnostic builds, decode_k128.cu: the launch's index in its trace (k128_trace.cuh) */
+#endif
 } kargs;
 
 /* Launches `kernel(A)` on a grid of (gx, gy) CTAs of `threads` threads with `smem` bytes of
