@@ -7,8 +7,10 @@
  * with `cmake -DRSSM_PIPE_TRACE=ON` records, from %globaltimer (ns), for the first K128_TR_CTAS
  * CTAs of the last K128_TR_LAUNCHES launches:
  *   entry, slot known, ring landed (the first barrier), rows start (after the ring weights'
- *   barrier), and per warp when its first row of S0 was usable and when it stored its last row,
- *   the CTA's multiprocessor and its end fold (0 none, 1 shared, 2 early).
+ *   barrier), and per warp when its rows of S0 were usable (at its rows' start, the timer read
+ *   waiting for its last row) and when it issued its last store, the CTA's multiprocessor and
+ *   its end fold (0 none, 1 shared, 2 early). Under a CUDA graph a node keeps the launch number
+ *   it was captured with, so the records are those of 16 of the graph's nodes, each its last run.
  * params.pipeline_trace_file's path with ".k128.csv" appended receives them when the context is
  * freed (bench/k128_trace.py summarises them).
  */
