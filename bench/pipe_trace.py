@@ -4,10 +4,14 @@
 Usage: python3 bench/pipe_trace.py TRACE.csv [...]
 
 The CSV comes from a build with -DRSSM_PIPE_TRACE=ON, run with RSSM_PIPE_TRACE_FILE=TRACE.csv:
-one row per CTA entry (item -1) and per traced item (cta,item,issue_us,full_us,done_us, in
-microseconds from the earliest entry). Prints, over the CTAs:
+one row per CTA entry (item -1) and per traced item (cta,item,issue_us,full_us,done_us and,
+from traces that have them, begin_us,hand_us; microseconds from the earliest entry; -1: not
+marked). Prints, over the CTAs:
   start   entry, item 0's copy issued, item 0 landed
   items   wait (landed minus the previous item's done) and compute (done minus landed)
+  producer  (begin_us, hand_us present) per item: begun to handed over (its token inputs'
+          latency and its waits), begun to state copy issued, and landed minus handed over
+          (> 0: the copies arrived after the header)
   slow    items whose compute exceeds twice the median (folds, in a staggered batch)
   end     when each CTA's last traced item was done, and the slowest CTAs
 """
@@ -25,14 +29,21 @@ def spread(values):
 
 def summarise(path):
     ctas = {}
+    hand, issue_after, landed_after = [], [], []
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             cta, item = int(row["cta"]), int(row["item"])
             rec = ctas.setdefault(cta, {"entry": None, "items": []})
             if item < 0:
                 rec["entry"] = float(row["full_us"])
-            else:
-                rec["items"].append((item, float(row["issue_us"]), float(row["full_us"]), float(row["done_us"])))
+                continue
+            rec["items"].append((item, float(row["issue_us"]), float(row["full_us"]), float(row["done_us"])))
+            begin, handed = float(row.get("begin_us") or -1), float(row.get("hand_us") or -1)
+            if begin >= 0 and handed >= 0:
+                hand.append(handed - begin)
+                landed_after.append(float(row["full_us"]) - handed)
+                if float(row["issue_us"]) >= 0:
+                    issue_after.append(float(row["issue_us"]) - begin)
     entry, issue0, full0, waits, computes, ends = [], [], [], [], [], []
     for rec in ctas.values():
         rec["items"].sort()
@@ -60,6 +71,10 @@ def summarise(path):
     print("  item 0 landed  ", spread(full0))
     print("  wait per item  ", spread(waits))
     print("  compute        ", spread(computes))
+    if hand:
+        print("  producer: begun to handed over ", spread(hand))
+        print("  producer: begun to copy issued ", spread(issue_after))
+        print("  landed minus handed over       ", spread(landed_after))
     slow = {c: sum(1 for x in r.get("compute", []) if x > slow_at) for c, r in ctas.items()}
     print("  slow items (compute > %.2f us) per CTA: %s" % (slow_at, spread(list(slow.values()))))
     print("  end            ", spread(ends))

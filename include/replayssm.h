@@ -120,12 +120,14 @@ typedef struct rssm_context_params {
     int32_t cuda_ring_read;          /* CUDA fast kernels: read the whole ring without waiting for the cursor:
                                         -1 = by mode and grid size (default), 0 = never, 1 = always */
     int32_t cuda_pipeline;           /* CUDA replay and packed decode on the persistent pipeline: -1 = by mode,
-                                        gate, state dtype and grid size (default: replay GDN from 4.5 heads per
+                                        gate, state dtype and grid size (default: replay GDN from 3.75 heads per
                                         SM, KDA from 9, 6 with a bf16 state; packed never), 0 = never,
                                         1 = wherever it applies */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most
                                         40 heads (GDN, f32 state), 32 (bf16 state) or 16 (KDA) (default),
                                         0 = plain round robin, 1 = always */
+    int32_t cuda_pipeline_producers; /* the pipeline's warps that read ahead for the others, 1 to 3 (at most
+                                        its stages); -1 = by gate and grid size (default). Same bits either way. */
     int32_t cuda_prefill;            /* CUDA prefill: -1 = chunks of 16 tokens, wide lanes whole or sliced by grid size
                                         (default); 0 = one token at a time; 1 = chunks on narrow lanes; 2 / 3 = chunks
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */

@@ -4,7 +4,8 @@
  * staggered cursors (the rows at L - 1 fold), forced folds, padding rows and, after a verify
  * window's commit, rows that start with a fold (cursor at L) run on the per-head
  * kernel (rssm_context_params.cuda_pipeline = 0) and on the pipeline with its plain round robin
- * (cuda_pipeline_balance = 0) and with the folding rows first (1); every output and, at the end,
+ * (cuda_pipeline_balance = 0) and with the folding rows first (1), each with the rule's producer
+ * warps and with fewer (cuda_pipeline_producers 1 or 2); every output and, at the end,
  * every tensor of every slot must be the same bits. An order that skipped or repeated a head
  * would leave NaN outputs or a stale state (tests/test_pipe_order.c holds pipeline_order.h to its
  * contract on the host; this runs it on the device). Packed decode on the pipeline likewise
@@ -18,16 +19,18 @@
 
 #include "common.h"
 
-enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 3 };
+enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 5 };
 
-static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first"};
+static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first",
+                                     "pipeline, plain order, 1 producer", "pipeline, folding rows first, 2 producers"};
 
 static int context_for(int run, rssm_context **out)
 {
-    static const int balance[RUNS] = {-1, 0, 1};
+    static const int balance[RUNS] = {-1, 0, 1, 0, 1}, producers[RUNS] = {-1, -1, -1, 1, 2};
     rssm_context_params p = rssm_context_params_default();
     p.cuda_pipeline = run > 0;
     p.cuda_pipeline_balance = balance[run];
+    p.cuda_pipeline_producers = producers[run];
     return rh_context_with(RSSM_DEVICE_CUDA, &p, out);
 }
 

@@ -96,6 +96,13 @@ int main(void)
             never &= rssm_pipe_from(1, kda, sbf, SMS) == INT64_MAX;
     t_case(RH_OK, never, "packed decode never on the pipeline (by rule)");
 
+    /* the pipeline's producer warps (rssm_pipe_producers), one CTA per SM: 2 at B = 24-48 (more
+     * than 4 and at most 12 heads per CTA), 3 below (B = 12, 16) and above (B = 64-512) */
+    int np_ok = 1;
+    for (int batch = 1; batch <= 1024; batch++)
+        np_ok &= rssm_pipe_producers((int64_t)batch * HV, SMS) == (batch >= 17 && batch <= 49 ? 2 : 3);
+    t_case(RH_OK, np_ok, "the pipeline's producers: 2 at B = 17-49, else 3");
+
     /* packed decode streamed by rows (rssm_stream_rows): 16 rows per warp from B = 31 with a bf16
      * state, never with f32 */
     int stream_ok = 1;

@@ -202,9 +202,10 @@ static int set_value(const cli_command *cmd, const cli_opt *o, const char *v)
 /* ---- the tuning switches ------------------------------------------------------------------------- */
 
 static const cli_choice split_choices[] = {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
+static const cli_choice producer_choices[] = {{"-1", -1}, {"1", 1}, {"2", 2}, {"3", 3}, {NULL, 0}};
 static const cli_choice stream_choices[] = {{"-1", -1}, {"0", 0}, {"4", 4}, {"8", 8}, {"16", 16}, {NULL, 0}};
 
-enum { N_SWITCHES = 10 };
+enum { N_SWITCHES = 11 };
 
 /* The switches of rssm_context_params (replayssm.h says what each does); ranges as the library's. */
 static void switch_table(rssm_context_params *p, cli_opt *t)
@@ -219,6 +220,7 @@ static void switch_table(rssm_context_params *p, cli_opt *t)
     t[7] = cli_int("--cuda-prefill", &p->cuda_prefill, -1, 3);
     t[8] = cli_int("--cuda-pdl", &p->cuda_pdl, -1, 1);
     t[9] = cli_choice_of("--cuda-stream", &p->cuda_stream, stream_choices);
+    t[10] = cli_choice_of("--cuda-pipeline-producers", &p->cuda_pipeline_producers, producer_choices);
 }
 
 void cli_switches_usage(FILE *f)
@@ -230,6 +232,7 @@ void cli_switches_usage(FILE *f)
                "  --cuda-ring-read -1|0|1     CUDA fast kernels: read the whole ring ahead of the cursor\n"
                "  --cuda-pipeline -1|0|1      CUDA replay and packed decode on the persistent pipeline\n"
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"
+               "  --cuda-pipeline-producers -1|1|2|3  the pipeline's warps that read ahead\n"
                "  --cuda-prefill -1..3        CUDA prefill lanes (0 one token at a time, 1 narrow, 2 wide, 3 sliced)\n"
                "  --cuda-pdl -1|0|1           CUDA fast kernels: programmatic dependent launch\n"
                "  --cuda-stream -1|0|4|8|16   CUDA packed decode streamed by rows (4, 8, 16 rows per warp) or not (0)\n"

@@ -88,6 +88,7 @@ class rssm_context_params(ctypes.Structure):
         ("cuda_ring_read", ctypes.c_int32),
         ("cuda_pipeline", ctypes.c_int32),
         ("cuda_pipeline_balance", ctypes.c_int32),
+        ("cuda_pipeline_producers", ctypes.c_int32),
         ("cuda_prefill", ctypes.c_int32),
         ("cuda_pdl", ctypes.c_int32),
         ("cuda_stream", ctypes.c_int32),

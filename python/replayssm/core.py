@@ -57,7 +57,8 @@ class Context:
     """A device context: "cpu", "cuda" (or "cuda:N" for GPU N) or "reference" (the float64
     oracle, host memory). threads: CPU worker threads (0 = every core). The other keywords are
     the tuning switches of rssm_context_params (cpu_simd, cuda_fast, cuda_split, cuda_prefetch,
-    cuda_ring_read, cuda_pipeline, cuda_pipeline_balance, cuda_prefill, cuda_pdl, cuda_stream), for comparisons."""
+    cuda_ring_read, cuda_pipeline, cuda_pipeline_balance, cuda_pipeline_producers, cuda_prefill, cuda_pdl,
+    cuda_stream), for comparisons."""
 
     def __init__(self, device: str = "cpu", *, threads: int = 0, device_ordinal: int = 0, **switches):
         ordinal = device_ordinal

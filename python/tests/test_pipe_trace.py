@@ -35,3 +35,17 @@ def test_no_items(tmp_path, capsys):
     path.write_text("cta,item,issue_us,full_us,done_us\n0,-1,0,0.000,0.000\n")
     load_tool().summarise(str(path))
     assert "no items" in capsys.readouterr().out
+
+
+def test_producer_columns(tmp_path, capsys):
+    # item 0: begun at 1, copy issued at 2, handed over at 4, landed at 5 (the copy came last);
+    # item 1: begun at 4, handed over at 9, landed at 8.5 (the header came last)
+    rows = ["cta,item,issue_us,full_us,done_us,begin_us,hand_us",
+            "0,-1,0,0.000,0.000,0.000,0.000", "0,0,2.0,5.0,6.0,1.0,4.0", "0,1,4.5,8.5,9.5,4.0,9.0"]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    load_tool().summarise(str(path))
+    out = capsys.readouterr().out
+    assert "producer: begun to handed over  min   3.00  median   4.00  mean   4.00  max   5.00" in out
+    assert "producer: begun to copy issued  min   0.50  median   0.75  mean   0.75  max   1.00" in out
+    assert "landed minus handed over        min  -0.50  median   0.25  mean   0.25  max   1.00" in out

@@ -16,6 +16,7 @@ rssm_context_params rssm_context_params_default(void)
     p.cuda_ring_read = -1;
     p.cuda_pipeline = -1;
     p.cuda_pipeline_balance = -1;
+    p.cuda_pipeline_producers = -1;
     p.cuda_prefill = -1;
     p.cuda_pdl = -1;
     p.cuda_stream = -1;
@@ -45,6 +46,10 @@ static rssm_status check_params(const rssm_context_params *p)
     if ((st = check_switch("cuda_ring_read", p->cuda_ring_read, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline", p->cuda_pipeline, -1, 1)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pipeline_balance", p->cuda_pipeline_balance, -1, 1)) != RSSM_OK) return st;
+    if (p->cuda_pipeline_producers != -1 && (p->cuda_pipeline_producers < 1 || p->cuda_pipeline_producers > 3))
+        return rssm_fail(RSSM_ERROR_BAD_ARGUMENT,
+                         "rssm_context_create: params.cuda_pipeline_producers = %d (1 to 3 warps; -1 = by rule)",
+                         p->cuda_pipeline_producers);
     if ((st = check_switch("cuda_prefill", p->cuda_prefill, -1, 3)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pdl", p->cuda_pdl, -1, 1)) != RSSM_OK) return st;
     if (p->cuda_stream != -1 && p->cuda_stream != 0 && p->cuda_stream != 4 && p->cuda_stream != 8 &&

@@ -32,6 +32,7 @@ typedef struct cuda_impl {
     int spec;      /* cuda_ring_read: whole-ring reads, -1 = by grid size */
     int pipe;      /* cuda_pipeline: replay decode on the persistent pipeline, -1 = by grid size */
     int pipe_bal;  /* cuda_pipeline_balance: folding rows dealt first, -1 = by grid size */
+    int pipe_np;   /* cuda_pipeline_producers: producer warps, -1 = by grid size */
     int pf_mode;   /* cuda_prefill: -1 by grid size, 0 one token at a time, 1 narrow, 2 wide, 3 sliced wide */
     int pdl;       /* cuda_pdl: the fast kernels' programmatic dependent launch, -1 = by grid size */
     int stream_rw; /* cuda_stream: packed decode streamed by rows, rows per warp; -1 = by grid size */
@@ -138,7 +139,7 @@ int rssm_cuda_pipe_ok(const kargs *A);
 cudaError_t rssm_cuda_pipe_init(int device);
 void rssm_cuda_pipe_trace_write(const char *path); /* diagnostic builds: the last launch's timeline */
 void rssm_cuda_k128_trace_write(const char *path); /* and the per-head kernel's last launches */
-cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream);
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int producers, cudaStream_t stream);
 
 static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
 {
@@ -250,7 +251,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         (im->pipe == 1 ||
          (int64_t)p->io.batch * A.l.num_v_heads >= rssm_pipe_from(A.mode == MODE_PACKED, A.l.gate == RSSM_GATE_KDA,
                                                                   A.l.state_dtype == RSSM_DTYPE_BF16, im->sm_count))) {
-        CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, (cudaStream_t)stream), fn);
+        CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
     if (im->fast && rssm_cuda_decode_k128_ok(&A)) {
@@ -432,6 +433,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
     im->spec = params->cuda_ring_read;
     im->pipe = params->cuda_pipeline;
     im->pipe_bal = params->cuda_pipeline_balance;
+    im->pipe_np = params->cuda_pipeline_producers;
     im->pf_mode = params->cuda_prefill;
     im->pdl = params->cuda_pdl;
     im->stream_rw = params->cuda_stream;

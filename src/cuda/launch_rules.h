@@ -47,6 +47,19 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
  * and lost 3-67% below). */
 static inline int rssm_stream_rows(int sbf, int64_t ctas, int64_t sms) { return sbf && 2 * ctas >= 15 * sms ? 16 : 0; }
 
+/* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
+ * CTAs, as the H200 measured (bench/results/pipe-producers-2026-12-03/call3/sweep.txt, one call,
+ * 2 against 3, replay µs): 2 for more than 4 and at most 12 heads per CTA (GDN B = 24 / 32 / 48
+ * 24.56 / 29.78 / 39.52 against 25.71 / 29.92 / 39.93; bf16 state B = 32 24.27 against 24.47),
+ * else 3 (GDN B = 12 / 16 16.36 / 19.12 against 16.52 / 19.39, B = 64 / 128 / 512 48.71 / 85.90 /
+ * 295.51 against 50.08 / 86.64 / 298.28; KDA B = 64 / 128 / 512 52.85 / 88.49 / 311.06 against
+ * 54.12 / 92.21 / 324.61; bf16 state B = 128 63.60 against 68.32). KDA from 9 to 12 heads per CTA
+ * (B = 38-48 at 32 value heads) takes the same band unmeasured. */
+static inline int rssm_pipe_producers(int64_t heads, int64_t ctas)
+{
+    return heads > 4 * ctas && heads <= 12 * ctas ? 2 : 3;
+}
+
 typedef enum rssm_lr_mode {
     RSSM_LR_PACKED = 0, /* packed decode, and small-batch steps of drained rows (io.fold_every), which run its kernel */
     RSSM_LR_REPLAY = 1, /* replay decode on the per-head kernel */

@@ -41,7 +41,13 @@
  * known in advance.) Dealing the plain units by cost, fewer to the CTAs with a folding unit, did
  * not help (deal-2026-12-02/).
  *
- * Warps: PNP = 2 producer warps (item j is producer j % 2's) and PNC = 16 consumer warps.
+ * Warps: PNP = 3 producer warps, of which A.producers = np take items (item j is producer j %
+ * np's), and PNC = 16 consumer warps. A producer hands an item over only once the item's token
+ * inputs have arrived, about 4 us after it began it under the step's copies (per-item traces);
+ * a third producer made GDN B = 64-512 1-3% and KDA 2-4% faster, less than the producers' rate
+ * alone would give, because an item's state copy waits for a free stage and still lands after
+ * its header; at 5-12 heads per CTA it lost (GDN B = 24 5%). launch_rules.h's
+ * rssm_pipe_producers picks np (bench/results/pipe-producers-2026-12-03/).
  *   producer: reads slot, cursor and ring base of its next 32 items at once, one lane each (so
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
@@ -78,12 +84,13 @@
 #include "k128_common.cuh"
 #include "pipeline_trace.cuh"
 #include "pipeline_order.h"
+#include "launch_rules.h"
 
 namespace rssm_pipe
 {
 
 #define PNC 16                     /* consumer warps */
-#define PNP 2                      /* producer warps */
+#define PNP 3                      /* producer warps launched; A.producers of them take items */
 #define PNT ((PNC + PNP) * 32)     /* threads per CTA */
 #define PK 128                     /* K = V */
 #define PNS_MAX 4                  /* stages */
@@ -267,7 +274,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 
     if (w >= PNC) {
         /* ---------------- producer ---------------- */
-        const int pw = w - PNC;
+        /* np = A.producers take items (item j: producer j % np), at most NS (the launch sees to
+         * it): a producer's item j waits for the phase of empty_s[j % NS] that item j - NS
+         * completes, by its parity, and only its own previous item (j - np >= j - NS) makes sure
+         * that the barrier is not a whole phase further on, where the parity would match too */
+        const int pw = w - PNC, np = A.producers;
+        if (pw >= np) return;
         /* item j's (row, key head, value head): position p; with BAL the folding rows' units first */
         const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * upr : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
@@ -281,9 +293,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
          * of this producer's item k0 + i (k: its own item count), loaded 32 items at a time, so
          * that the per-item chain has no dependent global read left */
         int win_s = -1, win_c = 0, win_base = 0, win_d = -1;
-        for (int k = 0, j = pw; j < items; k++, j += PNP) {
+        for (int k = 0, j = pw; j < items; k++, j += np) {
             if ((k & 31) == 0) {
-                const int jl = j + PNP * lane;
+                const int jl = j + np * lane;
                 win_s = -1, win_c = 0, win_base = 0;
                 if (jl < items) {
                     int bl, khl, hvl;
@@ -301,6 +313,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             int b, kh, hv;
             locate(j, b, kh, hv);
             stage_head &sh = *head_of(st);
+            if (lane == 0) PIPE_TRACE_ITEM(j, 4);
             /* token inputs: they depend on nothing loaded; in flight during the waits below */
             float kr[4], qr[4], vv[4], ga[4], dtb[4], alog = 0.0f, braw;
             ld4g(A.io.k, IOBF, (int64_t)b * A.io.k_stride + kh * PK + c4, kr);
@@ -348,7 +361,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * the one before has landed, so the first item arrives at the rate of one copy per
              * SM instead of sharing it with every stage's copy, and the consumers start sooner
              * (GDN B = 19 22.4 -> 20.7 us, B = 19-160 and KDA up to B = 48 gain 1-7%:
-             * bench/results/stream-2026-12-02/ab-call1.txt). Item j - 1 is the other producer's:
+             * bench/results/stream-2026-12-02/ab-call1.txt). Item j - 1 is another producer's:
              * had that one run a whole round ahead, full[j - 1] would be past its second phase and
              * parity 0 would wait for the third; the consumers having taken item j - 1 (empty_s[j
              * - 1], whose second phase needs item j itself) says it landed as well. */
@@ -425,6 +438,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 sh.kq = kq;
             }
             mbar_arrive(&ch.full[st]); /* every lane, after its own stores */
+            if (lane == 0) PIPE_TRACE_ITEM(j, 5);
         }
         return;
     }
@@ -708,7 +722,7 @@ cudaError_t rssm_cuda_pipe_init(int device)
 /* One CTA per SM (at most one per unit of work); A.NS = stages. Replay: balance 1 deals the
  * folding rows first, 0 keeps the plain round robin, -1 chooses by grid size (see Balance);
  * packed decode folds every row and runs the plain round robin. */
-cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream_t stream)
+cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int producers, cudaStream_t stream)
 {
     using namespace rssm_pipe;
     const rssm_layer *l = &A.l;
@@ -725,6 +739,9 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, cudaStream
                                                          : PBAL_ITEMS_GDN;
     const bool bal =
         fits && (balance == 1 || (balance == -1 && (int64_t)A.io.batch * l->num_v_heads <= (int64_t)most * grid));
+    int np = producers > 0 ? producers : rssm_pipe_producers((int64_t)A.io.batch * l->num_v_heads, grid);
+    if (np > PNP) np = PNP;
+    A.producers = np < A.NS ? np : A.NS; /* see the producer */
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16,
                          packed ? PIPE_PACKED
