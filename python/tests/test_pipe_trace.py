@@ -12,15 +12,19 @@ def load_tool():
     return mod
 
 
+def summary_of(tmp_path, capsys, rows):
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    load_tool().summarise(str(path))
+    return capsys.readouterr().out
+
+
 def test_summary_of_two_ctas(tmp_path, capsys):
     # CTA 0: three items of 1 us; CTA 1: 1 us, a 5 us item (a fold), 1 us, so it ends last
     rows = ["cta,item,issue_us,full_us,done_us",
             "0,-1,0,0.000,0.000", "0,0,2.0,5.0,6.0", "0,1,-1,6.5,7.5", "0,2,-1,8.0,9.0",
             "1,-1,0,0.100,0.100", "1,0,2.5,6.0,7.0", "1,1,-1,7.5,12.5", "1,2,-1,13.0,14.0"]
-    path = tmp_path / "t.csv"
-    path.write_text("\n".join(rows) + "\n")
-    load_tool().summarise(str(path))
-    out = capsys.readouterr().out
+    out = summary_of(tmp_path, capsys, rows)
     assert "2 CTAs, 6 items traced" in out
     assert "item 0 issued   min   2.00  median   2.25" in out
     assert "wait per item   min   0.50  median   0.50  mean   0.50  max   0.50" in out
@@ -42,10 +46,7 @@ def test_producer_columns(tmp_path, capsys):
     # item 1: begun at 4, handed over at 9, landed at 8.5 (the header came last)
     rows = ["cta,item,issue_us,full_us,done_us,begin_us,hand_us",
             "0,-1,0,0.000,0.000,0.000,0.000", "0,0,2.0,5.0,6.0,1.0,4.0", "0,1,4.5,8.5,9.5,4.0,9.0"]
-    path = tmp_path / "t.csv"
-    path.write_text("\n".join(rows) + "\n")
-    load_tool().summarise(str(path))
-    out = capsys.readouterr().out
+    out = summary_of(tmp_path, capsys, rows)
     assert "producer: begun to handed over  min   3.00  median   4.00  mean   4.00  max   5.00" in out
     assert "producer: begun to copy issued  min   0.50  median   0.75  mean   0.75  max   1.00" in out
     assert "landed minus handed over        min  -0.50  median   0.25  mean   0.25  max   1.00" in out
