@@ -127,7 +127,7 @@ typedef struct rssm_context_params {
                                         40 heads (GDN, f32 state), 32 (bf16 state) or 16 (KDA) (default),
                                         0 = plain round robin, 1 = always */
     int32_t cuda_pipeline_producers; /* the pipeline's warps that read ahead for the others, 1 to 3 (at most
-                                        its stages); -1 = by gate and grid size (default). Same bits either way. */
+                                        its stages); -1 = by grid size (default). Same bits either way. */
     int32_t cuda_prefill;            /* CUDA prefill: -1 = chunks of 16 tokens, wide lanes whole or sliced by grid size
                                         (default); 0 = one token at a time; 1 = chunks on narrow lanes; 2 / 3 = chunks
                                         on wide lanes, whole heads / 32-row slices. All give the same bits. */

@@ -41,6 +41,16 @@ template <int N, int KEEP, int M> struct RS {
     }
 };
 
+#ifdef RSSM_PIPE_TRACE
+/* diagnostic builds: the global timer (ns) of the kernels' traces (pipeline_trace.cuh, k128_trace.cuh) */
+__device__ __forceinline__ unsigned long long trace_now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#endif
+
 /* L2 prefetch of `bytes` (multiple of 16) at a 16-byte aligned address (TMA, one thread) */
 __device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
 {

@@ -19,6 +19,7 @@
 
 #ifdef RSSM_PIPE_TRACE
 #include <stdio.h>
+/* trace_now: k128_common.cuh, included before this header */
 
 #define K128_TR_CTAS 1024
 #define K128_TR_LAUNCHES 16
@@ -27,12 +28,6 @@ enum { K128_TR_ENTRY, K128_TR_SLOT, K128_TR_RING, K128_TR_ROWS, K128_TR_SMID, K1
 #define K128_TR_N (K128_TR_W0 + 2 * K128_TR_WARPS) /* then per warp: rows usable, stored */
 __device__ unsigned long long g_k128_trace[K128_TR_LAUNCHES][K128_TR_CTAS][K128_TR_N];
 
-__device__ __forceinline__ unsigned long long k128_now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 /* the record of the CTA in launch n (kargs.trace_launch, counted by the launcher: a graph's
  * nodes keep the index they were captured with), or null past the traced CTAs. Marks are stores
  * only: a load in a mark would wait behind the checkpoint's loads and move the warp's timeline. */
@@ -49,21 +44,21 @@ __device__ __forceinline__ void k128_mark(int n, int k, unsigned long long v)
 /* warp w's rows usable: the timer read waits for x (its last row's last element) */
 __device__ __forceinline__ void k128_trace_rows(int n, int w, float x)
 {
-    if (__float_as_uint(x) != 0x7fbadbadu) k128_mark(n, K128_TR_W0 + 2 * w, k128_now());
+    if (__float_as_uint(x) != 0x7fbadbadu) k128_mark(n, K128_TR_W0 + 2 * w, trace_now());
 }
 __device__ __forceinline__ void k128_trace_entry(int n)
 {
     if (threadIdx.x == 0) {
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        k128_mark(n, K128_TR_ENTRY, k128_now());
+        k128_mark(n, K128_TR_ENTRY, trace_now());
         k128_mark(n, K128_TR_SMID, smid);
     }
 }
 #define K128_TRACE_ENTRY(A) k128_trace_entry((A).trace_launch)
 #define K128_TRACE(A, k)                                                                                               \
     do {                                                                                                               \
-        if (threadIdx.x == 0) k128_mark((A).trace_launch, k, k128_now());                                              \
+        if (threadIdx.x == 0) k128_mark((A).trace_launch, k, trace_now());                                             \
     } while (0)
 #define K128_TRACE_VALUE(A, k, v)                                                                                      \
     do {                                                                                                               \
@@ -76,7 +71,7 @@ __device__ __forceinline__ void k128_trace_entry(int n)
 #define K128_TRACE_STORED(A, w, lane)                                                                                  \
     do {                                                                                                               \
         __syncwarp();                                                                                                  \
-        if ((lane) == 0) k128_mark((A).trace_launch, K128_TR_W0 + 2 * (w) + 1, k128_now());                            \
+        if ((lane) == 0) k128_mark((A).trace_launch, K128_TR_W0 + 2 * (w) + 1, trace_now());                           \
     } while (0)
 
 /* CSV: launch,cta,smid,end,entry,slot,ring,rows, then rows_w / stored_w per warp, microseconds

@@ -24,6 +24,7 @@
 #ifdef RSSM_PIPE_TRACE
 #include <stdio.h>
 #include <stdlib.h>
+/* trace_now: k128_common.cuh, included before this header */
 
 #define PTR_CTAS 132
 #define PTR_ITEMS 64
@@ -31,9 +32,7 @@ __device__ unsigned long long g_pipe_trace[PTR_CTAS][1 + 5 * PTR_ITEMS];
 
 __device__ __forceinline__ void pipe_trace_mark(int slot)
 {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (blockIdx.x < PTR_CTAS) g_pipe_trace[blockIdx.x][slot] = t;
+    if (blockIdx.x < PTR_CTAS) g_pipe_trace[blockIdx.x][slot] = trace_now();
 }
 /* item j's mark k (1: landed, 2: done, 3: copy issued, 4: begun, 5: handed over) */
 #define PIPE_TRACE_ENTRY() pipe_trace_mark(0)
@@ -59,9 +58,10 @@ static void pipe_trace_dump(const char *path)
         const double e = (t[c][0] - t0) * 1e-3;
         fprintf(f, "%d,-1,0,%.3f,%.3f,%.3f,%.3f\n", c, e, e, e, e); /* entry */
         /* items of this launch: marks after this CTA's entry (older launches left earlier ones) */
-        auto at = [&](int j, int k) { /* -1: not marked in this launch */
-                                      const unsigned long long x = t[c][5 * j + k];
-                                      return x > t[c][0] ? (x - t0) * 1e-3 : -1.0;
+        /* mark k of item j, -1 where this launch did not mark it */
+        auto at = [&](int j, int k) {
+            const unsigned long long x = t[c][5 * j + k];
+            return x > t[c][0] ? (x - t0) * 1e-3 : -1.0;
         };
         for (int j = 0; j < PTR_ITEMS && at(j, 1) >= 0 && at(j, 2) >= 0; j++)
             fprintf(f, "%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", c, j, at(j, 3), at(j, 1), at(j, 2), at(j, 4), at(j, 5));
