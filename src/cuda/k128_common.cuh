@@ -51,6 +51,28 @@ __device__ __forceinline__ unsigned long long trace_now()
 }
 #endif
 
+/* A step's metadata (slots, fold flags, cursors, ring bases) is read by every layer's launch,
+ * and between two launches the states stream through L2 (from GDN B = 16 more than its 50 MB):
+ * read with an evict-last policy it stays there, and the chain slot -> cursor before the first
+ * copies is two L2 round trips instead of two DRAM ones. */
+__device__ __forceinline__ uint64_t l2_keep_policy()
+{
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ int ld_keep(const int32_t *p, uint64_t pol)
+{
+    int v;
+    asm volatile("ld.global.L2::cache_hint.b32 %0, [%1], %2;\n" : "=r"(v) : "l"(p), "l"(pol));
+    return v;
+}
+__device__ __forceinline__ int ld_keep(const uint8_t *p, uint64_t pol)
+{
+    unsigned v;
+    asm volatile("ld.global.L2::cache_hint.u8 %0, [%1], %2;\n" : "=r"(v) : "l"(p), "l"(pol));
+    return (int)v;
+}
 /* L2 prefetch of `bytes` (multiple of 16) at a 16-byte aligned address (TMA, one thread) */
 __device__ __forceinline__ void prefetch_l2(const void *p, unsigned bytes)
 {

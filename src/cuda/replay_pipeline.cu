@@ -227,14 +227,16 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     bool one_head = false; /* GDN, BAL: units of one value head (see Work) */
     if (BAL) {
         bool starts = false; /* a row of this thread's starts with a fold (cursor at L) */
+        const uint64_t keep = l2_keep_policy();
         for (int wi = w; wi < nw; wi += PNC + PNP) {
             const int b = wi * 32 + lane;
             bool folds = false;
             if (b < B) {
-                const int s = A.io.slot[b];
+                const int s = ld_keep(A.io.slot + b, keep);
+                const int f = A.io.fold ? ld_keep(A.io.fold + b, keep) : 0;
                 if (s >= 0 && s < A.st.num_slots) {
-                    const int c = A.st.cursor[s];
-                    folds = c == L - 1 || c == L || (A.io.fold && A.io.fold[b]);
+                    const int c = ld_keep(A.st.cursor + s, keep);
+                    folds = c == L - 1 || c == L || f;
                     starts = starts || c >= L;
                 }
             }
@@ -293,6 +295,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
          * of this producer's item k0 + i (k: its own item count), loaded 32 items at a time, so
          * that the per-item chain has no dependent global read left */
         int win_s = -1, win_c = 0, win_base = 0, win_d = -1;
+        const uint64_t keep = l2_keep_policy();
         for (int k = 0, j = pw; j < items; k++, j += np) {
             if ((k & 31) == 0) {
                 const int jl = j + np * lane;
@@ -300,12 +303,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 if (jl < items) {
                     int bl, khl, hvl;
                     locate(jl, bl, khl, hvl);
-                    win_s = A.io.slot[bl];
+                    win_s = ld_keep(A.io.slot + bl, keep);
                     if (PACKED) {
-                        win_d = A.io.write_slot ? A.io.write_slot[bl] : win_s;
+                        win_d = A.io.write_slot ? ld_keep(A.io.write_slot + bl, keep) : win_s;
                     } else if (win_s >= 0 && win_s < A.st.num_slots) {
-                        win_c = A.st.cursor[win_s];
-                        win_base = A.st.ring_base[(int64_t)win_s * HV + hvl];
+                        win_c = ld_keep(A.st.cursor + win_s, keep);
+                        win_base = ld_keep(A.st.ring_base + (int64_t)win_s * HV + hvl, keep);
                     }
                 }
             }
@@ -341,7 +344,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 }
                 braw = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
             }
-            const int forced = !PACKED && A.io.fold ? A.io.fold[b] != 0 : 0; /* packed folds anyway */
+            const int forced = !PACKED && A.io.fold ? ld_keep(A.io.fold + b, keep) != 0 : 0; /* packed folds anyway */
             const int s = __shfl_sync(FULL_MASK, win_s, k & 31);
             bool bad_slot = s < -1 || s >= A.st.num_slots;
             bool live = !bad_slot && s >= 0;
