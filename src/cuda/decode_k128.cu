@@ -918,11 +918,16 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     uint32_t *sV = (uint32_t *)(sXd + 8 * K128_XDS);
 
     /* ---- round 0: slot and everything that does not depend on it ---- */
-    int s = A.io.slot[b];
-    const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? A.io.write_slot[b] : 0;
+    /* the step's metadata read evict-last in L2 (k128_common.cuh), except by verify windows
+     * (there 0.3-0.5% slower at B = 128: bench/results/pipe-start-2026-12-03/) */
+    const bool keep_meta = MODE != MODE_VERIFY;
+    const uint64_t keep = keep_meta ? l2_keep_policy() : 0;
+    auto ld_meta = [&](auto *p) { return keep_meta ? ld_keep(p, keep) : (int)*p; };
+    int s = ld_meta(A.io.slot + b);
+    const int ws = (MODE == MODE_PACKED && A.io.write_slot) ? ld_meta(A.io.write_slot + b) : 0;
     /* CHK reads its fold flag with the cursor in round 1: tested here, it held up round 0's
      * loads for its own round trip (0.26 us per layer at B = 1) */
-    const int forced = !CHK && A.io.fold ? A.io.fold[b] != 0 : 0;
+    const int forced = !CHK && A.io.fold ? ld_meta(A.io.fold + b) != 0 : 0;
     /* Token preparation. Verify: warp t prepares token t whole. One token (ONE): warp 0
      * normalises k, warp 1 q, warp 2 evaluates the gates, each a short chain before the first
      * barrier; every warp then derives what it needs from them in its own registers. */
@@ -962,8 +967,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     const int64_t hd = (int64_t)s * HV + hv;
     int c = 0, base = 0;
     if (MODE != MODE_PACKED) {
-        c = A.st.cursor[s];
-        base = A.st.ring_base[hd];
+        c = ld_meta(A.st.cursor + s);
+        base = ld_meta(A.st.ring_base + hd);
     }
     int chk_fold = 1;
     /* the warp's rows of S0; recomputed from an opaque copy of the slot where they are written
@@ -974,8 +979,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     load_state_rows<SBF, SSTEP, KF>(A.st.checkpoint, ck0, S);
     if (A.pf_ahead && tid == nt - 32) prefetch_ahead<KDA, SBF, MODE>(A, b, R, group, split, split_log2);
     if (CHK) { /* with the rows, which they arrive before */
-        c = A.st.cursor[s];
-        chk_fold = A.io.fold[b];
+        c = ld_meta(A.st.cursor + s);
+        chk_fold = ld_meta(A.io.fold + b);
     }
 
     const int gk = KDA ? K128_DIM : 1;
