@@ -5,7 +5,9 @@ Usage: python3 bench/k128_trace.py TRACE.k128.csv [...]
 
 The CSV comes from a build with -DRSSM_PIPE_TRACE=ON, run with RSSM_PIPE_TRACE_FILE=TRACE (the
 per-head kernel's records go to TRACE.k128.csv): one row per CTA and launch, microseconds from
-that launch's earliest CTA entry. Prints, per launch, the CTAs without and with an end fold:
+that launch's earliest CTA entry. Prints, per launch, the CTAs without and with a fold (the end
+column: 1 or 2 an end fold, plus 4 after a start fold; bench/results/verify-trace-2026-12-03/phases.py
+splits a verify window's phases by it):
   slot     the row's slot known
   ring     the ring landed and the token prepared (the first barrier)
   rows     the ring weights done (the rows start)

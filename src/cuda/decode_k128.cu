@@ -175,16 +175,26 @@ __device__ __forceinline__ float ld1s(const unsigned char *p, int bf, int off)
 }
 
 /* fold_ring_rows for the window layout (the lane's one row srow, channels 16 j + sch + e in
- * S[j][e]), with the same operations on each element, so the same bits: GDN S e^{Gs}, then for
- * each entry S += u_i (k_i e^{Gs - G_i}); KDA S += u_i k~_i for each entry, then S e^{Gs} per
- * channel (gs: GDN Gs in gs[0], KDA Gs per channel). A lane reads 32 channels of every key here
- * (the other layout 4), so the CTA first stages up to 16 scaled keys at a time as f32 in kf
- * (16 x 128 f32); every thread of the CTA calls this (it has barriers). */
+ * S[j][e]) on the FP64 tensor cores: GDN S e^{Gs} (f32), then S += sum_i u_i (k_i e^{Gs - G_i});
+ * KDA S += sum_i u_i k~_i, then S e^{Gs} per channel (gs: GDN Gs in gs[0], KDA Gs per channel).
+ * The scaled keys and the decays are fold_ring_rows' f32 operations; the sums over entries run in
+ * f64 and S is rounded once per round of 8 entries, so the bits are not fold_ring_rows' (the f32
+ * chain rounds after every entry) and lie closer to float64. Why: a lane of this layout needs 32
+ * channels of every key, which the f32 loop read from shared memory as 8 loads per 32 FMAs, and
+ * the start fold took 7 us of a folding CTA's 18 (GDN T = 4, B = 128,
+ * bench/results/verify-trace-2026-12-03/). A round stages its keys as f64 B fragments in kf:
+ * kf[(16 ks + t) * 32 + l] is the key of entry 4 ks + l % 4 at channel 16 j + 4 (l / 8) + 2 hf +
+ * (l / 4) % 2 for tile t = 2 j + hf, so that a warp's loads for one DMMA are 256 contiguous bytes
+ * and tile t's accumulator (lane l: row l / 4, columns 2 (l % 4) and + 1) is the lane's S[j][2 hf],
+ * S[j][2 hf + 1]. Entries past h are zero on both sides. Every thread of the CTA calls this (it
+ * has barriers). */
+#define K128_FOLD_ROUND 8 /* entries per round: 2 k-steps x 16 tiles x 32 lanes of f64 fit sXd */
 template <bool KDA>
 __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
                                                    const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
-                                                   float *kf)
+                                                   double *kf)
 {
+    const int lane = threadIdx.x & 31;
     if (!KDA) {
         const float eg = expf(gs[0]);
 #pragma unroll
@@ -194,26 +204,36 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
                 S[j][e] = S[j][e] * eg;
     }
 #pragma unroll 1
-    for (int i0 = 0; i0 < h; i0 += 16) {
-        const int n = min(16, h - i0);
+    for (int i0 = 0; i0 < h; i0 += K128_FOLD_ROUND) {
+        const int n = min(K128_FOLD_ROUND, h - i0);
 #pragma unroll 1
-        for (int x = threadIdx.x; x < n * K128_DIM; x += blockDim.x) {
-            const int i = i0 + (x >> 7);
-            const float k = ld1s(sK, rbf, i0 * K128_DIM + x);
-            kf[x] = KDA ? k : k * expf(gs[0] - sG[i]);
+        for (int x = threadIdx.x; x < K128_FOLD_ROUND * 16 * 8; x += blockDim.x) {
+            const int l = x & 31, t = (x >> 5) & 15, i = 4 * (x >> 9) + (l & 3);
+            const int ch = 16 * (t >> 1) + 4 * (l >> 3) + 2 * (t & 1) + ((l >> 2) & 1);
+            float k = 0.0f;
+            if (i < n) {
+                k = ld1s(sK, rbf, (i0 + i) * K128_DIM + ch);
+                if (!KDA) k = k * expf(gs[0] - sG[i0 + i]);
+            }
+            kf[x] = (double)k;
+        }
+        float a[K128_FOLD_ROUND / 4]; /* u of entry 4 ks + lane % 4, row srow */
+#pragma unroll
+        for (int ks = 0; ks < K128_FOLD_ROUND / 4; ks++) {
+            const int i = 4 * ks + (lane & 3);
+            a[ks] = i < n ? ld1s(sU, rbf, (i0 + i) * K128_DIM + srow) : 0.0f;
         }
         __syncthreads();
-#pragma unroll 1
-        for (int i = 0; i < n; i++) {
-            const float u = ld1s(sU, rbf, (i0 + i) * K128_DIM + srow);
 #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                const float4 k4 = *(const float4 *)(kf + i * K128_DIM + 16 * j + sch);
-                S[j][0] = __fmaf_rn(u, k4.x, S[j][0]), S[j][1] = __fmaf_rn(u, k4.y, S[j][1]);
-                S[j][2] = __fmaf_rn(u, k4.z, S[j][2]), S[j][3] = __fmaf_rn(u, k4.w, S[j][3]);
-            }
+        for (int t = 0; t < 16; t++) {
+            const int j = t >> 1, e = 2 * (t & 1);
+            double d0 = S[j][e], d1 = S[j][e + 1];
+#pragma unroll
+            for (int ks = 0; ks < K128_FOLD_ROUND / 4; ks++)
+                dmma_8x8x4(d0, d1, (double)a[ks], kf[(16 * ks + t) * 32 + lane]);
+            S[j][e] = (float)d0, S[j][e + 1] = (float)d1;
         }
-        __syncthreads(); /* kf is rewritten by the next 16 entries (or, after the fold, by the tokens' vectors) */
+        __syncthreads(); /* kf is rewritten by the next round (or, after the fold, by the tokens' vectors) */
     }
     if (KDA) {
 #pragma unroll
@@ -223,6 +243,7 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
                 S[j][e] = S[j][e] * expf(gs[16 * j + sch + e]);
     }
 }
+static_assert(K128_FOLD_ROUND * 16 * 8 <= 8 * K128_XDS, "a fold round's key fragments fit the window's f64 area");
 
 /* where the staging area starts in a replay launch's dynamic shared memory (smem_of's end without
  * it), from the kernel's parameters: formed where used, it holds no register through the step */
@@ -1058,7 +1079,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
             if constexpr (MMA) {
-                fold_ring_rows_mma<KDA>(S, KDA ? Gl : lG() + h - 1, h, lK(), lU(), lG(), rbf, sch, srow, (float *)sXd);
+                fold_ring_rows_mma<KDA>(S, KDA ? Gl : lG() + h - 1, h, lK(), lU(), lG(), rbf, sch, srow, sXd);
+                K128_TRACE(A, K128_TR_FOLD);
             } else {
                 float Gs[4];
 #pragma unroll
@@ -1068,6 +1090,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             }
             store_checkpoint_rows<SBF, MMA>(
                 A.st.checkpoint, [&](int r) { return rows_off(opaque(s)) + r * SSTEP; }, KF, S);
+            K128_TRACE(A, K128_TR_FOLDST);
         }
         h = 0;
         new_base = c0;
@@ -1098,6 +1121,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         cluster_sync_all();
     } else if (!ONE)
         __syncthreads();
+    if (!ONE) K128_TRACE(A, K128_TR_GATES);
 
     int end = 0; /* 1: the shared end fold, 2: the head's early fold (min G past -G_MAX) */
     if (MODE == MODE_PACKED)
@@ -1141,7 +1165,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* ---- rows ---- */
     if (MODE != MODE_PACKED) {
         K128_TRACE(A, K128_TR_ROWS);
-        K128_TRACE_VALUE(A, K128_TR_END, end);
+        K128_TRACE_VALUE(A, K128_TR_END, end | (sfold ? 4 : 0)); /* 4: a start fold */
         K128_TRACE_ROWS(A, w, lane, S[7][3]);
     }
     if (end) {

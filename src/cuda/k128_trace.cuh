@@ -9,8 +9,8 @@
  *   entry, slot known, ring landed (the first barrier), rows start (after the ring weights'
  *   barrier), and per warp when its rows of S0 were usable (at its rows' start, the timer read
  *   waiting for its last row) and when it issued its last store, the CTA's multiprocessor and
- *   its end fold (0 none, 1 shared, 2 early). Under a CUDA graph a node keeps the launch number
- *   it was captured with, so the records are those of 16 of the graph's nodes, each its last run.
+ *   its folds (end fold 0 none, 1 shared, 2 early; plus 4 after a start fold). Under a CUDA graph a node keeps the
+ * launch number it was captured with, so the records are those of 16 of the graph's nodes, each its last run.
  * params.pipeline_trace_file's path with ".k128.csv" appended receives them when the context is
  * freed (bench/k128_trace.py summarises them).
  */
@@ -24,7 +24,18 @@
 #define K128_TR_CTAS 1024
 #define K128_TR_LAUNCHES 16
 #define K128_TR_WARPS 16
-enum { K128_TR_ENTRY, K128_TR_SLOT, K128_TR_RING, K128_TR_ROWS, K128_TR_SMID, K128_TR_END, K128_TR_W0 };
+enum {
+    K128_TR_ENTRY,
+    K128_TR_SLOT,
+    K128_TR_RING,
+    K128_TR_ROWS,
+    K128_TR_SMID,
+    K128_TR_END,
+    K128_TR_FOLD,   /* a start fold's arithmetic done (warp 0) */
+    K128_TR_FOLDST, /* ... and its checkpoint stores issued */
+    K128_TR_GATES,  /* the window's gates done (the barrier before the ring weights) */
+    K128_TR_W0
+};
 #define K128_TR_N (K128_TR_W0 + 2 * K128_TR_WARPS) /* then per warp: rows usable, stored */
 __device__ unsigned long long g_k128_trace[K128_TR_LAUNCHES][K128_TR_CTAS][K128_TR_N];
 
@@ -74,7 +85,7 @@ __device__ __forceinline__ void k128_trace_entry(int n)
         if ((lane) == 0) k128_mark((A).trace_launch, K128_TR_W0 + 2 * (w) + 1, trace_now());                           \
     } while (0)
 
-/* CSV: launch,cta,smid,end,entry,slot,ring,rows, then rows_w / stored_w per warp, microseconds
+/* CSV: launch,cta,smid,end,entry,slot,ring,rows,fold,foldst,gates, then rows_w / stored_w per warp, microseconds
  * from the launch's earliest entry (-1: not recorded) */
 static void k128_trace_dump(const char *path)
 {
@@ -86,7 +97,7 @@ static void k128_trace_dump(const char *path)
     snprintf(name, sizeof name, "%s.k128.csv", path);
     FILE *f = fopen(name, "w");
     if (!f) return;
-    fprintf(f, "launch,cta,smid,end,entry,slot,ring,rows");
+    fprintf(f, "launch,cta,smid,end,entry,slot,ring,rows,fold,foldst,gates");
     for (int w = 0; w < K128_TR_WARPS; w++)
         fprintf(f, ",rows%d,stored%d", w, w);
     fprintf(f, "\n");
@@ -98,8 +109,9 @@ static void k128_trace_dump(const char *path)
             const unsigned long long *r = t[n][c];
             if (!r[K128_TR_ENTRY]) continue;
             auto us = [&](unsigned long long v) { return v >= r[K128_TR_ENTRY] ? (v - t0) * 1e-3 : -1.0; };
-            fprintf(f, "%d,%d,%llu,%llu,%.3f,%.3f,%.3f,%.3f", n, c, r[K128_TR_SMID], r[K128_TR_END],
-                    us(r[K128_TR_ENTRY]), us(r[K128_TR_SLOT]), us(r[K128_TR_RING]), us(r[K128_TR_ROWS]));
+            fprintf(f, "%d,%d,%llu,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f", n, c, r[K128_TR_SMID], r[K128_TR_END],
+                    us(r[K128_TR_ENTRY]), us(r[K128_TR_SLOT]), us(r[K128_TR_RING]), us(r[K128_TR_ROWS]),
+                    us(r[K128_TR_FOLD]), us(r[K128_TR_FOLDST]), us(r[K128_TR_GATES]));
             for (int w = 0; w < 2 * K128_TR_WARPS; w++)
                 fprintf(f, ",%.3f", us(r[K128_TR_W0 + w]));
             fprintf(f, "\n");
