@@ -9,8 +9,10 @@
  *   entry, slot known, ring landed (the first barrier), rows start (after the ring weights'
  *   barrier), and per warp when its rows of S0 were usable (at its rows' start, the timer read
  *   waiting for its last row) and when it issued its last store, the CTA's multiprocessor and
- *   its folds (end fold 0 none, 1 shared, 2 early; plus 4 after a start fold). Under a CUDA graph a node keeps the
- * launch number it was captured with, so the records are those of 16 of the graph's nodes, each its last run.
+ *   its folds (end fold 0 none, 1 shared, 2 early; plus 4 after a start fold), and in a verify
+ *   window when a start fold's arithmetic ended, when its stores were issued and when the
+ *   window's gates were done. Under a CUDA graph a node keeps the launch number it was captured
+ *   with, so the records are those of 16 of the graph's nodes, each its last run.
  * params.pipeline_trace_file's path with ".k128.csv" appended receives them when the context is
  * freed (bench/k128_trace.py summarises them).
  */
@@ -85,8 +87,8 @@ __device__ __forceinline__ void k128_trace_entry(int n)
         if ((lane) == 0) k128_mark((A).trace_launch, K128_TR_W0 + 2 * (w) + 1, trace_now());                           \
     } while (0)
 
-/* CSV: launch,cta,smid,end,entry,slot,ring,rows,fold,foldst,gates, then rows_w / stored_w per warp, microseconds
- * from the launch's earliest entry (-1: not recorded) */
+/* CSV: launch,cta,smid,end,entry,slot,ring,rows,fold,foldst,gates, then rows_w / stored_w per
+ * warp, microseconds from the launch's earliest entry (-1: not recorded) */
 static void k128_trace_dump(const char *path)
 {
     static unsigned long long t[K128_TR_LAUNCHES][K128_TR_CTAS][K128_TR_N];
