@@ -579,10 +579,54 @@ __device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, 
 }
 
 /* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
- * sm.wk[t], sm.wq[t], one warp per (t, p), NW warps */
-template <bool KDA>
-__device__ __forceinline__ void window_ring_weights(const unsigned char *sK, const float *sG, int rbf, int T, int h,
-                                                    int w, int NW, int lane)
+ * sm.wk[t], sm.wq[t], by gate (window_ring_weights below). */
+
+/* GDN: a warp takes an entry p and a group of 4 tokens, the 8 dot products of k_p with their k and
+ * q, summed over the warp by one reduce-scatter (RS: 9 shuffles in 5 dependent steps, where a warp
+ * per (t, p) took 10 shuffles for 2 products). Its additions are warp_sum's, in its order: the
+ * weights keep their bits. GDN T = 4 at B = 128: 176.4 -> 163.0 us
+ * (bench/results/verify-weights-2026-12-03/). */
+__device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const float *sG, int rbf, int T, int h, int w,
+                                                 int NW, int lane)
+{
+    fixed_smem &sm = k128_smem();
+    const int c4 = lane * 4; /* the lane's first channel */
+    const int E = h + T - 1, groups = (T + 3) >> 2;
+    for (int pi = w; pi < E * groups; pi += NW) {
+        const int p = pi % E, t0 = 4 * (pi / E);
+        if (p - h >= t0 + 3) continue; /* no token of the group reads this entry */
+        float k4[4];
+        if (p < h)
+            ld4(sK, rbf, p * K128_DIM + c4, k4);
+        else
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = sm.ks[p - h][c4 + e];
+        /* v[2 j]: k_p . k of token t0 + j, v[2 j + 1]: k_p . q (past the window: unused) */
+        float v[8];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const float4 a = *(const float4 *)(sm.kn[t0 + j] + c4), b = *(const float4 *)(sm.qn[t0 + j] + c4);
+            float dk = 0.0f, dq = 0.0f;
+            dk = __fmaf_rn(k4[0], a.x, dk), dq = __fmaf_rn(k4[0], b.x, dq);
+            dk = __fmaf_rn(k4[1], a.y, dk), dq = __fmaf_rn(k4[1], b.y, dq);
+            dk = __fmaf_rn(k4[2], a.z, dk), dq = __fmaf_rn(k4[2], b.z, dq);
+            dk = __fmaf_rn(k4[3], a.w, dk), dq = __fmaf_rn(k4[3], b.w, dq);
+            v[2 * j] = dk, v[2 * j + 1] = dq;
+        }
+        RS<8, 1, 16>::run(v, lane); /* lane l: product l / 4 in v[0] */
+        const int j = lane >> 2, t = t0 + (j >> 1);
+        if ((lane & 3) == 0 && t < T && p < h + t) {
+            const float f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
+            (j & 1 ? sm.wq : sm.wk)[t][p] = v[0] * f;
+        }
+    }
+}
+
+/* KDA: one warp per (t, p), NW warps, k_p with x_k and x_q of token t. GDN's reduce-scatter
+ * measured 1.0-1.4% slower here (3% with a bf16 state), where ptxas spilled more around it. */
+__device__ __forceinline__ void ring_weights_kda(const unsigned char *sK, int rbf, int T, int h, int w, int NW,
+                                                 int lane)
 {
     fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
@@ -598,19 +642,27 @@ __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, con
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 k4[e] = sm.ks[p - h][c4 + e];
-        const float *xa = KDA ? sm.xk[t] : sm.kn[t], *xb = KDA ? sm.xq[t] : sm.qn[t];
+        const float *xa = sm.xk[t], *xb = sm.xq[t];
         float dk = 0.0f, dq = 0.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++)
             dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
         dk = warp_sum(dk), dq = warp_sum(dq);
         if (lane == 0) {
-            float f = 1.0f;
-            if (!KDA) f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
-            sm.wk[t][p] = dk * f;
-            sm.wq[t][p] = dq * f;
+            sm.wk[t][p] = dk;
+            sm.wq[t][p] = dq;
         }
     }
+}
+
+template <bool KDA>
+__device__ __forceinline__ void window_ring_weights(const unsigned char *sK, const float *sG, int rbf, int T, int h,
+                                                    int w, int NW, int lane)
+{
+    if constexpr (KDA)
+        ring_weights_kda(sK, rbf, T, h, w, NW, lane);
+    else
+        ring_weights_gdn(sK, sG, rbf, T, h, w, NW, lane);
 }
 
 /* End fold of a one-token step (packed decode, or replay when the ring is full or the fold is
