@@ -90,7 +90,8 @@ int main(int argc, char **argv)
         for (int sb = 0; sb <= 1; sb++)
             for (int T = 1; T <= 8; T++)
                 for (int mild = 0; mild <= 1; mild++)
-                    bad |= one(f, kda, sb ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, T, mild, 1000 * T + 10 * kda + 2 * sb + mild) != 0;
+                    bad |= one(f, kda, sb ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, T, mild,
+                               1000 * T + 10 * kda + 2 * sb + mild) != 0;
     if (f) fclose(f);
     return bad;
 }
