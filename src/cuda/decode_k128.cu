@@ -581,6 +581,17 @@ __device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, 
 /* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
  * sm.wk[t], sm.wq[t], by gate (window_ring_weights below). */
 
+/* channels c4 .. c4 + 3 of entry p's key: a ring entry (p < h, as stored) or the window's own */
+__device__ __forceinline__ void entry_key4(const unsigned char *sK, int rbf, int p, int h, int c4, float (&k4)[4])
+{
+    if (p < h)
+        ld4(sK, rbf, p * K128_DIM + c4, k4);
+    else
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            k4[e] = k128_smem().ks[p - h][c4 + e];
+}
+
 /* GDN: a warp takes an entry p and a group of 4 tokens, the 8 dot products of k_p with their k and
  * q, summed over the warp by one reduce-scatter (RS: 9 shuffles in 5 dependent steps, where a warp
  * per (t, p) took 10 shuffles for 2 products). Its additions are warp_sum's, in its order: the
@@ -596,12 +607,7 @@ __device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const 
         const int p = pi % E, t0 = 4 * (pi / E);
         if (p - h >= t0 + 3) continue; /* no token of the group reads this entry */
         float k4[4];
-        if (p < h)
-            ld4(sK, rbf, p * K128_DIM + c4, k4);
-        else
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                k4[e] = sm.ks[p - h][c4 + e];
+        entry_key4(sK, rbf, p, h, c4, k4);
         /* v[2 j]: k_p . k of token t0 + j, v[2 j + 1]: k_p . q (past the window: unused) */
         float v[8];
 #pragma unroll
@@ -636,12 +642,7 @@ __device__ __forceinline__ void ring_weights_kda(const unsigned char *sK, int rb
         while (p >= h + t)
             p -= h + t, t++;
         float k4[4];
-        if (p < h)
-            ld4(sK, rbf, p * K128_DIM + c4, k4);
-        else
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                k4[e] = sm.ks[p - h][c4 + e];
+        entry_key4(sK, rbf, p, h, c4, k4);
         const float *xa = sm.xk[t], *xb = sm.xq[t];
         float dk = 0.0f, dq = 0.0f;
 #pragma unroll
