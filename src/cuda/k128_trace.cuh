@@ -21,7 +21,8 @@
 
 #ifdef RSSM_PIPE_TRACE
 #include <stdio.h>
-/* trace_now: k128_common.cuh, included before this header */
+
+#include "k128_common.cuh" /* trace_now, kargs */
 
 #define K128_TR_CTAS 1024
 #define K128_TR_LAUNCHES 16
