@@ -24,7 +24,9 @@ step of one token per sequence their ReplaySSM decode. enable(model, speculative
 last tokens of every forward (up to ring_len) a verify window that the cache's crop commits in part
 (the rejected tokens are a cursor move), which lets transformers' assisted generation
 (prompt_lookup_num_tokens, assistant_model) run on these models, whose recurrent state
-transformers itself cannot roll back. Tested with transformers 5.24 on the CPU
+transformers itself cannot roll back before 5.25 (5.25 runs a window's draft tokens one call each
+to keep their states: an enabled layer takes them as one window, and the cache's history of
+placeholders lets its crop roll back the rest). Tested with transformers 5.24 and 5.25 on the CPU
 (float32 and bfloat16 weights) and 5.17 on an H200 (CUDA tensors).
 """
 from __future__ import annotations
@@ -139,6 +141,8 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
         import torch
 
         initial_state = torch.zeros((), dtype=torch.float32, device=q.device).expand(rows, HV, K, V)
+    if speculative:  # this forward's tokens, for the history the cache keeps (_updating_history)
+        cache.__dict__.setdefault("_replayssm_tokens", {})[module.layer_idx] = T
     return o, initial_state
 
 
@@ -158,6 +162,10 @@ def _rings_of(cache, speculative: bool = False) -> dict:
         cache.crop = _cropping(cache.crop, rings)
     if speculative and hasattr(type(cache), "is_croppable"):
         cache.__class__ = _croppable_class(type(cache))
+    keep = getattr(cache, "get_recurrent_states_to_keep", None)
+    if speculative and keep is not None:
+        cache.get_recurrent_states_to_keep = _keeping_no_states(keep)
+        cache.update_recurrent_state = _updating_history(cache.update_recurrent_state, cache)
     return rings
 
 
@@ -170,6 +178,35 @@ def _croppable_class(cls):
         return all(getattr(layer, "is_croppable", True) or hasattr(layer, "recurrent_states") for layer in self.layers)
 
     return type(cls.__name__, (cls,), {"is_croppable": property(is_croppable), "__module__": cls.__module__})
+
+
+def _keeping_no_states(original):
+    """cache.get_recurrent_states_to_keep (transformers >= 5.25) answering 0 for the enabled layers:
+    while it records the past for a crop, transformers runs a forward's last tokens one call per
+    token to keep each one's state; on a ring those tokens are one verify window, which the crop
+    commits in part (the history it keeps instead: _updating_history)."""
+
+    def keep(layer_idx=None, *args, **kwargs):
+        active = _ACTIVE.get()  # asked from inside an enabled layer's forward: its own index
+        if active is not None and layer_idx is not None and getattr(active[0], "layer_idx", None) == layer_idx:
+            return 0
+        return original(layer_idx, *args, **kwargs)
+
+    return keep
+
+
+def _updating_history(original, cache):
+    """cache.update_recurrent_state (transformers >= 5.25) given an enabled layer's state while the
+    cache records the past: as one state per token of the forward, since a crop(-n) rolls the
+    layer back to its history's entry -n (these are placeholders: the states are the rings')."""
+
+    def update(states, layer_idx, *args, **kwargs):
+        n = cache.__dict__.get("_replayssm_tokens", {}).pop(layer_idx, 0)
+        if n > 1 and not isinstance(states, (list, tuple)) and cache.is_recording_past(layer_idx):
+            states = [states] * n
+        return original(states, layer_idx, *args, **kwargs)
+
+    return update
 
 
 def _cropping(original, rings):
@@ -237,6 +274,8 @@ def _wrap_forward(module, ring_len: int, speculative: bool) -> None:
         cache = kwargs.get("cache", kwargs.get("cache_params"))
         if cache is None and len(args) > 1:
             cache = args[1]
+        if cache is not None and speculative:  # its methods wrapped before the layer asks them
+            _rings_of(cache, speculative)
         token = _ACTIVE.set((module, cache, ring_len, speculative))
         try:
             return original(*args, **kwargs)
@@ -270,7 +309,9 @@ def enable(model: Any, ring_len: int = 16, speculative: bool = False) -> Any:
         raise ValueError("replayssm.hf.enable: the model has no Qwen3-Next, Qwen3.5 or Kimi-Linear linear-attention "
                          "layer (" + ", ".join(f[1] for f in FAMILIES) + ")")
     model._replayssm_layers = n
-    if speculative:  # the recurrent state rolls back (the rings); transformers then allows assisted generation
+    # the recurrent state rolls back (the rings); transformers releases before 5.25 refuse assisted
+    # generation for models whose class is stateful, and later ones roll linear layers back themselves
+    if speculative and hasattr(type(model), "_is_stateful"):
         model.__dict__.setdefault("_replayssm_stateful", type(model)._is_stateful)
         model._is_stateful = False
     return model

@@ -243,7 +243,8 @@ def test_assisted_generation_tokens_equal_transformers(name, device, monkeypatch
     assert torch.equal(out, ref)
     cut = sum(1 for pend, acc in commits if any(a < t for a, t in zip(acc, pend.values())))
     assert cut > 0, "no verify window was cut short"
-    assert model._is_stateful  # disable gives transformers' own flag back
+    if hasattr(type(model), "_is_stateful"):  # transformers < 5.25
+        assert model._is_stateful  # disable gives transformers' own flag back
 
 
 @pytest.mark.parametrize("name", ["qwen3-next", "kimi-linear"])
