@@ -34,14 +34,7 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
                                                    double *kf)
 {
     const int lane = threadIdx.x & 31;
-    if (!KDA) {
-        const float eg = expf(gs[0]);
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                S[j][e] = S[j][e] * eg;
-    }
+    if (!KDA) fold_gate<false>(S, {gs[0], gs[0], gs[0], gs[0]}); /* one G for every channel */
 #pragma unroll 1
     for (int i0 = 0; i0 < h; i0 += K128_FOLD_ROUND) {
         const int n = min(K128_FOLD_ROUND, h - i0);
