@@ -64,6 +64,7 @@ import csv
 import datetime
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -968,6 +969,19 @@ def main(argv=None):
             f"# command: python bench/peers.py {' '.join(sys.argv[1:] if argv is None else argv)}"]
     print("\n".join(head), flush=True)
     rows = []
+    # a run stopped by `timeout` (SIGTERM) still writes the rows it measured, marked partial
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    complete = False
+    try:
+        measure(a, kernels, batches, bw, gpu, commit, date, rows)
+        complete = True
+    finally:
+        if rows:
+            write_outputs(a.out, head + ([] if complete else ["# partial: the run stopped before its last row"]), rows)
+
+
+def measure(a, kernels, batches, bw, gpu, commit, date, rows):
+    """Times every (model, B, kernel, order) of the run into rows, printing each as it lands."""
     for model in a.models.split(","):
         gate, H, HV = MODELS[model]
         errs = {}
@@ -1002,7 +1016,6 @@ def main(argv=None):
                                      err_f64=f"{errs[kn.name]:.2e}", gpu=gpu, commit=commit, date=date))
                     print(f"{model:12s} B={B:4d} {kn.name:10s} {order:6s} {us:9.2f} us  (floor {floor:.2f},"
                           f" err {errs[kn.name]:.1e}, {nl} layers)", flush=True)
-    write_outputs(a.out, head, rows)
 
 
 def write_outputs(out, head, rows):

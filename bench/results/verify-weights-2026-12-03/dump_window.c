@@ -9,7 +9,14 @@
 
 #include "harness.h"
 
-enum { B = 72, SLOTS = 80, L = 16 };
+/* -DDW_B=.. -DDW_SLOTS=..: a smaller pool for a quicker check (the host's random states dominate) */
+#ifndef DW_B
+#define DW_B 72
+#endif
+#ifndef DW_SLOTS
+#define DW_SLOTS 80
+#endif
+enum { B = DW_B, SLOTS = DW_SLOTS, L = 16 };
 
 /* FNV-1a over 8-byte words (the tensors' sizes are multiples of 8), then the tail bytes */
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
