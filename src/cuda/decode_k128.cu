@@ -628,11 +628,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     float wa4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, wb4[4] = {0.0f, 0.0f, 0.0f, 0.0f}, G1 = 0.0f, gmin1 = 0.0f;
     if (ONE) {
         gates_one_token<KDA, MODE>(w, lane, h, Gl, lG(), wa4, wb4, G1, gmin1);
-    } else if (tw) { /* verify: warp t, token t */
-        gates_window_token<KDA, MMA>(A, sXd, w, lane, h, Gl, lG());
-    } else if (!ONE && TC <= 4 && w < TC) { /* a token slot past the window (T = 3 on the MMA
-                                             * rows): zero vectors, so that the rows need no branch */
-        zero_window_slot<MMA>(sXd, w, lane);
+    } else {
+        gates_window<KDA, MMA, TC>(A, sXd, T, w, NW, lane, h, Gl, lG());
     }
     /* a start fold overwrote nothing yet; new entries are written after this barrier (verify:
      * also the tokens' cumulative gates; ONE: each warp has them in registers, and warp 0 stores what the rows read

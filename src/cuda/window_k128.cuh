@@ -125,35 +125,48 @@ template <bool KDA> __device__ __forceinline__ int window_tests(const kargs &A, 
     return (h > 0 && m < -A.l.fold_threshold) | (__any_sync(0xffffffffu, deep) << 1);
 }
 
-/* Verify: warp t, token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1], GDN), x_k, x_q, the entry's
- * key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64 (columns 2t, 2t + 1 of the row
- * phase's B operand) */
-template <bool KDA, bool MMA>
-__device__ __forceinline__ void gates_window_token(const kargs &A, double *sXd, int t, int lane, int h, const float *Gl,
-                                                   const float *sG)
+/* Verify: the window's gates, spread over the CTA's NW warps: WPT = min(4, NW / TC) warps per
+ * token slot, a lane CPL = 4 / WPT channels c. Token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1],
+ * GDN), x_k, x_q, the entry's key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64
+ * (columns 2t, 2t + 1 of the row phase's B operand). A slot past the window (T = 3 on the MMA
+ * rows, TC <= 4) gets zero vectors, so that the rows need no branch. Each element gets the
+ * operations it got when warp t took token t and 12 of 16 warps waited at the next barrier (GDN's
+ * gate is one value per head, stored in every channel): the same bits, and T = 4 at B = 128 GDN
+ * 163.0 -> 159.8 us, KDA 191.7 -> 187.9 (bench/results/verify-gates-2026-12-03/). */
+template <bool KDA, bool MMA, int TC>
+__device__ __forceinline__ void gates_window(const kargs &A, double *sXd, int T, int w, int NW, int lane, int h,
+                                             const float *Gl, const float *sG)
 {
     fixed_smem &sm = k128_smem();
-    const int c4 = lane * 4; /* the lane's first channel */
-    float G[4];
+    const int WPT = NW >= 4 * TC ? 4 : NW >= 2 * TC ? 2 : 1, CPL = 4 / WPT;
+    const int t = w / WPT, c0 = (w % WPT) * 32 * CPL + lane * CPL;
+    if (t >= TC) return;
+    if (t >= T) {
+        if (TC <= 4)
 #pragma unroll
-    for (int e = 0; e < 4; e++)
-        G[e] = h > 0 ? (KDA ? Gl[c4 + e] : sG[h - 1]) : 0.0f;
-    for (int tt = 0; tt <= t; tt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            G[e] = G[e] + sm.gt[tt][c4 + e];
-    const float eg0 = KDA ? 0.0f : expf(G[0]);
+            for (int e = 0; e < 4; e++)
+                if (e < CPL) {
+                    sm.xk[t][c0 + e] = 0.0f, sm.xq[t][c0 + e] = 0.0f;
+                    if (MMA) sXd[2 * t * K128_XDS + c0 + e] = 0.0, sXd[(2 * t + 1) * K128_XDS + c0 + e] = 0.0;
+                }
+        return;
+    }
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-        const float kv = sm.kn[t][c4 + e], qv = sm.qn[t][c4 + e];
-        const float eg = KDA ? expf(G[e]) : eg0;
-        sm.xk[t][c4 + e] = eg * kv;
-        sm.xq[t][c4 + e] = eg * qv;
-        sm.ks[t][c4 + e] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G[e]) : kv);
-        sm.G[t][c4 + e] = G[e];
+        if (e >= CPL) break;
+        const int c = c0 + e;
+        float G = h > 0 ? (KDA ? Gl[c] : sG[h - 1]) : 0.0f;
+        for (int tt = 0; tt <= t; tt++)
+            G = G + sm.gt[tt][c];
+        const float kv = sm.kn[t][c], qv = sm.qn[t][c];
+        const float eg = expf(G);
+        sm.xk[t][c] = eg * kv;
+        sm.xq[t][c] = eg * qv;
+        sm.ks[t][c] = round_dt(A.l.ring_dtype, KDA ? kv * expf(-G) : kv);
+        sm.G[t][c] = G;
         if (MMA) {
-            sXd[2 * t * K128_XDS + c4 + e] = (double)sm.xk[t][c4 + e];
-            sXd[(2 * t + 1) * K128_XDS + c4 + e] = (double)sm.xq[t][c4 + e];
+            sXd[2 * t * K128_XDS + c] = (double)sm.xk[t][c];
+            sXd[(2 * t + 1) * K128_XDS + c] = (double)sm.xq[t][c];
         }
     }
 }
@@ -385,20 +398,6 @@ __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][
             st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + wpos + t) << 7) + jr, uw);
         }
     }
-}
-
-/* A token slot w past the window (T = 3 on the MMA rows): zero vectors, so that the rows need
- * no branch */
-template <bool MMA> __device__ __forceinline__ void zero_window_slot(double *sXd, int w, int lane)
-{
-    fixed_smem &sm = k128_smem();
-    const int c4 = lane * 4; /* the lane's first channel */
-    *((float4 *)&sm.xk[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    *((float4 *)&sm.xq[w][c4]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (MMA)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            sXd[2 * w * K128_XDS + c4 + e] = 0.0, sXd[(2 * w + 1) * K128_XDS + c4 + e] = 0.0;
 }
 
 } // namespace rssm_decode_k128
