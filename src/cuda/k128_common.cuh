@@ -283,7 +283,7 @@ __device__ __forceinline__ void dmma_8x8x4(double &d0, double &d1, double a, dou
 /* Ring weights of entries p = w, w + nw, .. < h (warp w of nw warps), over the warp's 128 channels
  * (lane: c4 .. c4 + 3; a(e), b(e) the lane's channels of the two vectors):
  *   wk[p] = (k_p . a) f_p,  wq[p] = (k_p . b) f_p,  f_p = 1 (KDA) or e^{G - G_p} (GDN, G_p = sG[p])
- * ring k [h][128] in shared memory (rbf: bf16); lane 0 writes. */
+ * ring k [h][128] in shared memory (rbf: bf16); lanes 0 and 16 write. */
 #define RSSM_RING_WEIGHTS_K 128 /* the head dim ring_weights assumes (static_assert at each caller) */
 template <bool KDA, class AV, class BV>
 __device__ __forceinline__ void ring_weights(float *wk, float *wq, const unsigned char *sK, int rbf, const float *sG,
@@ -296,11 +296,13 @@ __device__ __forceinline__ void ring_weights(float *wk, float *wq, const unsigne
 #pragma unroll
         for (int e = 0; e < 4; e++)
             dk = __fmaf_rn(k4[e], a(e), dk), dq = __fmaf_rn(k4[e], b(e), dq);
-        dk = warp_sum(dk), dq = warp_sum(dq);
-        if (lane == 0) {
+        /* both sums by one reduce-scatter (5 shuffles for warp_sum's 10, its additions in its
+         * order): lane 0 ends with dk, lane 16 with dq */
+        float v[2] = {dk, dq};
+        RS<2, 1, 16>::run(v, lane);
+        if ((lane & 15) == 0) {
             const float f = KDA ? 1.0f : expf(G - sG[p]);
-            wk[p] = dk * f;
-            wq[p] = dq * f;
+            (lane ? wq : wk)[p] = v[0] * f;
         }
     }
 }
