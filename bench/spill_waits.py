@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Spill stores that wait for DRAM, kernel by kernel, from a cubin's SASS.
+r"""Spill stores that wait for DRAM, kernel by kernel, from a cubin's SASS.
 
 A register spilled right after a global load is stored to local memory with STL, and that store
 cannot issue before the load has returned: the warp stalls for a DRAM round trip where the source
