@@ -316,6 +316,35 @@ __device__ __forceinline__ int64_t lane_state_off(int64_t head, int srow, int sc
     return head + (kfirst ? sch * K128_DIM + srow : srow * K128_DIM + sch);
 }
 
+/* K-first checkpoint loads ask L2 to fetch 128 bytes around a miss (.L2::128B): the 32 bytes a
+ * warp reads of a channel row share their line with three other warps' rows. The same values as
+ * __ldg / __ldcs; 2.6-3.5% faster at B = 8, 0.1-1.2% at 64-512, verify 0.5%; 256 bytes gained
+ * less (bench/results/kfirst-l2-2026-12-03/) */
+__device__ __forceinline__ float4 ld_kf_f4(const float *p)
+{
+    float4 v;
+    asm("ld.global.nc.L2::128B.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 ld_kf_u2(const uint16_t *p)
+{
+    uint2 v;
+    asm("ld.global.nc.L2::128B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float ld_kf_f1(const float *p)
+{
+    float v;
+    asm("ld.global.cs.L2::128B.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ unsigned short ld_kf_h1(const unsigned short *p)
+{
+    unsigned short v;
+    asm("ld.global.cs.L2::128B.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
+
 /* K-first: the lane's S from element offset off (lane_state_off): without MMA two runs of 4 rows
  * per channel (L1-allocating loads: the runs share 32-byte sectors; measured 5-7% faster than
  * streaming ones at B >= 64), with MMA one element per (row, channel). A warp's 8 rows are 32 bytes
@@ -330,8 +359,8 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int64_t i = off + (16 * r + e) * K128_DIM;
-                S[r][e] = SBF ? __uint_as_float((uint32_t)__ldcs((const unsigned short *)ckpt + i) << 16)
-                              : __ldcs((const float *)ckpt + i);
+                S[r][e] = SBF ? __uint_as_float((uint32_t)ld_kf_h1((const unsigned short *)ckpt + i) << 16)
+                              : ld_kf_f1((const float *)ckpt + i);
             }
     } else {
         float x[4][2][4];
@@ -341,10 +370,10 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
             for (int h = 0; h < 2; h++) {
                 const int64_t i = off + e * K128_DIM + 4 * h;
                 if (!SBF) {
-                    const float4 v = __ldg((const float4 *)((const float *)ckpt + i));
+                    const float4 v = ld_kf_f4((const float *)ckpt + i);
                     x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
                 } else {
-                    const uint2 v = __ldg((const uint2 *)((const uint16_t *)ckpt + i));
+                    const uint2 v = ld_kf_u2((const uint16_t *)ckpt + i);
                     unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
                 }
             }
