@@ -348,8 +348,10 @@ __device__ __forceinline__ unsigned short ld_kf_h1(const unsigned short *p)
 /* K-first: the lane's S from element offset off (lane_state_off): without MMA two runs of 4 rows
  * per channel (L1-allocating loads: the runs share 32-byte sectors; measured 5-7% faster than
  * streaming ones at B >= 64), with MMA one element per (row, channel). A warp's 8 rows are 32 bytes
- * of each 512-byte channel row, so the loads touch 4 times the cache lines of V-first rows: this
- * layout runs at about half the V-first speed where DRAM bound (bench/results/layout-*). */
+ * of each 512-byte channel row. A warp-wide load of one run per lane touched 32 lines (V-first: 4)
+ * and the layout ran at about half the V-first speed where DRAM bound (bench/results/layout-*);
+ * loaded by lane pairs, 16 lines, and packed decode takes 35-42% less time
+ * (bench/results/kfirst-pairs-2026-12-03/). */
 template <bool SBF, bool MMA>
 __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off, float (&S)[8][4])
 {
@@ -363,20 +365,34 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
                               : ld_kf_f1((const float *)ckpt + i);
             }
     } else {
+        /* lanes 2m and 2m + 1 read the two halves of one channel's 32 bytes in one instruction
+         * (first 2m's channel, then 2m + 1's) and swap the halves they read for each other: a
+         * warp-wide load touches 16 lines, not 32 */
+        const int p = threadIdx.x & 1;
+        const int64_t first = off - p * 4 * K128_DIM + 4 * p, second = first + 4 * K128_DIM;
         float x[4][2][4];
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int64_t i = off + e * K128_DIM + 4 * h;
-                if (!SBF) {
-                    const float4 v = ld_kf_f4((const float *)ckpt + i);
-                    x[e][h][0] = v.x, x[e][h][1] = v.y, x[e][h][2] = v.z, x[e][h][3] = v.w;
-                } else {
-                    const uint2 v = ld_kf_u2((const uint16_t *)ckpt + i);
-                    unpack_bf2(v.x, x[e][h]), unpack_bf2(v.y, x[e][h] + 2);
-                }
+        for (int e = 0; e < 4; e++) {
+            float a[4], b[4]; /* this lane's half of its own channel, its partner's */
+            if (!SBF) {
+                const float4 v = ld_kf_f4((const float *)ckpt + first + e * K128_DIM),
+                             w = ld_kf_f4((const float *)ckpt + second + e * K128_DIM);
+                const float4 own = p ? w : v, oth = p ? v : w;
+                a[0] = own.x, a[1] = own.y, a[2] = own.z, a[3] = own.w;
+                b[0] = __shfl_xor_sync(FULL_MASK, oth.x, 1), b[1] = __shfl_xor_sync(FULL_MASK, oth.y, 1);
+                b[2] = __shfl_xor_sync(FULL_MASK, oth.z, 1), b[3] = __shfl_xor_sync(FULL_MASK, oth.w, 1);
+            } else {
+                const uint2 v = ld_kf_u2((const uint16_t *)ckpt + first + e * K128_DIM),
+                            w = ld_kf_u2((const uint16_t *)ckpt + second + e * K128_DIM);
+                const uint2 own = p ? w : v, oth = p ? v : w;
+                unpack_bf2(own.x, a), unpack_bf2(own.y, a + 2);
+                unpack_bf2(__shfl_xor_sync(FULL_MASK, oth.x, 1), b),
+                    unpack_bf2(__shfl_xor_sync(FULL_MASK, oth.y, 1), b + 2);
             }
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                x[e][0][j] = p ? b[j] : a[j], x[e][1][j] = p ? a[j] : b[j];
+        }
 #pragma unroll
         for (int r = 0; r < 8; r++)
 #pragma unroll
@@ -386,7 +402,7 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
 }
 
 /* K-first: the lane's S to element offset off (lane_state_off); a bf16 state rounds S to the
- * stored values. */
+ * stored values. Without MMA every lane of the warp takes part (the pairs swap by shuffles). */
 template <bool SBF, bool MMA>
 __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, float (&S)[8][4])
 {
@@ -407,13 +423,21 @@ __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, floa
                     ((float *)ckpt)[i] = S[r][e];
             }
     } else {
+        /* as load_state_kfirst: lanes 2m and 2m + 1 write one channel's 32 bytes in one instruction */
+        const int p = threadIdx.x & 1;
+        const int64_t first = off - p * 4 * K128_DIM + 4 * p, second = first + 4 * K128_DIM;
 #pragma unroll
-        for (int e = 0; e < 4; e++)
+        for (int e = 0; e < 4; e++) {
+            float f[4], s[4]; /* rows 4p.. of channel 2m's, of 2m + 1's (one of them the partner's) */
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const float x[4] = {S[4 * h][e], S[4 * h + 1][e], S[4 * h + 2][e], S[4 * h + 3][e]};
-                st4(ckpt, SBF, off + e * K128_DIM + 4 * h, x);
+            for (int j = 0; j < 4; j++) {
+                const float own = p ? S[4 + j][e] : S[j][e];
+                const float oth = __shfl_xor_sync(FULL_MASK, p ? S[j][e] : S[4 + j][e], 1);
+                f[j] = p ? oth : own, s[j] = p ? own : oth;
             }
+            st4(ckpt, SBF, first + e * K128_DIM, f);
+            st4(ckpt, SBF, second + e * K128_DIM, s);
+        }
     }
 }
 
