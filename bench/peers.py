@@ -5,7 +5,8 @@
 
 Kernels (each skipped, with the reason printed, when its package is missing):
   rs-packed, rs-replay   replayssm through its Python binding (replayssm.ops), V-first state
-                         [slots, HV, V, K], ring bf16 of L = 16 entries (replay)
+                         [slots, HV, V, K], ring bf16 of L = 16 entries (replay); with --kfirst also
+                         rs-packed-kf, rs-replay-kf on K-first states [slots, HV, K, V] (FLA's order)
   fla                    fla-core's fused_recurrent_gated_delta_rule (GDN) and fused_recurrent_kda
                          (KDA), state K-first [.., K, V] and V-first (state_v_first=True)
   sgl-packed             SGLang's packed decode (fused qkv row, V-first state pool, in place)
@@ -144,14 +145,17 @@ def state_of(S0, dtype=None):
 
 
 class ReplaySSM(Kernel):
-    def __init__(self, replay, switches=None):
-        self.replay = replay
-        self.name = "rs-replay" if replay else "rs-packed"
+    """layout "vfirst" (the default; [.., V, K]) or "kfirst" (FLA's [.., K, V]: rs-packed-kf, rs-replay-kf)."""
+
+    def __init__(self, replay, switches=None, layout="vfirst"):
+        self.replay, self.layout = replay, layout
+        self.name = ("rs-replay" if replay else "rs-packed") + ("-kf" if layout == "kfirst" else "")
         self.ctx = rs.Context(DEV, **(switches or {}))
 
     def layer(self, gate, H, HV, io="bf16"):
         return rs.Layer(gate=gate, H=H, HV=HV, K=K, V=V, ring_len=L,
-                        state_dtype="bf16" if STATE == torch.bfloat16 else "f32", ring_dtype="bf16", io_dtype=io)
+                        state_dtype="bf16" if STATE == torch.bfloat16 else "f32", ring_dtype="bf16", io_dtype=io,
+                        state_layout="kv" if self.layout == "kfirst" else "vk")
 
     def make(self, gate, H, HV, B, nl, order, gen):
         ly = self.layer(gate, H, HV)
@@ -179,6 +183,8 @@ class ReplaySSM(Kernel):
         ly = self.layer(gate, H, HV, "f32")
         B, T = x["q"].shape[:2]
         st = rs.State.allocate(ly, B, self.ctx, ring=self.replay)
+        if self.layout == "kfirst":
+            S0 = np.ascontiguousarray(S0.transpose(0, 1, 3, 2))
         if isinstance(st.checkpoint, torch.Tensor):
             st.checkpoint.copy_(state_of(S0, st.checkpoint.dtype))
         else:  # a host context's numpy state (bf16: uint16 bits)
@@ -836,10 +842,12 @@ def flashinfer_kernel(cls, notes, *args):
         return []
 
 
-def load_kernels(switches=None):
-    """The kernels to time; switches: replayssm's context switches (rssm_context_params). With a
-    bf16 state only those that keep one."""
+def load_kernels(switches=None, kfirst=False):
+    """The kernels to time; switches: replayssm's context switches (rssm_context_params); kfirst:
+    replayssm's kernels on K-first states too. With a bf16 state only those that keep one."""
     ks, notes = [ReplaySSM(False, switches), ReplaySSM(True, switches)], []
+    if kfirst:
+        ks += [ReplaySSM(False, switches, "kfirst"), ReplaySSM(True, switches, "kfirst")]
     if STATE == torch.bfloat16:
         notes.append("fla, sglang: not run (their entries here keep an f32 state)")
         return ks + flashinfer_kernel(FlashInfer, notes), notes
@@ -944,6 +952,8 @@ def main(argv=None):
                     help="replayssm's programmatic dependent launch (cuda_pdl; default: the library's rule)")
     ap.add_argument("--state", choices=("f32", "bf16"), default="f32",
                     help="the state's dtype (bf16: replayssm's and FlashInfer's kernels only; decode only)")
+    ap.add_argument("--kfirst", action="store_true",
+                    help="also time replayssm's decode on K-first states (FLA's order: rs-packed-kf, rs-replay-kf)")
     ap.add_argument("--verify", type=int, default=0, metavar="T",
                     help="time speculative verify of T tokens + commit instead of decode (2 <= T <= L / 2)")
     a = ap.parse_args(argv)
@@ -956,7 +966,9 @@ def main(argv=None):
     global STATE
     STATE = torch.bfloat16 if a.state == "bf16" else torch.float32
     switches = {} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl}
-    kernels, notes = load_verify_kernels(a.verify, switches) if a.verify else load_kernels(switches)
+    if a.verify and a.kfirst:
+        ap.error("--kfirst: decode only")
+    kernels, notes = load_verify_kernels(a.verify, switches) if a.verify else load_kernels(switches, a.kfirst)
     bw = copy_bandwidth()
     gpu = torch.cuda.get_device_name()
     commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

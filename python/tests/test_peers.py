@@ -29,6 +29,18 @@ def test_replayssm_error_runs_on_the_cpu(peers, model):
     assert replay < 5e-3  # its bf16 ring
 
 
+@pytest.mark.parametrize("model", ["qwen3-next", "kimi-linear"])
+def test_replayssm_kfirst_gives_the_vfirst_bits(peers, model):
+    """--kfirst: the same kernels on K-first states (S0 transposed into FLA's order) give the same
+    outputs bit for bit, so the same error."""
+    gate, H, HV = peers.MODELS[model]
+    for replay in (False, True):
+        kf = peers.ReplaySSM(replay, layout="kfirst")
+        assert kf.name.endswith("-kf") and kf.layout == "kfirst"
+        vf = peers.ReplaySSM(replay)
+        assert peers.f64_error(kf, gate, H, HV, seed=3) == peers.f64_error(vf, gate, H, HV, seed=3)
+
+
 def test_outputs_are_written(peers, tmp_path):
     rows = [dict(model="qwen3-next", gate="gdn", B=b, kernel=k, order=o, layout="vfirst", us=float(b), floor_packed_us=0.5,
                  layers=2, err_f64="1.0e-07", gpu="-", commit="-", date="-")
