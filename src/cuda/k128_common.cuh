@@ -367,7 +367,8 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
     } else {
         /* lanes 2m and 2m + 1 read the two halves of one channel's 32 bytes in one instruction
          * (first 2m's channel, then 2m + 1's) and swap the halves they read for each other: a
-         * warp-wide load touches 16 lines, not 32 */
+         * warp-wide load touches 16 lines, not 32. Every caller's lane owns channels 4 lane ..
+         * 4 lane + 3, so the partner's first channel is 4 away. */
         const int p = threadIdx.x & 1;
         const int64_t first = off - p * 4 * K128_DIM + 4 * p, second = first + 4 * K128_DIM;
         float x[4][2][4];
