@@ -963,11 +963,11 @@ def main(argv=None):
         ap.error(f"--verify {a.verify}: T from 2 to L / 2 = {L // 2} (SGLang's ring needs L >= 2 T)")
     if a.verify and a.state != "f32":
         ap.error("--verify: f32 state only")
+    if a.verify and a.kfirst:
+        ap.error("--kfirst: decode only")
     global STATE
     STATE = torch.bfloat16 if a.state == "bf16" else torch.float32
     switches = {} if a.cuda_pdl is None else {"cuda_pdl": a.cuda_pdl}
-    if a.verify and a.kfirst:
-        ap.error("--kfirst: decode only")
     kernels, notes = load_verify_kernels(a.verify, switches) if a.verify else load_kernels(switches, a.kfirst)
     bw = copy_bandwidth()
     gpu = torch.cuda.get_device_name()

@@ -345,6 +345,22 @@ __device__ __forceinline__ unsigned short ld_kf_h1(const unsigned short *p)
     return v;
 }
 
+/* K-first without MMA, by lane pairs: lanes 2m and 2m + 1 access the two 16-byte halves of one
+ * channel's 32 bytes in one instruction (first 2m's channel, then 2m + 1's) and swap halves by
+ * shuffles, so that a warp-wide access touches 16 lines, not 32. Every caller's lane owns channels
+ * 4 lane .. 4 lane + 3 (off: its first, lane_state_off), so the partner's first channel is 4 away.
+ * p: the lane's parity; first, second: its element offsets in 2m's and in 2m + 1's channel (rows 4p ..). */
+struct kf_pair {
+    int p;
+    int64_t first, second;
+};
+__device__ __forceinline__ kf_pair kf_pair_of(int64_t off)
+{
+    const int p = threadIdx.x & 1;
+    const int64_t first = off - p * 4 * K128_DIM + 4 * p;
+    return {p, first, first + 4 * K128_DIM};
+}
+
 /* K-first: the lane's S from element offset off (lane_state_off): without MMA two runs of 4 rows
  * per channel (L1-allocating loads: the runs share 32-byte sectors; measured 5-7% faster than
  * streaming ones at B >= 64), with MMA one element per (row, channel). A warp's 8 rows are 32 bytes
@@ -365,12 +381,7 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
                               : ld_kf_f1((const float *)ckpt + i);
             }
     } else {
-        /* lanes 2m and 2m + 1 read the two halves of one channel's 32 bytes in one instruction
-         * (first 2m's channel, then 2m + 1's) and swap the halves they read for each other: a
-         * warp-wide load touches 16 lines, not 32. Every caller's lane owns channels 4 lane ..
-         * 4 lane + 3, so the partner's first channel is 4 away. */
-        const int p = threadIdx.x & 1;
-        const int64_t first = off - p * 4 * K128_DIM + 4 * p, second = first + 4 * K128_DIM;
+        const auto [p, first, second] = kf_pair_of(off); /* by lane pairs */
         float x[4][2][4];
 #pragma unroll
         for (int e = 0; e < 4; e++) {
@@ -403,7 +414,7 @@ __device__ __forceinline__ void load_state_kfirst(const void *ckpt, int64_t off,
 }
 
 /* K-first: the lane's S to element offset off (lane_state_off); a bf16 state rounds S to the
- * stored values. Without MMA every lane of the warp takes part (the pairs swap by shuffles). */
+ * stored values. Without MMA every lane of the warp takes part (kf_pair_of). */
 template <bool SBF, bool MMA>
 __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, float (&S)[8][4])
 {
@@ -424,9 +435,7 @@ __device__ __forceinline__ void store_state_kfirst(void *ckpt, int64_t off, floa
                     ((float *)ckpt)[i] = S[r][e];
             }
     } else {
-        /* as load_state_kfirst: lanes 2m and 2m + 1 write one channel's 32 bytes in one instruction */
-        const int p = threadIdx.x & 1;
-        const int64_t first = off - p * 4 * K128_DIM + 4 * p, second = first + 4 * K128_DIM;
+        const auto [p, first, second] = kf_pair_of(off); /* by lane pairs */
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             float f[4], s[4]; /* rows 4p.. of channel 2m's, of 2m + 1's (one of them the partner's) */
