@@ -11,7 +11,8 @@
  * contract on the host; this runs it on the device). Packed decode on the pipeline likewise
  * against the per-head kernel: in-place steps, and copy-on-write steps (write_slot) where some
  * rows write spare slots and one row's write slot is -1 (a padding row). GDN (Qwen3-Next heads, a
- * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state.
+ * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state, each state in
+ * both layouts (V-first; K-first, which the pipeline stages in rotated blocks).
  * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
  */
 #include <stdlib.h>
@@ -91,10 +92,11 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
     return rc;
 }
 
-static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, int packed, uint64_t seed)
+static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, rssm_state_layout lay, int packed,
+                      uint64_t seed)
 {
     rssm_layer l = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, kda ? 32 : 16, 32, 128, 128, L);
-    l.state_dtype = sdt, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = RSSM_DTYPE_BF16;
+    l.state_dtype = sdt, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = RSSM_DTYPE_BF16, l.state_layout = lay;
     rh_rng rng;
     rh_rng_seed(&rng, seed);
     int32_t slot[B], wslot[B];
@@ -120,8 +122,9 @@ static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, int pac
         int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
         for (int sl = 0; sl < SLOTS && same; sl++)
             same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl);
-        t_case(rc, same, "%s %s %d rows x %d steps, state %s: %s == per-head kernel", kda ? "kda" : "gdn",
-               packed ? "packed" : "replay", B, STEPS, rh_dtype_name(sdt), packed ? "pipeline" : run_name[r]);
+        t_case(rc, same, "%s %s %d rows x %d steps, state %s %s: %s == per-head kernel", kda ? "kda" : "gdn",
+               packed ? "packed" : "replay", B, STEPS, rh_dtype_name(sdt), lay == RSSM_LAYOUT_KV ? "K-first" : "V-first",
+               packed ? "pipeline" : run_name[r]);
     }
     rh_state_free(ctx[0], &s0);
     for (int r = 0; r < RUNS; r++)
@@ -146,8 +149,10 @@ int main(void)
     uint64_t seed = 0x5eed;
     for (int packed = 0; packed < 2; packed++)
         for (int kda = 0; kda < 2; kda++)
-            for (int d = 0; d < 2; d++, seed += 7)
-                one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, packed, seed);
+            for (int d = 0; d < 2; d++)
+                for (int kv = 0; kv < 2; kv++, seed += 7)
+                    one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, kv ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK,
+                              packed, seed);
     for (int r = 0; r < RUNS; r++)
         rssm_context_free(ctx[r]);
     return t_end();

@@ -188,11 +188,58 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
 }
 
+/* A K-first state (KF: [K][V], FLA's order) is staged as it lies in memory, 4 channel rows (2 KiB
+ * f32, 1 KiB bf16) to a block, block m rotated by 16 (m % 8) bytes: a consumer lane reads its own
+ * channels' block (lane m owns channels 4m .. 4m + 3), and the 8 lanes of a quarter warp, which
+ * share one shared-memory wavefront, then hit 8 distinct 16-byte bank groups. Unrotated, they all
+ * hit the same one (the row offset in each block is the warp's, the same for every lane).
+ * Rotating a block takes two bulk copies, its tail to its start. */
+template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
+__device__ __forceinline__ unsigned kf_rotation(int m) { return 16u * (unsigned)(m & 7); }
+/* the producer warp: lane m copies block m of the head's state at src into the stage's buffer */
+template <bool SBF> __device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, int m,
+                                                                uint64_t *bar)
+{
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    const unsigned rot = kf_rotation(m);
+    dst += m * blk, src += m * blk;
+    bulk_copy(dst + rot, src, blk - rot, bar);
+    if (rot) bulk_copy(dst, src + blk - rot, rot, bar);
+}
+/* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
+ * values in V-first's registers */
+template <bool SBF>
+__device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0, int lane, float (&S)[8][4])
+{
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    const unsigned char *b = ss + lane * blk;
+    const unsigned rot = kf_rotation(lane);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        if (!SBF) {
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
+                const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
+                const float4 v = *(const float4 *)(b + ((x + rot) & (blk - 1)));
+                S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
+            }
+        } else {
+            const unsigned x = (unsigned)((e * PK + row0) * 2);
+            const uint4 v = *(const uint4 *)(b + ((x + rot) & (blk - 1)));
+            float f[8];
+            unpack_bf2(v.x, f), unpack_bf2(v.y, f + 2), unpack_bf2(v.z, f + 4), unpack_bf2(v.w, f + 6);
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                S[r][e] = f[r];
+        }
+    }
+}
+
 /* One function of about 360 lines, read phase by phase through its comments: split into named
  * device functions (bench/results/history: the architecture change) the generated code moved
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
  * both trees), and the kernel exists for that batch size. */
-template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL, bool PACKED>
+template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL, bool PACKED, bool KF>
 __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 {
     extern __shared__ __align__(128) unsigned char dsm[];
@@ -373,7 +420,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
-                bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes, &ch.full[st]);
+                if (!KF)
+                    bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
+                              &ch.full[st]);
+            }
+            if (KF && live) { /* K-first: a block per lane, once lane 0 has announced the bytes */
+                __syncwarp();
+                kf_stage_copy<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, lane,
+                                   &ch.full[st]);
             }
             const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
                       base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
@@ -466,7 +520,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         int h = sh.h;
         const int64_t hd = (int64_t)s * HV + hv, hdw = PACKED ? (int64_t)sh.d * HV + hv : hd; /* hdw: stored */
         float S[8][4];
-        {
+        if (KF) {
+            kf_stage_rows<SBF>(state_of(st), row0, lane, S);
+        } else {
             const unsigned char *ss = state_of(st);
 #pragma unroll
             for (int r = 0; r < 8; r++)
@@ -477,6 +533,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const float *sG = sh.G + (KDA ? 0 : base & 3); /* GDN: G of the live entries (see the copies) */
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
         auto rows_out = [&]() { return (hdw << 14) + row0 * PK + c4; }; /* the end fold's destination */
+        auto kf_off = [&](int64_t head) { return lane_state_off(head << 14, row0, c4, true); };
 
         /* fold of the h committed entries into S (k128_common.cuh) */
         auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
@@ -504,8 +561,11 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 for (int e = 0; e < 4; e++)
                     Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
                 fold_ring(Gs);
-                store_checkpoint_rows<SBF>(
-                    A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, false, S);
+                if (KF)
+                    store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hd), S);
+                else
+                    store_checkpoint_rows<SBF>(
+                        A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, false, S);
             }
             h = 0;
             new_base = c0;
@@ -579,7 +639,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
-            if (!SBF) {
+            if (KF) {
+                store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
+            } else if (!SBF) {
 #pragma unroll
                 for (int r = 0; r < 8; r++)
                     __stcs((float4 *)((float *)A.st.checkpoint + rows_out() + r * PK),
@@ -631,30 +693,35 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
 }
 
 /* the instantiations: replay in plain order or with the folding rows first (BAL), and packed
- * decode (no ring, so one instantiation whatever the ring dtype) */
+ * decode (no ring, so one instantiation whatever the ring dtype); each for both state layouts */
 enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED };
-template <bool KDA, bool SBF, bool BAL, bool PACKED> static void *kernel_of(bool rbf, bool iobf)
+template <bool KDA, bool SBF, bool BAL, bool PACKED, bool KF> static void *kernel_of(bool rbf, bool iobf)
 {
     if constexpr (PACKED)
-        return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, false, true>
-                    : (void *)pipe_kernel<KDA, SBF, false, false, false, true>;
+        return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, false, true, KF>
+                    : (void *)pipe_kernel<KDA, SBF, false, false, false, true, KF>;
     if (rbf)
-        return iobf ? (void *)pipe_kernel<KDA, SBF, true, true, BAL, false>
-                    : (void *)pipe_kernel<KDA, SBF, true, false, BAL, false>;
-    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL, false>
-                : (void *)pipe_kernel<KDA, SBF, false, false, BAL, false>;
+        return iobf ? (void *)pipe_kernel<KDA, SBF, true, true, BAL, false, KF>
+                    : (void *)pipe_kernel<KDA, SBF, true, false, BAL, false, KF>;
+    return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL, false, KF>
+                : (void *)pipe_kernel<KDA, SBF, false, false, BAL, false, KF>;
 }
-template <bool BAL, bool PACKED> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
+template <bool BAL, bool PACKED, bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
-    return kda ? (sbf ? kernel_of<true, true, BAL, PACKED>(rbf, iobf) : kernel_of<true, false, BAL, PACKED>(rbf, iobf))
-               : (sbf ? kernel_of<false, true, BAL, PACKED>(rbf, iobf)
-                      : kernel_of<false, false, BAL, PACKED>(rbf, iobf));
+    return kda ? (sbf ? kernel_of<true, true, BAL, PACKED, KF>(rbf, iobf)
+                      : kernel_of<true, false, BAL, PACKED, KF>(rbf, iobf))
+               : (sbf ? kernel_of<false, true, BAL, PACKED, KF>(rbf, iobf)
+                      : kernel_of<false, false, BAL, PACKED, KF>(rbf, iobf));
 }
-static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
+template <bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
 {
-    return kind == PIPE_PACKED ? kernel_for<false, true>(kda, sbf, rbf, iobf)
-           : kind == PIPE_BAL  ? kernel_for<true, false>(kda, sbf, rbf, iobf)
-                               : kernel_for<false, false>(kda, sbf, rbf, iobf);
+    return kind == PIPE_PACKED ? kernel_for<false, true, KF>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL  ? kernel_for<true, false, KF>(kda, sbf, rbf, iobf)
+                               : kernel_for<false, false, KF>(kda, sbf, rbf, iobf);
+}
+static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_kind kind)
+{
+    return kf ? kernel_for<true>(kda, sbf, rbf, iobf, kind) : kernel_for<false>(kda, sbf, rbf, iobf, kind);
 }
 
 static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
@@ -682,7 +749,7 @@ static int pipe_stages(const rssm_layer *l, bool packed)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-/* 1 when replay or packed decode step A can run on the pipeline: K = V = 128, V-first, T = 1,
+/* 1 when replay or packed decode step A can run on the pipeline: K = V = 128, T = 1,
  * (replay) L a multiple of 4 (16-byte aligned G copies), 16-byte aligned state arrays (TMA),
  * enough shared memory. */
 int rssm_cuda_pipe_ok(const kargs *A)
@@ -692,8 +759,6 @@ int rssm_cuda_pipe_ok(const kargs *A)
     const bool packed = A->mode == MODE_PACKED;
     if ((!packed && A->mode != MODE_REPLAY) || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128)
         return 0;
-    /* the consumers read V-first rows of the staged state (K-first would be a 32-way bank conflict) */
-    if (l->state_layout != RSSM_LAYOUT_VK) return 0;
     if (A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
     if (!aligned16(A->st.checkpoint)) return 0;
     if (!packed &&
@@ -714,8 +779,8 @@ cudaError_t rssm_cuda_pipe_init(int device)
     using namespace rssm_pipe;
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
-    for (int i = 0; i < 48; i++) { /* gate, state, ring and io dtypes (bits 0-3) by kind (i / 16) */
-        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, (pipe_kind)(i / 16)),
+    for (int i = 0; i < 96; i++) { /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
+        const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16, (pipe_kind)(i / 32)),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
         if (e != cudaSuccess) return e;
     }
@@ -746,7 +811,7 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
     if (np > PNP) np = PNP;
     A.producers = np < A.NS ? np : A.NS; /* see the producer */
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
-                         l->io_dtype == RSSM_DTYPE_BF16,
+                         l->io_dtype == RSSM_DTYPE_BF16, l->state_layout == RSSM_LAYOUT_KV,
                          packed ? PIPE_PACKED
                          : bal  ? PIPE_BAL
                                 : PIPE_PLAIN);
