@@ -123,8 +123,8 @@ static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, rssm_st
         for (int sl = 0; sl < SLOTS && same; sl++)
             same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl);
         t_case(rc, same, "%s %s %d rows x %d steps, state %s %s: %s == per-head kernel", kda ? "kda" : "gdn",
-               packed ? "packed" : "replay", B, STEPS, rh_dtype_name(sdt), lay == RSSM_LAYOUT_KV ? "K-first" : "V-first",
-               packed ? "pipeline" : run_name[r]);
+               packed ? "packed" : "replay", B, STEPS, rh_dtype_name(sdt),
+               lay == RSSM_LAYOUT_KV ? "K-first" : "V-first", packed ? "pipeline" : run_name[r]);
     }
     rh_state_free(ctx[0], &s0);
     for (int r = 0; r < RUNS; r++)

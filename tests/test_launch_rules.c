@@ -79,21 +79,26 @@ int main(void)
 
     /* the pipeline's grids (launch_rules.h's rssm_pipe_from): B = the first batch on it */
     const struct {
-        int packed, kda, sbf, from;
+        int packed, kda, sbf, kf, from;
         const char *what;
-    } pipe[] = {{0, 0, 0, 16, "replay, GDN"},
-                {0, 0, 1, 16, "replay, GDN, bf16 state"},
-                {0, 1, 0, 38, "replay, KDA"},
-                {0, 1, 1, 25, "replay, KDA, bf16 state"}};
+    } pipe[] = {{0, 0, 0, 0, 16, "replay, GDN"},
+                {0, 0, 1, 0, 16, "replay, GDN, bf16 state"},
+                {0, 1, 0, 0, 38, "replay, KDA"},
+                {0, 1, 1, 0, 25, "replay, KDA, bf16 state"},
+                {0, 0, 0, 1, 16, "replay, GDN, K-first state"},
+                {0, 0, 1, 1, 33, "replay, GDN, K-first bf16 state"},
+                {0, 1, 0, 1, 38, "replay, KDA, K-first state"},
+                {0, 1, 1, 1, 54, "replay, KDA, K-first bf16 state"}};
     for (size_t i = 0; i < sizeof pipe / sizeof *pipe; i++) {
-        const int64_t f = rssm_pipe_from(pipe[i].packed, pipe[i].kda, pipe[i].sbf, SMS);
+        const int64_t f = rssm_pipe_from(pipe[i].packed, pipe[i].kda, pipe[i].sbf, pipe[i].kf, SMS);
         t_case(RH_OK, f > (int64_t)(pipe[i].from - 1) * HV && f <= (int64_t)pipe[i].from * HV,
                "%s on the pipeline from B = %d", pipe[i].what, pipe[i].from);
     }
     int never = 1;
     for (int kda = 0; kda <= 1; kda++)
         for (int sbf = 0; sbf <= 1; sbf++)
-            never &= rssm_pipe_from(1, kda, sbf, SMS) == INT64_MAX;
+            for (int kf = 0; kf <= 1; kf++)
+                never &= rssm_pipe_from(1, kda, sbf, kf, SMS) == INT64_MAX;
     t_case(RH_OK, never, "packed decode never on the pipeline (by rule)");
 
     /* the pipeline's producer warps (rssm_pipe_producers), one CTA per SM: 2 at B = 24-48 (more

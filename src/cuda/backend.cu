@@ -250,7 +250,8 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
         (im->pipe == 1 ||
          (int64_t)p->io.batch * A.l.num_v_heads >= rssm_pipe_from(A.mode == MODE_PACKED, A.l.gate == RSSM_GATE_KDA,
-                                                                  A.l.state_dtype == RSSM_DTYPE_BF16, im->sm_count))) {
+                                                                  A.l.state_dtype == RSSM_DTYPE_BF16,
+                                                                  A.l.state_layout == RSSM_LAYOUT_KV, im->sm_count))) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

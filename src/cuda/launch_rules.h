@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* Decode runs on the replay pipeline from this many value heads (batch x HV) on `sms`
- * multiprocessors (INT64_MAX: never), by mode, gate and state dtype (sbf: bf16), as the H200
+ * multiprocessors (INT64_MAX: never), by mode, gate, state dtype (sbf: bf16) and layout (kf: K-first), as the H200
  * measured (bench/results/switch-2026-12-02/, 32 value heads, 132 SMs):
  *   replay, GDN: from 3.75 heads per SM, B = 16 (flashinfer-2026-12-03/callG-pipeline.txt, after
  *     the pipeline's first copies went out first: B = 16 / 18 19.35 / 21.33 us against 20.06 /
@@ -28,10 +28,17 @@
  *     against 73.91 / 561.69 us); with a bf16 state streaming by rows (rssm_stream_rows) is
  *     faster (stream-2026-12-02/: GDN B = 173 106.07 us streamed, B = 174 112.46 on the
  *     pipeline; B = 512 301.77 against 301.93; KDA B = 128 / 512 83.46 / 318.52 against 88.9 /
- *     325.2). */
-static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int64_t sms)
+ *     325.2).
+ * A K-first state (kf, FLA's order; kfirst-peers-2026-12-04/, replay µs, per-head kernel against
+ * pipeline) crosses where V-first does with an f32 state (GDN B = 14 / 16 21.23 / 23.55 against
+ * 22.64 / 22.97; KDA B = 32 / 40 40.01 / 47.69 against 40.62 / 47.49) and later with a bf16 one,
+ * whose per-head kernel is faster there: GDN from 8 heads per SM, B = 33 (B = 24 / 32 / 40 / 48
+ * 28.03 / 34.19 / 41.01 / 47.84 against 28.92 / 34.41 / 40.24 / 45.62, B = 16 20.84 against
+ * 24.27), KDA from 13, B = 54 (B = 48 / 64 51.22 / 65.20 against 55.05 / 59.77). */
+static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64_t sms)
 {
     if (packed) return INT64_MAX;
+    if (kf && sbf) return !kda ? 8 * sms : 13 * sms;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 

@@ -197,8 +197,8 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __device__ __forceinline__ unsigned kf_rotation(int m) { return 16u * (unsigned)(m & 7); }
 /* the producer warp: lane m copies block m of the head's state at src into the stage's buffer */
-template <bool SBF> __device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, int m,
-                                                                uint64_t *bar)
+template <bool SBF>
+__device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, int m, uint64_t *bar)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
     const unsigned rot = kf_rotation(m);
