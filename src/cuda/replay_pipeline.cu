@@ -11,9 +11,10 @@
  *
  * Packed decode (PACKED) is an item with an empty ring whose end fold is the step: no cursor,
  * ring or gate floor, the new state to the write slot (decode_k128.cu's rules: -1 pads the
- * row), the same bits as the per-head kernel (tests/test_cuda_pipeline.c). It runs only where
- * forced (cuda_pipeline = 1): with an f32 state it lost at every B, and with a bf16 state
- * streaming by rows (stream_k128.cu) is faster (launch_rules.h, rssm_pipe_from).
+ * row), the same bits as the per-head kernel (tests/test_cuda_pipeline.c). A V-first state runs
+ * it only where forced (cuda_pipeline = 1): with an f32 state it lost at every B, and with a bf16
+ * state streaming by rows (stream_k128.cu) is faster. A K-first state, which the per-head kernel
+ * reads by lane pairs, runs it from the rule's batch (launch_rules.h, rssm_pipe_from).
  *
  * Work: a unit is (row b, key head kh) and covers the group's value heads hv = kh * group ..
  * + group - 1, in order; with the folding rows first (BAL) and no row starting with a fold, a
