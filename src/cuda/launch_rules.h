@@ -29,20 +29,20 @@
  *     is faster (stream-2026-12-02/: GDN B = 173 106.07 us streamed, B = 174 112.46 on the
  *     pipeline; B = 512 301.77 against 301.93; KDA B = 128 / 512 83.46 / 318.52 against 88.9 /
  *     325.2).
- * A K-first state (kf, FLA's order; kfirst-peers-2026-12-04/, µs on the per-head kernel against
- * the pipeline, two rounds alike) is staged by the pipeline without the per-head kernel's lane
- * pairs:
+ * A K-first state (kf, FLA's order) is staged by the pipeline without the per-head kernel's lane
+ * pairs (kfirst-peers-2026-12-04/, µs on the per-head kernel against the pipeline; replay one
+ * round, calls B and C; packed two rounds alike, call D):
  *   replay crosses where V-first does with an f32 state (GDN B = 14 / 16 21.23 / 23.55 against
  *     22.64 / 22.97; KDA B = 32 / 40 40.01 / 47.69 against 40.62 / 47.49) and later with a bf16
  *     one, whose per-head kernel is faster there: GDN from 8 heads per SM, B = 33 (B = 24 / 32 /
  *     40 / 48 28.03 / 34.19 / 41.01 / 47.84 against 28.92 / 34.41 / 40.24 / 45.62, B = 16 20.84
  *     against 24.27), KDA from 13, B = 54 (B = 48 / 64 51.22 / 65.20 against 55.05 / 59.77);
  *   packed (no stream takes a K-first state) with an f32 state from 3.75 heads per SM, B = 16
- *     (GDN B = 8 / 16 / 64 / 512 13.75 / 26.40 / 92.45 / 704.70 against 15.28 / 25.56 / 90.81 /
- *     666.95; KDA B = 8 / 16 / 512 14.22 / 26.78 / 721.55 against 15.92 / 26.57 / 660.39); with a
+ *     (GDN B = 8 / 16 / 64 / 512 13.75 / 26.40 / 92.44 / 704.70 against 15.27 / 25.56 / 90.81 /
+ *     666.94; KDA B = 8 / 16 / 512 14.21 / 26.78 / 721.54 against 15.91 / 26.56 / 660.39); with a
  *     bf16 state GDN as replay (B = 32 / 64 / 512 48.20 / 91.20 / 692.85 against 48.33 / 89.01 /
- *     602.57), KDA from 64 heads per SM, B = 264, where the line between B = 128 (166.92 against
- *     168.78) and 512 (650.72 against 635.26) crosses. */
+ *     602.57), KDA from 64 heads per SM, B = 264, where the line between B = 128 (166.91 against
+ *     168.77) and 512 (650.72 against 635.26) crosses. */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64_t sms)
 {
     if (kf && sbf) return !kda ? 8 * sms : packed ? 64 * sms : 13 * sms;
