@@ -245,7 +245,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
     /* replay and packed decode of many heads: the persistent pipeline, by mode, gate, state
-     * dtype and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
+     * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
      * kernels run those as packed decode) */
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
         (im->pipe == 1 ||

@@ -41,11 +41,12 @@
  *     (GDN B = 8 / 16 / 64 / 512 13.75 / 26.40 / 92.44 / 704.70 against 15.27 / 25.56 / 90.81 /
  *     666.94; KDA B = 8 / 16 / 512 14.21 / 26.78 / 721.54 against 15.91 / 26.56 / 660.39); with a
  *     bf16 state GDN as replay (B = 32 / 64 / 512 48.20 / 91.20 / 692.85 against 48.33 / 89.01 /
- *     602.57), KDA from 64 heads per SM, B = 264, where the line between B = 128 (166.91 against
- *     168.77) and 512 (650.72 against 635.26) crosses. */
+ *     602.57), KDA from 41 heads per SM, B = 170, where the difference of the two lines
+ *     through B = 128 (166.91 against 168.77) and 512 (650.72 against 635.26) crosses zero (not
+ *     measured in between). */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64_t sms)
 {
-    if (kf && sbf) return !kda ? 8 * sms : packed ? 64 * sms : 13 * sms;
+    if (kf && sbf) return !kda ? 8 * sms : packed ? 41 * sms : 13 * sms;
     if (kf && packed) return 15 * sms / 4;
     if (packed) return INT64_MAX;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;

@@ -53,12 +53,13 @@
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
  *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
- *     (128 x 128, one contiguous block) into it, waits until they are done with the stage's
- *     previous item (empty_r) and starts the copies of the h = cursor - base live ring entries
- *     (k, u, and G: GDN G_base..G_{c-1} from ring position base, KDA G_{h-1}, positions from 0),
- *     then normalises k and q, evaluates the gates (GDN: clamped at the gate floor) and writes
- *     the item's header; the stage's `full` barrier completes with its 32 arrivals (the
- *     producer warp's lanes, after the header) and the last copied byte.
+ *     (128 x 128, one contiguous block; K-first: 32 blocks, see kf_stage_copy) into it, waits
+ *     until they are done with the stage's previous item (empty_r) and starts the copies of the
+ *     h = cursor - base live ring entries (k, u, and G: GDN G_base..G_{c-1} from ring position
+ *     base, KDA G_{h-1}, positions from 0), then normalises k and q, evaluates the gates (GDN:
+ *     clamped at the gate floor) and writes the item's header; the stage's `full` barrier
+ *     completes with its 32 arrivals (the producer warp's lanes, after the header) and the last
+ *     copied byte.
  *   consumers: warp w owns state rows 8w .. 8w + 7, lane l channels 4l .. 4l + 3 (as
  *     decode_k128.cu); per item they wait for `full`, take the rows into registers and release
  *     the state buffer (empty_s), fold, compute the ring weights (one named barrier), then the
@@ -182,7 +183,8 @@ static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
 static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
               "a staged fold round (at most 16 entries) fits a bf16 state");
 
-/* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K] (state dtype) */
+/* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
+ * rotated blocks (state dtype) */
 static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
 static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
 {
