@@ -122,8 +122,8 @@ typedef struct rssm_context_params {
     int32_t cuda_pipeline;           /* CUDA replay and packed decode on the persistent pipeline: -1 = by mode,
                                         gate, state dtype, layout and grid size (default: replay GDN from 3.75
                                         heads per SM, KDA from 9, 6 with a bf16 state; packed of a V-first
-                                        state never; a K-first state from the batches of the source's
-                                        launch_rules.h), 0 = never, 1 = wherever it applies */
+                                        state never; a K-first state's replay and packed decode from the
+                                        batches measured faster there), 0 = never, 1 = wherever it applies */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most
                                         40 heads (GDN, f32 state), 32 (bf16 state) or 16 (KDA) (default),
                                         0 = plain round robin, 1 = always */
