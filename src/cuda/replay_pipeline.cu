@@ -228,9 +228,8 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
             }
         } else {
             const unsigned x = (unsigned)((e * PK + row0) * 2);
-            const uint4 v = *(const uint4 *)(b + ((x + rot) & (blk - 1)));
             float f[8];
-            unpack_bf2(v.x, f), unpack_bf2(v.y, f + 2), unpack_bf2(v.z, f + 4), unpack_bf2(v.w, f + 6);
+            ld8s(b + ((x + rot) & (blk - 1)), 1, 0, f); /* 16 bytes: never across the block's wrap */
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -564,11 +563,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 for (int e = 0; e < 4; e++)
                     Gs[e] = KDA ? sG[c4 + e] : sG[h - 1];
                 fold_ring(Gs);
-                if (KF)
-                    store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hd), S);
-                else
-                    store_checkpoint_rows<SBF>(
-                        A.st.checkpoint, [&](int r) { return rows_off() + r * PK; }, false, S);
+                store_checkpoint_rows<SBF>(
+                    A.st.checkpoint, [&](int r) { return KF ? kf_off(hd) : rows_off() + r * PK; }, KF, S);
             }
             h = 0;
             new_base = c0;
