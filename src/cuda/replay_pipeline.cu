@@ -237,6 +237,51 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
     }
 }
 
+/* the consumer lane's new S into the staged block it came from (kf_stage_rows' places; a bf16
+ * state rounded as stored): lanes write only what they read, so no warp waits for another */
+template <bool SBF>
+__device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
+{
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    unsigned char *b = ss + lane * blk;
+    const unsigned rot = kf_rotation(lane);
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        if (!SBF) {
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
+                *(float4 *)(b + ((x + rot) & (blk - 1))) =
+                    make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
+            }
+        } else {
+            uint32_t wd[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
+            const unsigned x = (unsigned)((e * PK + row0) * 2);
+            *(uint4 *)(b + ((x + rot) & (blk - 1))) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+        }
+    }
+}
+/* consumer warp w's share of a staged K-first head, blocks 2w and 2w + 1, to the checkpoint at
+ * dst: 16 bytes a lane, so that one warp-wide store covers 512 contiguous bytes (the lane pairs'
+ * stores cover 16 lines each) */
+template <bool SBF>
+__device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigned char *ss, int w, int lane)
+{
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    static_assert(2 * PNC * 4 == PK, "two blocks of 4 channel rows per consumer warp");
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int m = 2 * w + i;
+        const unsigned rot = kf_rotation(m);
+#pragma unroll
+        for (unsigned c = 16 * lane; c < blk; c += 512)
+            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + m * blk + ((c + rot) & (blk - 1))));
+    }
+}
+
 /* One function of about 360 lines, read phase by phase through its comments: split into named
  * device functions (bench/results/history: the architecture change) the generated code moved
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
@@ -256,6 +301,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
      * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
      * it lost up to 4% (B = 32), with a bf16 state 2-5% (bench/results/deal-2026-12-02/) */
     constexpr bool STAGED = !KDA && !SBF && !BAL && !PACKED;
+    /* K-first packed decode stores every head every step: the new state goes back into the stage's
+     * buffer, which the consumers then store together (kf_stage_store), and is released after */
+    constexpr bool PUT = PACKED && KF;
     auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
     auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
     auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
@@ -530,7 +578,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             for (int r = 0; r < 8; r++)
                 ld4(ss, SBF, (row0 + r) * PK + c4, S[r]);
         }
-        if (!STAGED) mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
+        if (!STAGED && !PUT) mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G + (KDA ? 0 : base & 3); /* GDN: G of the live entries (see the copies) */
         auto rows_off = [&]() { return (hd << 14) + row0 * PK + c4; };
@@ -638,7 +686,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 S, o, myu, [&](int e) { return kn4[e]; }, [&](int e) { return qn4[e]; });
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
-            if (KF) {
+            if (PUT) {
+                kf_stage_put<SBF>(state_of(st), row0, lane, S);
+                consumer_sync();
+                kf_stage_store<SBF>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
+                mbar_arrive(&ch.empty_s[st]);
+            } else if (KF) {
                 store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
             } else if (!SBF) {
 #pragma unroll
