@@ -53,7 +53,7 @@
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
  *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
- *     (128 x 128, one contiguous block; K-first: 32 blocks, see kf_stage_copy) into it, waits
+ *     (128 x 128, one contiguous block; K-first: 32 padded blocks, see kf_stage_copy) into it, waits
  *     until they are done with the stage's previous item (empty_r) and starts the copies of the
  *     h = cursor - base live ring entries (k, u, and G: GDN G_base..G_{c-1} from ring position
  *     base, KDA G_{h-1}, positions from 0), then normalises k and q, evaluates the gates (GDN:
@@ -183,53 +183,56 @@ static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
 static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
               "a staged fold round (at most 16 entries) fits a bf16 state");
 
-/* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
- * rotated blocks (state dtype) */
-static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
-static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf)
+/* A K-first state (KF: [K][V], FLA's order) is staged as it lies in memory, 4 channel rows (2 KiB
+ * f32, 1 KiB bf16) to a block, each block followed by 16 bytes of padding: a consumer lane reads
+ * its own channels' block (lane m owns channels 4m .. 4m + 3), and the 8 lanes of a quarter warp,
+ * which share one shared-memory wavefront, then hit 8 distinct 16-byte bank groups (blocks lie
+ * 16 bytes apart modulo 128). Unpadded, they all hit the same one (the row offset in each block is
+ * the warp's, the same for every lane). Each block is one bulk copy. */
+#define KF_PAD 16
+template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
+template <bool SBF, class T> __device__ __forceinline__ T *kf_block(T *ss, int m)
 {
-    return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4);
+    return ss + m * (kf_block_bytes<SBF>() + KF_PAD);
 }
 
-/* A K-first state (KF: [K][V], FLA's order) is staged as it lies in memory, 4 channel rows (2 KiB
- * f32, 1 KiB bf16) to a block, block m rotated by 16 (m % 8) bytes: a consumer lane reads its own
- * channels' block (lane m owns channels 4m .. 4m + 3), and the 8 lanes of a quarter warp, which
- * share one shared-memory wavefront, then hit 8 distinct 16-byte bank groups. Unrotated, they all
- * hit the same one (the row offset in each block is the warp's, the same for every lane).
- * Rotating a block takes two bulk copies, its tail to its start. */
-template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
-__device__ __forceinline__ unsigned kf_rotation(int m) { return 16u * (unsigned)(m & 7); }
-/* the producer warp: lane m copies block m of the head's state at src into the stage's buffer */
+/* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
+ * padded blocks (state dtype) */
+static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
+static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf)
+{
+    return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf ? 32 * KF_PAD : 0);
+}
+
+/* the producer's lane 0: the head's state at src into the stage's buffer, block by block (one
+ * lane: the copies' addresses stay in uniform registers) */
 template <bool SBF>
-__device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, int m, uint64_t *bar)
+__device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
-    const unsigned rot = kf_rotation(m);
-    dst += m * blk, src += m * blk;
-    bulk_copy(dst + rot, src, blk - rot, bar);
-    if (rot) bulk_copy(dst, src + blk - rot, rot, bar);
+#pragma unroll 4
+    for (int m = 0; m < 32; m++)
+        bulk_copy(kf_block<SBF>(dst, m), src + m * blk, blk, bar);
 }
 /* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
  * values in V-first's registers */
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0, int lane, float (&S)[8][4])
 {
-    constexpr unsigned blk = kf_block_bytes<SBF>();
-    const unsigned char *b = ss + lane * blk;
-    const unsigned rot = kf_rotation(lane);
+    const unsigned char *b = kf_block<SBF>(ss, lane);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
                 const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
-                const float4 v = *(const float4 *)(b + ((x + rot) & (blk - 1)));
+                const float4 v = *(const float4 *)(b + x);
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
             const unsigned x = (unsigned)((e * PK + row0) * 2);
             float f[8];
-            ld8s(b + ((x + rot) & (blk - 1)), 1, 0, f); /* 16 bytes: never across the block's wrap */
+            ld8s(b + x, 1, 0, f);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -242,16 +245,14 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
 {
-    constexpr unsigned blk = kf_block_bytes<SBF>();
-    unsigned char *b = ss + lane * blk;
-    const unsigned rot = kf_rotation(lane);
+    unsigned char *b = kf_block<SBF>(ss, lane);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
-                *(float4 *)(b + ((x + rot) & (blk - 1))) =
+                *(float4 *)(b + x) =
                     make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
             }
         } else {
@@ -260,7 +261,7 @@ __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int la
             for (int i = 0; i < 4; i++)
                 wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
             const unsigned x = (unsigned)((e * PK + row0) * 2);
-            *(uint4 *)(b + ((x + rot) & (blk - 1))) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+            *(uint4 *)(b + x) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
         }
     }
 }
@@ -275,10 +276,10 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int m = 2 * w + i;
-        const unsigned rot = kf_rotation(m);
+        const unsigned char *b = kf_block<SBF>(ss, m);
 #pragma unroll
         for (unsigned c = 16 * lane; c < blk; c += 512)
-            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + m * blk + ((c + rot) & (blk - 1))));
+            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(b + c));
     }
 }
 
@@ -295,7 +296,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF), rb = ring_bytes(PACKED ? 0 : L, RBF);
+    const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, KF), rb = ring_bytes(PACKED ? 0 : L, RBF);
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
     /* GDN with an f32 state in the plain order stages its end folds (see the consumers): GDN B = 128
      * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
@@ -470,14 +471,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
-                if (!KF)
+                if (KF)
+                    kf_stage_copy<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
+                                       &ch.full[st]);
+                else
                     bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
                               &ch.full[st]);
-            }
-            if (KF && live) { /* K-first: a block per lane, once lane 0 has announced the bytes */
-                __syncwarp();
-                kf_stage_copy<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, lane,
-                                   &ch.full[st]);
             }
             const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
                       base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
@@ -786,7 +785,7 @@ static int max_smem; /* the device's opt-in shared memory per block (bytes), set
 static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
 {
     return rssm_pipe::stage_bytes(packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                  l->state_dtype == RSSM_DTYPE_BF16);
+                                  l->state_dtype == RSSM_DTYPE_BF16, l->state_layout == RSSM_LAYOUT_KV);
 }
 
 /* Stages that fit one CTA's shared memory for this layer (0: the pipeline does not apply). */
