@@ -37,16 +37,15 @@
  *     one, whose per-head kernel is faster there: GDN from 8 heads per SM, B = 33 (B = 24 / 32 /
  *     40 / 48 28.03 / 34.19 / 41.01 / 47.84 against 28.92 / 34.41 / 40.24 / 45.62, B = 16 20.84
  *     against 24.27), KDA from 13, B = 54 (B = 48 / 64 51.22 / 65.20 against 55.05 / 59.77);
- *   packed (no stream takes a K-first state) with an f32 state from 3.75 heads per SM, B = 16
- *     (GDN B = 8 / 16 / 64 / 512 13.75 / 26.40 / 92.44 / 704.70 against 15.27 / 25.56 / 90.81 /
- *     666.94; KDA B = 8 / 16 / 512 14.21 / 26.78 / 721.54 against 15.91 / 26.56 / 660.39); with a
- *     bf16 state GDN as replay (B = 32 / 64 / 512 48.20 / 91.20 / 692.85 against 48.33 / 89.01 /
- *     602.57), KDA from 41 heads per SM, B = 170, where the difference of the two lines
- *     through B = 128 (166.91 against 168.77) and 512 (650.72 against 635.26) crosses zero (not
- *     measured in between). */
+ *   packed (no stream takes a K-first state; the pipeline stores each new state through its
+ *     stage buffer, kf-packed-store/ calls B and C, one round) with an f32 state from 3.75 heads
+ *     per SM, B = 16 (GDN B = 12 / 16 20.49 / 26.39 against 22.72 / 25.46; KDA 20.80 / 26.72
+ *     against 22.05 / 26.40); with a bf16 state from one head per SM, B = 5 (GDN B = 4 / 5 / 8 /
+ *     32 8.79 / 13.30 / 14.30 / 48.19 against 11.00 / 11.33 / 12.61 / 31.16; KDA B = 4 / 5 / 8 /
+ *     128 8.30 / 12.63 / 13.44 / 166.97 against 9.51 / 12.18 / 13.15 / 108.85). */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64_t sms)
 {
-    if (kf && sbf) return !kda ? 8 * sms : packed ? 41 * sms : 13 * sms;
+    if (kf && sbf) return packed ? sms : !kda ? 8 * sms : 13 * sms;
     if (kf && packed) return 15 * sms / 4;
     if (packed) return INT64_MAX;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
