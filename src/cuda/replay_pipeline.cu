@@ -53,7 +53,7 @@
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
  *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
- *     (128 x 128, one contiguous block; K-first: 32 padded blocks, see kf_stage_copy) into it, waits
+ *     (128 x 128, one contiguous block; K-first: 32 blocks, see kf_at) into it, waits
  *     until they are done with the stage's previous item (empty_r) and starts the copies of the
  *     h = cursor - base live ring entries (k, u, and G: GDN G_base..G_{c-1} from ring position
  *     base, KDA G_{h-1}, positions from 0), then normalises k and q, evaluates the gates (GDN:
@@ -184,55 +184,70 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
               "a staged fold round (at most 16 entries) fits a bf16 state");
 
 /* A K-first state (KF: [K][V], FLA's order) is staged as it lies in memory, 4 channel rows (2 KiB
- * f32, 1 KiB bf16) to a block, each block followed by 16 bytes of padding: a consumer lane reads
- * its own channels' block (lane m owns channels 4m .. 4m + 3), and the 8 lanes of a quarter warp,
- * which share one shared-memory wavefront, then hit 8 distinct 16-byte bank groups (blocks lie
- * 16 bytes apart modulo 128). Unpadded, they all hit the same one (the row offset in each block is
- * the warp's, the same for every lane). Each block is one bulk copy. */
+ * f32, 1 KiB bf16) to a block. A consumer lane reads its own channels' block (lane m owns channels
+ * 4m .. 4m + 3) at its warp's rows, the same offset in every block, and the 8 lanes of a quarter
+ * warp share one shared-memory wavefront: laid end to end they would all hit the same 16-byte bank
+ * group. So block m is either followed by 16 bytes of padding (PAD: blocks lie 16 bytes apart
+ * modulo 128; one bulk copy a block, all from one lane, whose addresses stay in uniform registers)
+ * or rotated by 16 (m % 8) bytes in its own space (two bulk copies a block, one lane a block). The
+ * padding costs 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry
+ * bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13%
+ * slower (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and
+ * packed decode 1-3%. */
 #define KF_PAD 16
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
-template <bool SBF, class T> __device__ __forceinline__ T *kf_block(T *ss, int m)
+__host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
+/* where byte x of block m lies in the stage's buffer */
+template <bool SBF, bool PAD> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
 {
-    return ss + m * (kf_block_bytes<SBF>() + KF_PAD);
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    return PAD ? m * (blk + KF_PAD) + x : m * blk + ((x + 16u * (unsigned)(m & 7)) & (blk - 1));
 }
 
 /* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
- * padded blocks (state dtype) */
+ * padded or rotated blocks (state dtype) */
 static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
-static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf)
+static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf_pad)
 {
-    return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf ? 32 * KF_PAD : 0);
+    return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf_pad ? 32 * KF_PAD : 0);
 }
 
-/* the producer's lane 0: the head's state at src into the stage's buffer, block by block (one
- * lane: the copies' addresses stay in uniform registers) */
+/* the head's state at src into the stage's buffer: PAD, every block from the producer's lane 0;
+ * rotated, block m from lane m */
 template <bool SBF>
-__device__ __forceinline__ void kf_stage_copy(unsigned char *dst, const unsigned char *src, uint64_t *bar)
+__device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
 #pragma unroll 4
     for (int m = 0; m < 32; m++)
-        bulk_copy(kf_block<SBF>(dst, m), src + m * blk, blk, bar);
+        bulk_copy(dst + kf_at<SBF, true>(m, 0), src + m * blk, blk, bar);
+}
+template <bool SBF>
+__device__ __forceinline__ void kf_stage_copy_rotated(unsigned char *dst, const unsigned char *src, int m,
+                                                      uint64_t *bar)
+{
+    constexpr unsigned blk = kf_block_bytes<SBF>();
+    const unsigned rot = 16u * (unsigned)(m & 7);
+    dst += m * blk, src += m * blk;
+    bulk_copy(dst + rot, src, blk - rot, bar);
+    if (rot) bulk_copy(dst, src + blk - rot, rot, bar);
 }
 /* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
  * values in V-first's registers */
-template <bool SBF>
+template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0, int lane, float (&S)[8][4])
 {
-    const unsigned char *b = kf_block<SBF>(ss, lane);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
-                const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
-                const float4 v = *(const float4 *)(b + x);
+                const float4 v = *(const float4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4));
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
-            const unsigned x = (unsigned)((e * PK + row0) * 2);
-            float f[8];
-            ld8s(b + x, 1, 0, f);
+            float f[8]; /* 16 bytes: never across a rotated block's wrap */
+            ld8s(ss + kf_at<SBF, PAD>(lane, (e * PK + row0) * 2), 1, 0, f);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -242,33 +257,29 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 
 /* the consumer lane's new S into the staged block it came from (kf_stage_rows' places; a bf16
  * state rounded as stored): lanes write only what they read, so no warp waits for another */
-template <bool SBF>
+template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
 {
-    unsigned char *b = kf_block<SBF>(ss, lane);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const unsigned x = (unsigned)((e * PK + row0 + 4 * hf) * 4);
-                *(float4 *)(b + x) =
+            for (int hf = 0; hf < 2; hf++)
+                *(float4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4)) =
                     make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
-            }
         } else {
             uint32_t wd[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
-            const unsigned x = (unsigned)((e * PK + row0) * 2);
-            *(uint4 *)(b + x) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+            *(uint4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0) * 2)) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
         }
     }
 }
 /* consumer warp w's share of a staged K-first head, blocks 2w and 2w + 1, to the checkpoint at
  * dst: 16 bytes a lane, so that one warp-wide store covers 512 contiguous bytes (the lane pairs'
  * stores cover 16 lines each) */
-template <bool SBF>
+template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigned char *ss, int w, int lane)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
@@ -276,10 +287,9 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int m = 2 * w + i;
-        const unsigned char *b = kf_block<SBF>(ss, m);
 #pragma unroll
         for (unsigned c = 16 * lane; c < blk; c += 512)
-            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(b + c));
+            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + kf_at<SBF, PAD>(m, c)));
     }
 }
 
@@ -296,7 +306,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, KF), rb = ring_bytes(PACKED ? 0 : L, RBF);
+    constexpr bool PAD = KF && kf_padded(SBF, PACKED);
+    const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, PAD), rb = ring_bytes(PACKED ? 0 : L, RBF);
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
     /* GDN with an f32 state in the plain order stages its end folds (see the consumers): GDN B = 128
      * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
@@ -471,12 +482,17 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
-                if (KF)
-                    kf_stage_copy<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
-                                       &ch.full[st]);
-                else
+                if (PAD)
+                    kf_stage_copy_padded<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
+                                              &ch.full[st]);
+                else if (!KF)
                     bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
                               &ch.full[st]);
+            }
+            if (KF && !PAD && live) { /* rotated: a block per lane, once lane 0 has announced the bytes */
+                __syncwarp();
+                kf_stage_copy_rotated<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
+                                           lane, &ch.full[st]);
             }
             const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
                       base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
@@ -570,7 +586,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
         const int64_t hd = (int64_t)s * HV + hv, hdw = PACKED ? (int64_t)sh.d * HV + hv : hd; /* hdw: stored */
         float S[8][4];
         if (KF) {
-            kf_stage_rows<SBF>(state_of(st), row0, lane, S);
+            kf_stage_rows<SBF, PAD>(state_of(st), row0, lane, S);
         } else {
             const unsigned char *ss = state_of(st);
 #pragma unroll
@@ -686,9 +702,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
             if (PUT) {
-                kf_stage_put<SBF>(state_of(st), row0, lane, S);
+                kf_stage_put<SBF, PAD>(state_of(st), row0, lane, S);
                 consumer_sync();
-                kf_stage_store<SBF>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
+                kf_stage_store<SBF, PAD>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
                 mbar_arrive(&ch.empty_s[st]);
             } else if (KF) {
                 store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
@@ -784,8 +800,9 @@ static int max_smem; /* the device's opt-in shared memory per block (bytes), set
 /* A stage's bytes for this layer (packed decode stages no ring). */
 static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
 {
-    return rssm_pipe::stage_bytes(packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                  l->state_dtype == RSSM_DTYPE_BF16, l->state_layout == RSSM_LAYOUT_KV);
+    return rssm_pipe::stage_bytes(
+        packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16,
+        l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed));
 }
 
 /* Stages that fit one CTA's shared memory for this layer (0: the pipeline does not apply). */
