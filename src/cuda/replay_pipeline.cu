@@ -188,8 +188,10 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
  * 4m .. 4m + 3) at its warp's rows, the same offset in every block, and the 8 lanes of a quarter
  * warp share one shared-memory wavefront: laid end to end they would all hit the same 16-byte bank
  * group. So block m is either followed by 16 bytes of padding (PAD: blocks lie 16 bytes apart
- * modulo 128; one bulk copy a block, all from one lane, whose addresses stay in uniform registers)
- * or rotated by 16 (m % 8) bytes in its own space (two bulk copies a block, one lane a block). The
+ * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
+ * space (two bulk copies a block, one lane a block). Either way the compiler wraps each copy in a
+ * loop over the lanes that issue it (its operands live in uniform registers), so the copies' count
+ * is what costs instructions. The
  * padding costs 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry
  * bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13%
  * slower (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and
