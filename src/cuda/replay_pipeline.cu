@@ -191,11 +191,10 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
  * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
  * space (two bulk copies a block, one lane a block). Either way the compiler wraps each copy in a
  * loop over the lanes that issue it (its operands live in uniform registers), so the copies' count
- * is what costs instructions. The
- * padding costs 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry
- * bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13%
- * slower (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and
- * packed decode 1-3%. */
+ * is what costs instructions. The padding costs 512 bytes a stage, which an f32 state's replay
+ * stages cannot spare: with a 16-entry bf16 ring three of them fill the CTA's shared memory to
+ * within 1 KiB, and two stages were 12-13% slower (bench/results/kf-packed-store/ call D). Padded,
+ * bf16 replay took 4-8% less time and packed decode 1-3%. */
 #define KF_PAD 16
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
