@@ -32,11 +32,11 @@
  * A K-first state (kf, FLA's order) is staged by the pipeline without the per-head kernel's lane
  * pairs (kfirst-peers-2026-12-04/, µs on the per-head kernel against the pipeline; replay one
  * round, calls B and C; packed two rounds alike, call D):
- *   replay crosses where V-first does with an f32 state (GDN B = 14 / 16 21.23 / 23.55 against
- *     22.64 / 22.97; KDA B = 32 / 40 40.01 / 47.69 against 40.62 / 47.49) and later with a bf16
- *     one, whose per-head kernel is faster there: GDN from 8 heads per SM, B = 33 (B = 24 / 32 /
- *     40 / 48 28.03 / 34.19 / 41.01 / 47.84 against 28.92 / 34.41 / 40.24 / 45.62, B = 16 20.84
- *     against 24.27), KDA from 13, B = 54 (B = 48 / 64 51.22 / 65.20 against 55.05 / 59.77);
+ *   replay crosses where V-first does: with an f32 state GDN B = 14 / 16 21.23 / 23.55 against
+ *     22.64 / 22.97, KDA B = 32 / 40 40.01 / 47.69 against 40.62 / 47.49; with a bf16 state, once
+ *     its copies came from an elected lane (kf-elect-2026-12-04/ call B, one round), GDN B = 16 /
+ *     20 / 32 20.83 / 24.66 / 34.18 against 20.58 / 22.11 / 28.20, KDA B = 24 / 32 / 56 30.80 /
+ *     37.27 / 58.14 against 30.34 / 35.76 / 49.87 (B = 24 stays per-head as V-first's does);
  *   packed (no stream takes a K-first state; the pipeline stores each new state through its
  *     stage buffer, kf-packed-store/ calls B and C, one round) with an f32 state from 3.75 heads
  *     per SM, B = 16 (GDN B = 12 / 16 20.49 / 26.39 against 22.72 / 25.46; KDA 20.80 / 26.72
@@ -45,7 +45,7 @@
  *     128 8.30 / 12.63 / 13.44 / 166.97 against 9.51 / 12.18 / 13.15 / 108.85). */
 static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64_t sms)
 {
-    if (kf && sbf) return packed ? sms : !kda ? 8 * sms : 13 * sms;
+    if (kf && sbf && packed) return sms;
     if (kf && packed) return 15 * sms / 4;
     if (packed) return INT64_MAX;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;

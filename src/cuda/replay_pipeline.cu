@@ -189,12 +189,12 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
  * warp share one shared-memory wavefront: laid end to end they would all hit the same 16-byte bank
  * group. So block m is either followed by 16 bytes of padding (PAD: blocks lie 16 bytes apart
  * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
- * space (two bulk copies a block, one lane a block). Either way the compiler wraps each copy in a
- * loop over the lanes that issue it (its operands live in uniform registers), so the copies' count
- * is what costs instructions. The padding costs 512 bytes a stage, which an f32 state's replay
- * stages cannot spare: with a 16-entry bf16 ring three of them fill the CTA's shared memory to
- * within 1 KiB, and two stages were 12-13% slower (bench/results/kf-packed-store/ call D). Padded,
- * bf16 replay took 4-8% less time and packed decode 1-3%. */
+ * space (two bulk copies a block, one lane a block). Unless that lane is elected (elect_one; a
+ * bf16 state), the compiler wraps each copy in a loop over the lanes that issue it (its operands
+ * live in uniform registers), so the copies' count is what costs instructions. The padding costs
+ * 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry bf16 ring
+ * three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13% slower
+ * (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and packed decode 1-3%. */
 #define KF_PAD 16
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
@@ -213,8 +213,16 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf_pad ? 32 * KF_PAD : 0);
 }
 
-/* the head's state at src into the stage's buffer: PAD, every block from the producer's lane 0;
- * rotated, block m from lane m */
+/* true on one lane of the warp (elect.sync; every lane calls it) */
+__device__ __forceinline__ bool elect_one()
+{
+    unsigned p;
+    asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n\t}\n" : "=r"(p));
+    return p != 0;
+}
+
+/* the head's state at src into the stage's buffer: PAD, every block from one lane; rotated, block m
+ * from lane m */
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
@@ -479,7 +487,16 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * parity 0 would wait for the third; the consumers having taken item j - 1 (empty_s[j
              * - 1], whose second phase needs item j itself) says it landed as well. */
             if (BAL && n == 0 && j > 0) mbar_wait_either(&ch.full[j - 1], 0, &ch.empty_s[j - 1], 0);
-            if (live && lane == 0) {
+            /* K-first bf16: the padded blocks' copies from one lane chosen by elect.sync, which
+             * the compiler knows to be one lane, so that it issues them as they are instead of
+             * wrapping each in a loop over the issuing lanes (ELECT, R2UR, BRA.U.ANY): GDN B = 512
+             * replay 254.4 -> 241.9 us, packed 363.2 -> 352.8, KDA 1.4-3.6% less. With an f32
+             * state (replay rotates the blocks, one lane a block; packed decode pads them) elected
+             * copies lost 1-2% in packed decode and were mixed in replay (GDN B = 512 316.7 ->
+             * 319.9, B = 64 53.6 -> 52.3), bench/results/kf-elect-2026-12-04/ */
+            constexpr bool ELECT = KF && SBF;
+            if (ELECT && live) __syncwarp();
+            if (live && (ELECT ? elect_one() : lane == 0)) {
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
