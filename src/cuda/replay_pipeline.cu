@@ -883,6 +883,10 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
     const bool packed = A.mode == MODE_PACKED;
     A.NS = pipe_stages(l, packed);
     const int64_t units = (int64_t)A.io.batch * l->num_k_heads;
+    /* one CTA per SM. Fewer CTAs that divide the units evenly (128 of 132) lost badly in the plain
+     * order: position p goes to CTA p % grid, so a grid that divides the rows' cursor period puts
+     * every folding row on the same few CTAs (GDN B = 512 replay 295.2 -> 464.7 us;
+     * bench/results/pipe-grid-2026-12-04/) */
     const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
     if (grid == 0) return cudaSuccess;
     const size_t smem = sizeof(cta_head) + (size_t)A.NS * pipe_stage_bytes(l, packed);
