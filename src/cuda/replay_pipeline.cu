@@ -189,9 +189,9 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
  * warp share one shared-memory wavefront: laid end to end they would all hit the same 16-byte bank
  * group. So block m is either followed by 16 bytes of padding (PAD: blocks lie 16 bytes apart
  * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
- * space (two bulk copies a block, one lane a block). Unless that lane is elected (elect_one; a
- * bf16 state), the compiler wraps each copy in a loop over the lanes that issue it (its operands
- * live in uniform registers), so the copies' count is what costs instructions. The padding costs
+ * space (two bulk copies a block). Unless the issuing lane is elected (elect_one; every case but
+ * f32 packed decode), the compiler wraps each copy in a loop over the lanes that issue it (its
+ * operands live in uniform registers), so the copies' count is what costs instructions. The padding costs
  * 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry bf16 ring
  * three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13% slower
  * (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and packed decode 1-3%. */
@@ -203,6 +203,17 @@ template <bool SBF, bool PAD> __device__ __forceinline__ unsigned kf_at(int m, u
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
     return PAD ? m * (blk + KF_PAD) + x : m * blk + ((x + 16u * (unsigned)(m & 7)) & (blk - 1));
+}
+/* kf_at of byte c + w of rotated f32 block m, c a constant (once unrolled) and w the byte of a warp's
+ * first row (at most 4 (PK - 8)): a place can wrap only if its 16 bytes may reach past the block's
+ * end unrotated (channel 3's rows), so the others are the block's rotated base plus c, which a load
+ * takes as its immediate offset. kf_at's mask on every place cost a consumer warp about 47
+ * integer instructions an item (GDN B = 512, ncu of bench/results/kf-packed-store/ call B). */
+__device__ __forceinline__ unsigned kf_at_rotated(int m, unsigned w, unsigned c)
+{
+    constexpr unsigned blk = kf_block_bytes<false>(), wmax = 4 * (PK - 8), rmax = 16 * 7;
+    if (c + wmax + rmax + 16 > blk) return kf_at<false, false>(m, c + w);
+    return m * blk + 16u * (unsigned)(m & 7) + w + c;
 }
 
 /* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
@@ -221,8 +232,8 @@ __device__ __forceinline__ bool elect_one()
     return p != 0;
 }
 
-/* the head's state at src into the stage's buffer: PAD, every block from one lane; rotated, block m
- * from lane m */
+/* the head's state at src into the stage's buffer, from one lane: block m padded (PAD) or rotated by
+ * 16 (m % 8) bytes in its own space (two copies) */
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
@@ -232,14 +243,14 @@ __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const u
         bulk_copy(dst + kf_at<SBF, true>(m, 0), src + m * blk, blk, bar);
 }
 template <bool SBF>
-__device__ __forceinline__ void kf_stage_copy_rotated(unsigned char *dst, const unsigned char *src, int m,
-                                                      uint64_t *bar)
+__device__ __forceinline__ void kf_stage_copy_rotated(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
-    const unsigned rot = 16u * (unsigned)(m & 7);
-    dst += m * blk, src += m * blk;
-    bulk_copy(dst + rot, src, blk - rot, bar);
-    if (rot) bulk_copy(dst, src + blk - rot, rot, bar);
+    for (int m = 0; m < 32; m++) {
+        const unsigned rot = 16u * (unsigned)(m & 7);
+        bulk_copy(dst + m * blk + rot, src + m * blk, blk - rot, bar);
+        if (rot) bulk_copy(dst + m * blk, src + m * blk + blk - rot, rot, bar);
+    }
 }
 /* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
  * values in V-first's registers */
@@ -251,7 +262,8 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
-                const float4 v = *(const float4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4));
+                const float4 v = *(const float4 *)(ss + (PAD ? kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4)
+                                                             : kf_at_rotated(lane, row0 * 4, (e * PK + 4 * hf) * 4)));
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
@@ -487,30 +499,27 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * parity 0 would wait for the third; the consumers having taken item j - 1 (empty_s[j
              * - 1], whose second phase needs item j itself) says it landed as well. */
             if (BAL && n == 0 && j > 0) mbar_wait_either(&ch.full[j - 1], 0, &ch.empty_s[j - 1], 0);
-            /* K-first bf16: the padded blocks' copies from one lane chosen by elect.sync, which
-             * the compiler knows to be one lane, so that it issues them as they are instead of
-             * wrapping each in a loop over the issuing lanes (ELECT, R2UR, BRA.U.ANY): GDN B = 512
-             * replay 254.4 -> 241.9 us, packed 363.2 -> 352.8, KDA 1.4-3.6% less. With an f32
-             * state (replay rotates the blocks, one lane a block; packed decode pads them) elected
-             * copies lost 1-2% in packed decode and were mixed in replay (GDN B = 512 316.7 ->
-             * 319.9, B = 64 53.6 -> 52.3), bench/results/kf-elect-2026-12-04/ */
-            constexpr bool ELECT = KF && SBF;
+            /* A K-first head's copies come from one lane chosen by elect.sync, which the compiler
+             * knows to be one lane, so that it issues them as they are instead of wrapping each in
+             * a loop over the issuing lanes (ELECT, R2UR, BRA.U.ANY). With a bf16 state GDN B = 512
+             * replay took 254.4 -> 241.9 us, packed decode 363.2 -> 352.8, KDA 1.4-3.6% less. An
+             * f32 state's replay (rotated blocks, which lane m had copied) took 7.6% and 2.2% less
+             * at GDN B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less. f32 packed decode lost
+             * 0.7-1.6% with them and keeps lane 0's (bench/results/kf-elect-2026-12-04/, calls B
+             * and D). */
+            constexpr bool ELECT = KF && (SBF || !PACKED);
             if (ELECT && live) __syncwarp();
             if (live && (ELECT ? elect_one() : lane == 0)) {
                 PIPE_TRACE_ITEM(j, 3);
                 const unsigned bytes = PK * PK * ssz;
+                const unsigned char *src = (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz;
                 mbar_expect_tx(&ch.full[st], bytes);
                 if (PAD)
-                    kf_stage_copy_padded<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
-                                              &ch.full[st]);
-                else if (!KF)
-                    bulk_copy(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz, bytes,
-                              &ch.full[st]);
-            }
-            if (KF && !PAD && live) { /* rotated: a block per lane, once lane 0 has announced the bytes */
-                __syncwarp();
-                kf_stage_copy_rotated<SBF>(state_of(st), (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz,
-                                           lane, &ch.full[st]);
+                    kf_stage_copy_padded<SBF>(state_of(st), src, &ch.full[st]);
+                else if (KF)
+                    kf_stage_copy_rotated<SBF>(state_of(st), src, &ch.full[st]);
+                else
+                    bulk_copy(state_of(st), src, bytes, &ch.full[st]);
             }
             const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
                       base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
