@@ -32,11 +32,14 @@
  * A K-first state (kf, FLA's order) is staged by the pipeline without the per-head kernel's lane
  * pairs (kfirst-peers-2026-12-04/, µs on the per-head kernel against the pipeline; replay one
  * round, calls B and C; packed two rounds alike, call D):
- *   replay crosses where V-first does: with an f32 state GDN B = 14 / 16 21.23 / 23.55 against
- *     22.64 / 22.97, KDA B = 32 / 40 40.01 / 47.69 against 40.62 / 47.49; with a bf16 state, once
- *     its copies came from an elected lane (kf-elect-2026-12-04/ call B, one round), GDN B = 16 /
- *     20 / 32 20.83 / 24.66 / 34.18 against 20.58 / 22.11 / 28.20, KDA B = 24 / 32 / 56 30.80 /
- *     37.27 / 58.14 against 30.34 / 35.76 / 49.87 (B = 24 stays per-head as V-first's does);
+ *   replay with an f32 state, since its copies came from an elected lane (kf-elect-2026-12-04/
+ *     call E, two rounds alike), GDN from 2.75 heads per SM, B = 12 (B = 10 / 12 / 14 / 16 17.50
+ *     / 19.31 / 21.25 / 23.60 against 17.87 / 18.61 / 20.76 / 21.19), KDA from 5.75, B = 24
+ *     (B = 24 / 32 / 40 32.90 / 40.04 / 47.75 against 31.86 / 37.94 / 44.49; below unmeasured);
+ *   replay with a bf16 state where V-first's starts, since its copies came from an elected lane
+ *     (kf-elect-2026-12-04/ call B, one round): GDN B = 16 / 20 / 32 20.83 / 24.66 / 34.18
+ *     against 20.58 / 22.11 / 28.20, KDA B = 24 / 32 / 56 30.80 / 37.27 / 58.14 against 30.34 /
+ *     35.76 / 49.87 (B = 24 stays per-head as V-first's does);
  *   packed (no stream takes a K-first state; the pipeline stores each new state through its
  *     stage buffer, kf-packed-store/ calls B and C, one round) with an f32 state from 3.75 heads
  *     per SM, B = 16 (GDN B = 12 / 16 20.49 / 26.39 against 22.72 / 25.46; KDA 20.80 / 26.72
@@ -48,6 +51,7 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
     if (kf && sbf && packed) return sms;
     if (kf && packed) return 15 * sms / 4;
     if (packed) return INT64_MAX;
+    if (kf && !sbf) return !kda ? 11 * sms / 4 : 23 * sms / 4;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 
