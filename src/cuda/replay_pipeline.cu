@@ -191,10 +191,11 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
  * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
  * space (two bulk copies a block). Unless the issuing lane is elected (elect_one; every case but
  * f32 packed decode), the compiler wraps each copy in a loop over the lanes that issue it (its
- * operands live in uniform registers), so the copies' count is what costs instructions. The padding costs
- * 512 bytes a stage, which an f32 state's replay stages cannot spare: with a 16-entry bf16 ring
- * three of them fill the CTA's shared memory to within 1 KiB, and two stages were 12-13% slower
- * (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less time and packed decode 1-3%. */
+ * operands live in uniform registers), so the copies' count is what costs instructions. The
+ * padding costs 512 bytes a stage, which an f32 state's replay stages cannot spare: with a
+ * 16-entry bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages
+ * were 12-13% slower (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less
+ * time and packed decode 1-3%. */
 #define KF_PAD 16
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
@@ -204,11 +205,12 @@ template <bool SBF, bool PAD> __device__ __forceinline__ unsigned kf_at(int m, u
     constexpr unsigned blk = kf_block_bytes<SBF>();
     return PAD ? m * (blk + KF_PAD) + x : m * blk + ((x + 16u * (unsigned)(m & 7)) & (blk - 1));
 }
-/* kf_at of byte c + w of rotated f32 block m, c a constant (once unrolled) and w the byte of a warp's
- * first row (at most 4 (PK - 8)): a place can wrap only if its 16 bytes may reach past the block's
- * end unrotated (channel 3's rows), so the others are the block's rotated base plus c, which a load
- * takes as its immediate offset. kf_at's mask on every place cost a consumer warp about 47
- * integer instructions an item (GDN B = 512, ncu of bench/results/kf-packed-store/ call B). */
+/* kf_at of byte c + w of rotated f32 block m, c a constant (once unrolled) and w the byte of a
+ * warp's first row (at most 4 (PK - 8)): a place can wrap only if its 16 bytes may reach past the
+ * block's end unrotated (channel 3's rows), so the others are the block's rotated base plus c,
+ * which a load takes as its immediate offset. kf_at's mask on every place cost a consumer warp
+ * about 47 integer instructions an item (GDN B = 512, ncu of bench/results/kf-packed-store/ call
+ * B). */
 __device__ __forceinline__ unsigned kf_at_rotated(int m, unsigned w, unsigned c)
 {
     constexpr unsigned blk = kf_block_bytes<false>(), wmax = 4 * (PK - 8), rmax = 16 * 7;
@@ -232,8 +234,8 @@ __device__ __forceinline__ bool elect_one()
     return p != 0;
 }
 
-/* the head's state at src into the stage's buffer, from one lane: block m padded (PAD) or rotated by
- * 16 (m % 8) bytes in its own space (two copies) */
+/* the head's state at src into the stage's buffer, from one lane: block m padded (PAD) or rotated
+ * by 16 (m % 8) bytes in its own space (two copies) */
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
