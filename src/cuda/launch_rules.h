@@ -33,9 +33,10 @@
  * pairs (kfirst-peers-2026-12-04/, µs on the per-head kernel against the pipeline; replay one
  * round, calls B and C; packed two rounds alike, call D):
  *   replay with an f32 state, since its copies came from an elected lane (kf-elect-2026-12-04/
- *     call E, two rounds alike), GDN from 2.75 heads per SM, B = 12 (B = 10 / 12 / 14 / 16 17.50
- *     / 19.31 / 21.25 / 23.60 against 17.87 / 18.61 / 20.76 / 21.19), KDA from 5.75, B = 24
- *     (B = 24 / 32 / 40 32.90 / 40.04 / 47.75 against 31.86 / 37.94 / 44.49; below unmeasured);
+ *     calls E and G, two rounds alike), GDN from 2.75 heads per SM, B = 12 (B = 10 / 11 / 12 / 14
+ *     / 16 17.50 / 18.23 / 19.31 / 21.25 / 23.60 against 17.87 / 18.24 / 18.61 / 20.76 / 21.19),
+ *     KDA from 5.75, B = 24 (B = 16 / 20 / 22 / 24 / 32 24.86 / 29.04 / 31.01 / 32.90 / 40.04
+ *     against 25.56 / 28.79 / 31.29 / 31.86 / 37.94);
  *   replay with a bf16 state where V-first's starts, since its copies came from an elected lane
  *     (kf-elect-2026-12-04/ call B, one round): GDN B = 16 / 20 / 32 20.83 / 24.66 / 34.18
  *     against 20.58 / 22.11 / 28.20, KDA B = 24 / 32 / 56 30.80 / 37.27 / 58.14 against 30.34 /
