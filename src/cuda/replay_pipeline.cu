@@ -53,7 +53,7 @@
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
  *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
- *     (128 x 128, one contiguous block; K-first: 32 blocks, see kf_at) into it, waits
+ *     (128 x 128, one contiguous block; K-first: 32 blocks or 4 tiles, see KF_PAD) into it, waits
  *     until they are done with the stage's previous item (empty_r) and starts the copies of the
  *     h = cursor - base live ring entries (k, u, and G: GDN G_base..G_{c-1} from ring position
  *     base, KDA G_{h-1}, positions from 0), then normalises k and q, evaluates the gates (GDN:
@@ -83,6 +83,8 @@
  * arriving thread only; bench/results/earlier/e02a894/gpu-racecheck-pipe.txt), and per-thread arrivals also
  * measured faster (GDN B=512 301 -> 292 us; bench/results/gpu-ab-arrive.txt).
  */
+#include <cuda.h> /* CUtensorMap; the encoder comes from the runtime's driver entry point */
+#include <cudaTypedefs.h>
 #include "k128_common.cuh"
 #include "pipeline_trace.cuh"
 #include "pipeline_order.h"
@@ -180,46 +182,50 @@ struct cta_head {
     float pad_[7];
 };
 static_assert(sizeof(cta_head) % 128 == 0, "stages stay 128-byte aligned");
+/* a tiled state's first byte (see pipe_kernel): the swizzle's period after the CTA's head */
+__host__ __device__ constexpr unsigned kf_states_at() { return (sizeof(cta_head) + 1023) & ~1023u; }
 static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
               "a staged fold round (at most 16 entries) fits a bf16 state");
 
-/* A K-first state (KF: [K][V], FLA's order) is staged as it lies in memory, 4 channel rows (2 KiB
- * f32, 1 KiB bf16) to a block. A consumer lane reads its own channels' block (lane m owns channels
- * 4m .. 4m + 3) at its warp's rows, the same offset in every block, and the 8 lanes of a quarter
- * warp share one shared-memory wavefront: laid end to end they would all hit the same 16-byte bank
- * group. So block m is either followed by 16 bytes of padding (PAD: blocks lie 16 bytes apart
- * modulo 128; one bulk copy a block, all from one lane) or rotated by 16 (m % 8) bytes in its own
- * space (two bulk copies a block). Unless the issuing lane is elected (elect_one; every case but
- * f32 packed decode), the compiler wraps each copy in a loop over the lanes that issue it (its
- * operands live in uniform registers), so the copies' count is what costs instructions. The
- * padding costs 512 bytes a stage, which an f32 state's replay stages cannot spare: with a
- * 16-entry bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages
- * were 12-13% slower (bench/results/kf-packed-store/ call D). Padded, bf16 replay took 4-8% less
- * time and packed decode 1-3%. */
+/* A K-first state (KF: [K][V], FLA's order) is staged in one of two ways, so that the 8 lanes of a
+ * quarter warp, which read their own channels (lane m owns channels 4m .. 4m + 3) at their warp's
+ * rows, fall in 8 different 16-byte bank groups: laid as in memory they would all hit the same one.
+ * - PAD (a bf16 state, and packed decode): as it lies in memory, 4 channel rows (2 KiB f32, 1 KiB
+ *   bf16) to a block, each block followed by 16 bytes of padding; one bulk copy a block, from a
+ *   lane chosen by elect.sync (elect_one; f32 packed decode keeps lane 0's). Under `lane == 0`
+ *   the compiler wraps each copy in a loop over the issuing lanes (its operands live in uniform
+ *   registers), so the copies' count is what costs instructions.
+ * - tiled (an f32 state's replay, whose stages cannot spare the padding's 512 bytes: with a
+ *   16-entry bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages
+ *   were 12-13% slower, bench/results/kf-packed-store/ call D): four tensor copies of 32 rows
+ *   each (kf_tile_copy) through a map that reads the head as (row v, block m, channel in block e)
+ *   and writes it with the 128-byte swizzle, so that 16-byte chunk c of 128-byte line e * 32 + m
+ *   lands at chunk c ^ (m % 8) (kf_tile_at). They replaced 32 blocks rotated by 16 (m % 8) bytes,
+ *   which took 64 bulk copies and a mask on every consumer load: GDN replay B = 64 / 512 52.5 /
+ *   319.5 -> 49.7 / 313.4 us, KDA B = 512 340.3 -> 323.9 (bench/results/kf-tiled-2026-12-04/).
+ *   The states lie at a fixed offset: one found at run time held registers the KDA consumers
+ *   needed (16 bytes spilled) and made KDA B = 512 8% slower (call B there). */
 #define KF_PAD 16
+#define KF_TILE_V 32                       /* rows (v) of a tensor copy: 128 bytes of f32, the swizzle's span */
+#define KF_TILE_BYTES (KF_TILE_V * PK * 4) /* 16 KiB */
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
-/* where byte x of block m lies in the stage's buffer */
-template <bool SBF, bool PAD> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
+/* where byte x of padded block m lies in the stage's buffer */
+template <bool SBF> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
 {
-    constexpr unsigned blk = kf_block_bytes<SBF>();
-    return PAD ? m * (blk + KF_PAD) + x : m * blk + ((x + 16u * (unsigned)(m & 7)) & (blk - 1));
+    return m * (kf_block_bytes<SBF>() + KF_PAD) + x;
 }
-/* kf_at of byte c + w of rotated f32 block m, c a constant (once unrolled) and w the byte of a
- * warp's first row (at most 4 (PK - 8)): a place can wrap only if its 16 bytes may reach past the
- * block's end unrotated (channel 3's rows), so the others are the block's rotated base plus c,
- * which a load takes as its immediate offset. kf_at's mask on every place cost a consumer warp
- * about 47 integer instructions an item (GDN B = 512, ncu of bench/results/kf-packed-store/ call
- * B). */
-__device__ __forceinline__ unsigned kf_at_rotated(int m, unsigned w, unsigned c)
+/* where a tiled f32 state's rows row0 + 4 hf .. + 3 (row0 a multiple of 8) of channel 4 lane + e
+ * lie: copy row0 / 32, its line e * 32 + lane, chunk c swizzled by the line (the buffer is
+ * 1024-byte aligned, the swizzle's period) */
+__device__ __forceinline__ unsigned kf_tile_at(int lane, int row0, int e, int hf)
 {
-    constexpr unsigned blk = kf_block_bytes<false>(), wmax = 4 * (PK - 8), rmax = 16 * 7;
-    if (c + wmax + rmax + 16 > blk) return kf_at<false, false>(m, c + w);
-    return m * blk + 16u * (unsigned)(m & 7) + w + c;
+    const unsigned c = (unsigned)((row0 & (KF_TILE_V - 1)) >> 2) + hf;
+    return (row0 / KF_TILE_V) * KF_TILE_BYTES + (e * 32 + lane) * 128 + ((c ^ (unsigned)(lane & 7)) << 4);
 }
 
 /* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
- * padded or rotated blocks (state dtype) */
+ * padded blocks or tiles (state dtype; tiled, the states lie apart from the rest: see pipe_kernel) */
 static __host__ __device__ size_t ring_bytes(int L, bool rbf) { return (size_t)L * PK * (rbf ? 2 : 4); }
 static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf_pad)
 {
@@ -234,25 +240,25 @@ __device__ __forceinline__ bool elect_one()
     return p != 0;
 }
 
-/* the head's state at src into the stage's buffer, from one lane: block m padded (PAD) or rotated
- * by 16 (m % 8) bytes in its own space (two copies) */
+/* the head's state at src into the stage's padded blocks, from one lane */
 template <bool SBF>
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
 #pragma unroll 4
     for (int m = 0; m < 32; m++)
-        bulk_copy(dst + kf_at<SBF, true>(m, 0), src + m * blk, blk, bar);
+        bulk_copy(dst + kf_at<SBF>(m, 0), src + m * blk, blk, bar);
 }
-template <bool SBF>
-__device__ __forceinline__ void kf_stage_copy_rotated(unsigned char *dst, const unsigned char *src, uint64_t *bar)
+/* head hd of the checkpoint that `map` describes (rssm_cuda_pipe_launch) into the stage's tiles,
+ * from one lane */
+__device__ __forceinline__ void kf_tile_copy(unsigned char *dst, const CUtensorMap *map, int hd, uint64_t *bar)
 {
-    constexpr unsigned blk = kf_block_bytes<SBF>();
-    for (int m = 0; m < 32; m++) {
-        const unsigned rot = 16u * (unsigned)(m & 7);
-        bulk_copy(dst + m * blk + rot, src + m * blk, blk - rot, bar);
-        if (rot) bulk_copy(dst + m * blk, src + m * blk + blk - rot, rot, bar);
-    }
+#pragma unroll
+    for (int j = 0; j < PK / KF_TILE_V; j++)
+        asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3, %3, %4}], [%5];\n" ::"r"(saddr(dst + j * KF_TILE_BYTES)),
+                     "l"(map), "r"(j * KF_TILE_V), "r"(0), "r"(hd), "r"(saddr(bar))
+                     : "memory");
 }
 /* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
  * values in V-first's registers */
@@ -264,13 +270,13 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
-                const float4 v = *(const float4 *)(ss + (PAD ? kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4)
-                                                             : kf_at_rotated(lane, row0 * 4, (e * PK + 4 * hf) * 4)));
+                const float4 v = *(const float4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)
+                                                             : kf_tile_at(lane, row0, e, hf)));
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
-            float f[8]; /* 16 bytes: never across a rotated block's wrap */
-            ld8s(ss + kf_at<SBF, PAD>(lane, (e * PK + row0) * 2), 1, 0, f);
+            float f[8];
+            ld8s(ss + kf_at<SBF>(lane, (e * PK + row0) * 2), 1, 0, f);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -280,7 +286,7 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 
 /* the consumer lane's new S into the staged block it came from (kf_stage_rows' places; a bf16
  * state rounded as stored): lanes write only what they read, so no warp waits for another */
-template <bool SBF, bool PAD>
+template <bool SBF>
 __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
 {
 #pragma unroll
@@ -288,21 +294,21 @@ __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int la
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
-                *(float4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0 + 4 * hf) * 4)) =
+                *(float4 *)(ss + kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)) =
                     make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
         } else {
             uint32_t wd[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
-            *(uint4 *)(ss + kf_at<SBF, PAD>(lane, (e * PK + row0) * 2)) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+            *(uint4 *)(ss + kf_at<SBF>(lane, (e * PK + row0) * 2)) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
         }
     }
 }
 /* consumer warp w's share of a staged K-first head, blocks 2w and 2w + 1, to the checkpoint at
  * dst: 16 bytes a lane, so that one warp-wide store covers 512 contiguous bytes (the lane pairs'
  * stores cover 16 lines each) */
-template <bool SBF, bool PAD>
+template <bool SBF>
 __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigned char *ss, int w, int lane)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
@@ -312,7 +318,7 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
         const int m = 2 * w + i;
 #pragma unroll
         for (unsigned c = 16 * lane; c < blk; c += 512)
-            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + kf_at<SBF, PAD>(m, c)));
+            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + kf_at<SBF>(m, c)));
     }
 }
 
@@ -321,16 +327,19 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
  * both trees), and the kernel exists for that batch size. */
 template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL, bool PACKED, bool KF>
-__global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
+__global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __grid_constant__ CUtensorMap kf_map)
 {
     extern __shared__ __align__(128) unsigned char dsm[];
-    cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
     const rssm_layer &l = A.l;
     static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    constexpr bool PAD = KF && kf_padded(SBF, PACKED);
+    constexpr bool PAD = KF && kf_padded(SBF, PACKED), TILED = KF && !PAD;
     const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, PAD), rb = ring_bytes(PACKED ? 0 : L, RBF);
+    /* the CTA's head, then the stages; tiled (TILED), the CTA's head, the NS states from
+     * kf_states_at (aligned to the swizzle's period), then the stages' heads and rings */
+    constexpr unsigned sbytes = PK * PK * ssz, s0 = kf_states_at();
+    cta_head &ch = *reinterpret_cast<cta_head *>(dsm);
     const int tid = threadIdx.x, w = tid >> 5, lane = tid & 31, c4 = lane * 4;
     /* GDN with an f32 state in the plain order stages its end folds (see the consumers): GDN B = 128
      * / 256 / 512 89.1 / 156.0 / 299.7 us against 90.2 / 157.0 / 301.5; with the folding rows first
@@ -339,13 +348,17 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
     /* K-first packed decode stores every head every step: the new state goes back into the stage's
      * buffer, which the consumers then store together (kf_stage_store), and is released after */
     constexpr bool PUT = PACKED && KF;
-    auto head_of = [&](int st) { return reinterpret_cast<stage_head *>(dsm + sizeof(cta_head) + st * sb); };
+    auto head_of = [&](int st) {
+        return reinterpret_cast<stage_head *>(TILED ? dsm + s0 + NS * sbytes + st * (sb - sbytes)
+                                                    : dsm + sizeof(cta_head) + st * sb);
+    };
     auto ring_k_of = [&](int st) { return (unsigned char *)head_of(st) + sizeof(stage_head); };
     auto ring_u_of = [&](int st) { return ring_k_of(st) + rb; };
-    auto state_of = [&](int st) { return ring_k_of(st) + 2 * rb; };
+    auto state_of = [&](int st) { return TILED ? dsm + s0 + st * sbytes : ring_k_of(st) + 2 * rb; };
 
     if (tid == 0) {
         PIPE_TRACE_ENTRY();
+        if (TILED && (saddr(dsm) & 1023u)) __trap(); /* kf_states_at's offsets would not be 1024-aligned */
         for (int st = 0; st < NS; st++) {
             mbar_init(&ch.full[st], 32);
             mbar_init(&ch.empty_s[st], PNC * 32);
@@ -505,23 +518,21 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
              * knows to be one lane, so that it issues them as they are instead of wrapping each in
              * a loop over the issuing lanes (ELECT, R2UR, BRA.U.ANY). With a bf16 state GDN B = 512
              * replay took 254.4 -> 241.9 us, packed decode 363.2 -> 352.8, KDA 1.4-3.6% less. An
-             * f32 state's replay (rotated blocks, which lane m had copied) took 7.6% and 2.2% less
-             * at GDN B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less. f32 packed decode lost
-             * 0.7-1.6% with them and keeps lane 0's (bench/results/kf-elect-2026-12-04/, calls B
-             * and D). */
+             * f32 state's replay (then 64 copies of rotated blocks) took 7.6% and 2.2% less at GDN
+             * B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less. f32 packed decode lost 0.7-1.6%
+             * with them and keeps lane 0's (bench/results/kf-elect-2026-12-04/, calls B and D). */
             constexpr bool ELECT = KF && (SBF || !PACKED);
             if (ELECT && live) __syncwarp();
             if (live && (ELECT ? elect_one() : lane == 0)) {
                 PIPE_TRACE_ITEM(j, 3);
-                const unsigned bytes = PK * PK * ssz;
                 const unsigned char *src = (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz;
-                mbar_expect_tx(&ch.full[st], bytes);
+                mbar_expect_tx(&ch.full[st], sbytes);
                 if (PAD)
                     kf_stage_copy_padded<SBF>(state_of(st), src, &ch.full[st]);
-                else if (KF)
-                    kf_stage_copy_rotated<SBF>(state_of(st), src, &ch.full[st]);
+                else if (TILED)
+                    kf_tile_copy(state_of(st), &kf_map, (int)hd, &ch.full[st]);
                 else
-                    bulk_copy(state_of(st), src, bytes, &ch.full[st]);
+                    bulk_copy(state_of(st), src, sbytes, &ch.full[st]);
             }
             const int c = PACKED ? 0 : __shfl_sync(FULL_MASK, win_c, k & 31),
                       base = PACKED ? 0 : __shfl_sync(FULL_MASK, win_base, k & 31);
@@ -718,7 +729,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             if (staged) {
                 /* state_of(st) as an offset (through a pointer difference the code took generic-to-shared
                  * conversions) */
-                const int at = (int)(sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb);
+                const int at =
+                    (int)(TILED ? s0 + st * sbytes : sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb);
                 fold_ring_rows_staged(S, G4, h, sK, sU, sG, RBF, c4, row0, at, fold_stage_entries(L), PNC * 32,
                                       [] { consumer_sync(); });
                 mbar_arrive(&ch.empty_s[st]);
@@ -731,9 +743,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A)
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
             if (PUT) {
-                kf_stage_put<SBF, PAD>(state_of(st), row0, lane, S);
+                kf_stage_put<SBF>(state_of(st), row0, lane, S);
                 consumer_sync();
-                kf_stage_store<SBF, PAD>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
+                kf_stage_store<SBF>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
                 mbar_arrive(&ch.empty_s[st]);
             } else if (KF) {
                 store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
@@ -821,6 +833,24 @@ static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_k
 }
 
 static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; /* set by init where the driver has it */
+
+/* the map kf_tile_copy reads a K-first f32 checkpoint of `heads` heads through: dims (row v,
+ * block m of 4 channels, channel e in the block, head), boxes of KF_TILE_V rows x 32 x 4 with the
+ * 128-byte swizzle */
+static cudaError_t kf_tile_map(CUtensorMap *map, const void *checkpoint, int64_t heads)
+{
+    const cuuint64_t dim[4] = {PK, 32, 4, (cuuint64_t)heads};
+    const cuuint64_t stride[3] = {4 * PK * 4, PK * 4, PK * PK * 4}; /* bytes: m, e, head */
+    const cuuint32_t box[4] = {KF_TILE_V, 32, 4, 1}, step[4] = {1, 1, 1, 1};
+    /* L2 promotion to 128 bytes (none measured the same); 256, where each copy also asks for the
+     * next one's bytes, made GDN B = 512 replay 2-5% slower (bench/results/kf-tiled-2026-12-04/,
+     * call B) */
+    const CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (void *)checkpoint, dim, stride, box, step,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
 
 } // namespace rssm_pipe
 
@@ -833,14 +863,24 @@ static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
         packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16,
         l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed));
 }
+/* a K-first f32 state in replay, staged by tensor copies (see kf_tile_copy) */
+static bool pipe_tiled(const rssm_layer *l, bool packed)
+{
+    return l->state_layout == RSSM_LAYOUT_KV && !rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed);
+}
+/* the CTA's shared memory besides its stages: its head (tiled, up to the states' alignment) */
+static size_t pipe_fixed_bytes(const rssm_layer *l, bool packed)
+{
+    return pipe_tiled(l, packed) ? rssm_pipe::kf_states_at() : sizeof(rssm_pipe::cta_head);
+}
 
 /* Stages that fit one CTA's shared memory for this layer (0: the pipeline does not apply). */
 static int pipe_stages(const rssm_layer *l, bool packed)
 {
     using namespace rssm_pipe;
-    const size_t sb = pipe_stage_bytes(l, packed);
-    if (max_smem <= (int)sizeof(cta_head)) return 0; /* not initialised */
-    const int ns = (int)(((size_t)max_smem - sizeof(cta_head)) / sb);
+    const size_t sb = pipe_stage_bytes(l, packed), fixed = pipe_fixed_bytes(l, packed);
+    if (max_smem <= (int)fixed) return 0; /* not initialised */
+    const int ns = (int)(((size_t)max_smem - fixed) / sb);
     return ns < 2 ? 0 : ns > PNS_MAX ? PNS_MAX : ns;
 }
 
@@ -858,6 +898,9 @@ int rssm_cuda_pipe_ok(const kargs *A)
         return 0;
     if (A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
     if (!aligned16(A->st.checkpoint)) return 0;
+    /* tiled: the tensor map's encoder, and head indices that a tensor copy's coordinate holds */
+    if (pipe_tiled(l, packed) && (!rssm_pipe::encode_tiled || (int64_t)A->st.num_slots * l->num_v_heads > INT32_MAX))
+        return 0;
     if (!packed &&
         (l->ring_len % 4 || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) || !aligned16(A->st.ring_g)))
         return 0;
@@ -876,6 +919,15 @@ cudaError_t rssm_cuda_pipe_init(int device)
     using namespace rssm_pipe;
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
+    /* without the encoder (a driver before CUDA 12), K-first f32 replay stays on the per-head kernel */
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) ==
+            cudaSuccess &&
+        found == cudaDriverEntryPointSuccess)
+        encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    else
+        (void)cudaGetLastError();
     for (int i = 0; i < 96; i++) { /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
         const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16, (pipe_kind)(i / 32)),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
@@ -900,7 +952,7 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
      * bench/results/pipe-grid-2026-12-04/) */
     const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
     if (grid == 0) return cudaSuccess;
-    const size_t smem = sizeof(cta_head) + (size_t)A.NS * pipe_stage_bytes(l, packed);
+    const size_t smem = pipe_fixed_bytes(l, packed) + (size_t)A.NS * pipe_stage_bytes(l, packed);
     /* Balance where the kernel lasts as long as its slowest CTA (few heads per CTA) */
     const bool fits = !packed && A.io.batch <= PBAL_ROWS; /* the bitmap's size */
     const int most = l->gate == RSSM_GATE_KDA            ? PBAL_ITEMS_KDA
@@ -916,7 +968,12 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
                          packed ? PIPE_PACKED
                          : bal  ? PIPE_BAL
                                 : PIPE_PLAIN);
-    void *args[] = {&A};
+    CUtensorMap map = {};
+    if (pipe_tiled(l, packed)) {
+        const cudaError_t e = kf_tile_map(&map, A.st.checkpoint, (int64_t)A.st.num_slots * l->num_v_heads);
+        if (e != cudaSuccess) return e;
+    }
+    void *args[] = {&A, &map};
     return cudaLaunchKernel(k, dim3(grid), dim3(PNT), args, smem, stream);
 }
 
