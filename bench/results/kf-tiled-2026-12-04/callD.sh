@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Call D: the kept tree (5ba4686's kernels; .gpu/h.txz, built on the dev VM) under racecheck on a
+# K-first f32 replay case with the pipeline forced, then the peer table with --kfirst: replayssm on
+# both layouts beside FLA's K-first and V-first kernels and SGLang's (fla-core 0.6.0, sglang 0.5.23
+# without its Rust extensions' binaries, in .whl). Carry [".gpu", ".whl"].
+set -uo pipefail
+O=/tmp/res; mkdir -p "$O"
+T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/res.tgz" -C "$O" .; }
+echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" | tee "$O/info.txt"
+mkdir -p /tmp/v && tar xJf .gpu/h.txz -C /tmp/v
+export LD_LIBRARY_PATH=/tmp/v/H
+( bash bench/install_peer_wheels.sh .whl /tmp/site > "$O/pip.txt" 2>&1 ) &
+# the two K = 128 K-first f32 cases of the quick matrix, at once
+i=0
+for f in "gdn/L=8/state=f32-kv,ring=f32,io=f32/H=2,HV=4,K=128" "kda/L=16/state=f32-kv,ring=bf16,io=bf16/H=2,HV=4,K=128"; do
+  i=$((i + 1))
+  { echo "=== compute-sanitizer --tool racecheck replayssm check --device cuda --quick --cuda-pipeline 1 --filter $f"
+    timeout 110 compute-sanitizer --tool racecheck /tmp/v/H/replayssm check --device cuda --quick --cuda-pipeline 1 \
+      --filter "$f" 2>&1 | grep -E "PASS|FAIL|passed|SUMMARY|rror" | head -20; } > "$O/racecheck$i.txt" &
+done
+wait
+cat "$O"/racecheck*.txt
+el racecheck
+export PYTHONPATH=$PWD/python:/tmp/site REPLAYSSM_LIBRARY=/tmp/v/H/libreplayssm.so MPLBACKEND=Agg PYTHONUNBUFFERED=1
+left=$(( 570 - ($(date +%s) - T0) ))
+timeout $left python3 bench/peers.py --out "$O/peers" --kfirst --models qwen3-next,kimi-linear \
+  --batch 1,2,4,8,16,32,64,128,256,512 --min-time 0.08 --commit 5ba4686 2>&1 | grep -v "Warning\|warnings.warn" > "$O/peers.log"
+el peers; grep -E "^#|^\||^##" "$O/peers/peers.txt" 2>/dev/null || tail -n 40 "$O/peers.log"
