@@ -53,7 +53,7 @@
  *     no per-item read depends on another); per item it loads the token inputs (k, q of the key
  *     head, v of the value head, gate inputs), waits until the consumers have taken stage
  *     j % NS's previous rows into registers (empty_s) and starts the TMA copy of the checkpoint
- *     (128 x 128, one contiguous block; K-first: 32 blocks or 4 tiles, see KF_PAD) into it, waits
+ *     (128 x 128, one contiguous block; K-first: tiles or padded blocks, see KF_PAD) into it, waits
  *     until they are done with the stage's previous item (empty_r) and starts the copies of the
  *     h = cursor - base live ring entries (k, u, and G: GDN G_base..G_{c-1} from ring position
  *     base, KDA G_{h-1}, positions from 0), then normalises k and q, evaluates the gates (GDN:
@@ -190,38 +190,42 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
 /* A K-first state (KF: [K][V], FLA's order) is staged in one of two ways, so that the 8 lanes of a
  * quarter warp, which read their own channels (lane m owns channels 4m .. 4m + 3) at their warp's
  * rows, fall in 8 different 16-byte bank groups: laid as in memory they would all hit the same one.
- * - PAD (a bf16 state, and packed decode): as it lies in memory, 4 channel rows (2 KiB f32, 1 KiB
- *   bf16) to a block, each block followed by 16 bytes of padding; one bulk copy a block, from a
- *   lane chosen by elect.sync (elect_one; f32 packed decode keeps lane 0's). Under `lane == 0`
- *   the compiler wraps each copy in a loop over the issuing lanes (its operands live in uniform
- *   registers), so the copies' count is what costs instructions.
- * - tiled (an f32 state's replay, whose stages cannot spare the padding's 512 bytes: with a
- *   16-entry bf16 ring three of them fill the CTA's shared memory to within 1 KiB, and two stages
- *   were 12-13% slower, bench/results/kf-packed-store/ call D): four tensor copies of 32 rows
- *   each (kf_tile_copy) through a map that reads the head as (row v, block m, channel in block e)
- *   and writes it with the 128-byte swizzle, so that 16-byte chunk c of 128-byte line e * 32 + m
- *   lands at chunk c ^ (m % 8) (kf_tile_at). They replaced 32 blocks rotated by 16 (m % 8) bytes,
- *   which took 64 bulk copies and a mask on every consumer load: GDN replay B = 64 / 512 52.5 /
- *   319.5 -> 49.7 / 313.4 us, KDA B = 512 340.3 -> 323.9 (bench/results/kf-tiled-2026-12-04/).
- *   The states lie at a fixed offset: one found at run time held registers the KDA consumers
- *   needed (16 bytes spilled) and made KDA B = 512 8% slower (call B there). */
+ * - tiled (replay): two (bf16) or four (f32) tensor copies of 128 bytes of rows each
+ *   (kf_tile_copy), through a map that reads the head as (row v, block m of 4 channels, channel e
+ *   in the block) and writes it with the 128-byte swizzle, so that 16-byte chunk c of 128-byte line
+ *   e * 32 + m lands at chunk c ^ (m % 8) (kf_tile_at). With an f32 state they replaced 32 blocks
+ *   rotated by 16 (m % 8) bytes (its stages cannot spare the padding's 512 bytes: with a 16-entry
+ *   bf16 ring three fill the CTA's shared memory to within 1 KiB, and two stages were 12-13% slower,
+ *   bench/results/kf-packed-store/ call D), which took 64 bulk copies and a mask on every consumer
+ *   load: GDN replay B = 64 / 512 52.5 / 319.5 -> 49.7 / 313.4 us, KDA B = 512 340.3 -> 323.9
+ *   (bench/results/kf-tiled-2026-12-04/). The states lie at a fixed offset: one found at run time
+ *   held registers the KDA consumers needed (16 bytes spilled) and made KDA B = 512 8% slower
+ *   (call B there).
+ * - PAD (packed decode, which writes the new state back into the stage, kf_stage_put): as it lies
+ *   in memory, 4 channel rows (2 KiB f32, 1 KiB bf16) to a block, each block followed by 16 bytes
+ *   of padding; one bulk copy a block, from a lane chosen by elect.sync (elect_one; f32 keeps lane
+ *   0's). Under `lane == 0` the compiler wraps each copy in a loop over the issuing lanes (its
+ *   operands live in uniform registers), so the copies' count is what costs instructions. */
 #define KF_PAD 16
-#define KF_TILE_V 32                       /* rows (v) of a tensor copy: 128 bytes of f32, the swizzle's span */
-#define KF_TILE_BYTES (KF_TILE_V * PK * 4) /* 16 KiB */
+#define KF_TILE_BYTES (128 * 32 * 4) /* a tensor copy: 128 bytes of rows (the swizzle's span) x 32 blocks x 4 */
+/* rows (v) of a tensor copy, and of a 16-byte chunk */
+template <bool SBF> __host__ __device__ constexpr int kf_tile_rows() { return SBF ? 64 : 32; }
+template <bool SBF> __host__ __device__ constexpr int kf_chunk_rows() { return SBF ? 8 : 4; }
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
-__host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf || packed; }
+__host__ __device__ constexpr bool kf_padded(bool packed) { return packed; }
 /* where byte x of padded block m lies in the stage's buffer */
 template <bool SBF> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
 {
     return m * (kf_block_bytes<SBF>() + KF_PAD) + x;
 }
-/* where a tiled f32 state's rows row0 + 4 hf .. + 3 (row0 a multiple of 8) of channel 4 lane + e
- * lie: copy row0 / 32, its line e * 32 + lane, chunk c swizzled by the line (the buffer is
- * 1024-byte aligned, the swizzle's period) */
-__device__ __forceinline__ unsigned kf_tile_at(int lane, int row0, int e, int hf)
+/* where a tiled state's chunk of rows row0 + hf * kf_chunk_rows .. (row0 a multiple of 8; hf 0 for
+ * bf16, 0 or 1 for f32) of channel 4 lane + e lies: copy row0 / kf_tile_rows, its line e * 32 +
+ * lane, chunk c swizzled by the line (the buffer is 1024-byte aligned, the swizzle's period) */
+template <bool SBF> __device__ __forceinline__ unsigned kf_tile_at(int lane, int row0, int e, int hf)
 {
-    const unsigned c = (unsigned)((row0 & (KF_TILE_V - 1)) >> 2) + hf;
-    return (row0 / KF_TILE_V) * KF_TILE_BYTES + (e * 32 + lane) * 128 + ((c ^ (unsigned)(lane & 7)) << 4);
+    constexpr int tv = kf_tile_rows<SBF>();
+    const unsigned c = (unsigned)((row0 & (tv - 1)) / kf_chunk_rows<SBF>()) + hf;
+    return (row0 / tv) * KF_TILE_BYTES + (e * 32 + lane) * 128 + ((c ^ (unsigned)(lane & 7)) << 4);
 }
 
 /* a stage: head | ring k [L][K] | ring u [L][V] (ring dtype) | state [V][K], or K-first [K][V] in
@@ -251,13 +255,14 @@ __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const u
 }
 /* head hd of the checkpoint that `map` describes (rssm_cuda_pipe_launch) into the stage's tiles,
  * from one lane */
+template <bool SBF>
 __device__ __forceinline__ void kf_tile_copy(unsigned char *dst, const CUtensorMap *map, int hd, uint64_t *bar)
 {
 #pragma unroll
-    for (int j = 0; j < PK / KF_TILE_V; j++)
+    for (int j = 0; j < PK / kf_tile_rows<SBF>(); j++)
         asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
                      "[%0], [%1, {%2, %3, %3, %4}], [%5];\n" ::"r"(saddr(dst + j * KF_TILE_BYTES)),
-                     "l"(map), "r"(j * KF_TILE_V), "r"(0), "r"(hd), "r"(saddr(bar))
+                     "l"(map), "r"(j * kf_tile_rows<SBF>()), "r"(0), "r"(hd), "r"(saddr(bar))
                      : "memory");
 }
 /* the consumer lane's S from a staged K-first state (rows row0 .., channels 4 lane ..): V-first's
@@ -271,12 +276,12 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
                 const float4 v = *(const float4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)
-                                                             : kf_tile_at(lane, row0, e, hf)));
+                                                             : kf_tile_at<false>(lane, row0, e, hf)));
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
             float f[8];
-            ld8s(ss + kf_at<SBF>(lane, (e * PK + row0) * 2), 1, 0, f);
+            ld8s(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0)), 1, 0, f);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -334,7 +339,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
     static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    constexpr bool PAD = KF && kf_padded(SBF, PACKED), TILED = KF && !PAD;
+    constexpr bool PAD = KF && kf_padded(PACKED), TILED = KF && !PAD;
     const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, PAD), rb = ring_bytes(PACKED ? 0 : L, RBF);
     /* the CTA's head, then the stages; tiled (TILED), the CTA's head, the NS states from
      * kf_states_at (aligned to the swizzle's period), then the stages' heads and rings */
@@ -530,7 +535,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
                 if (PAD)
                     kf_stage_copy_padded<SBF>(state_of(st), src, &ch.full[st]);
                 else if (TILED)
-                    kf_tile_copy(state_of(st), &kf_map, (int)hd, &ch.full[st]);
+                    kf_tile_copy<SBF>(state_of(st), &kf_map, (int)hd, &ch.full[st]);
                 else
                     bulk_copy(state_of(st), src, sbytes, &ch.full[st]);
             }
@@ -835,20 +840,22 @@ static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_k
 static int max_smem; /* the device's opt-in shared memory per block (bytes), set by init */
 static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled; /* set by init where the driver has it */
 
-/* the map kf_tile_copy reads a K-first f32 checkpoint of `heads` heads through: dims (row v,
- * block m of 4 channels, channel e in the block, head), boxes of KF_TILE_V rows x 32 x 4 with the
+/* the map kf_tile_copy reads a K-first checkpoint of `heads` heads through: dims (row v, block m
+ * of 4 channels, channel e in the block, head), boxes of kf_tile_rows rows x 32 x 4 with the
  * 128-byte swizzle */
-static cudaError_t kf_tile_map(CUtensorMap *map, const void *checkpoint, int64_t heads)
+static cudaError_t kf_tile_map(CUtensorMap *map, const void *checkpoint, int64_t heads, bool sbf)
 {
-    const cuuint64_t dim[4] = {PK, 32, 4, (cuuint64_t)heads};
-    const cuuint64_t stride[3] = {4 * PK * 4, PK * 4, PK * PK * 4}; /* bytes: m, e, head */
-    const cuuint32_t box[4] = {KF_TILE_V, 32, 4, 1}, step[4] = {1, 1, 1, 1};
+    const cuuint64_t z = sbf ? 2 : 4, dim[4] = {PK, 32, 4, (cuuint64_t)heads};
+    const cuuint64_t stride[3] = {4 * PK * z, PK * z, PK * PK * z}; /* bytes: m, e, head */
+    const cuuint32_t box[4] = {(cuuint32_t)(sbf ? kf_tile_rows<true>() : kf_tile_rows<false>()), 32, 4, 1},
+                     step[4] = {1, 1, 1, 1};
     /* L2 promotion to 128 bytes (none measured the same); 256, where each copy also asks for the
      * next one's bytes, made GDN B = 512 replay 2-5% slower (bench/results/kf-tiled-2026-12-04/,
      * call B) */
-    const CUresult r = encode_tiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, (void *)checkpoint, dim, stride, box, step,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    const CUresult r =
+        encode_tiled(map, sbf ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                     (void *)checkpoint, dim, stride, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
@@ -859,14 +866,14 @@ static cudaError_t kf_tile_map(CUtensorMap *map, const void *checkpoint, int64_t
 /* A stage's bytes for this layer (packed decode stages no ring). */
 static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
 {
-    return rssm_pipe::stage_bytes(
-        packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16,
-        l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed));
+    return rssm_pipe::stage_bytes(packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
+                                  l->state_dtype == RSSM_DTYPE_BF16,
+                                  l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(packed));
 }
 /* a K-first f32 state in replay, staged by tensor copies (see kf_tile_copy) */
 static bool pipe_tiled(const rssm_layer *l, bool packed)
 {
-    return l->state_layout == RSSM_LAYOUT_KV && !rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed);
+    return l->state_layout == RSSM_LAYOUT_KV && !rssm_pipe::kf_padded(packed);
 }
 /* the CTA's shared memory besides its stages: its head (tiled, up to the states' alignment) */
 static size_t pipe_fixed_bytes(const rssm_layer *l, bool packed)
@@ -970,7 +977,8 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
                                 : PIPE_PLAIN);
     CUtensorMap map = {};
     if (pipe_tiled(l, packed)) {
-        const cudaError_t e = kf_tile_map(&map, A.st.checkpoint, (int64_t)A.st.num_slots * l->num_v_heads);
+        const cudaError_t e = kf_tile_map(&map, A.st.checkpoint, (int64_t)A.st.num_slots * l->num_v_heads,
+                                          l->state_dtype == RSSM_DTYPE_BF16);
         if (e != cudaSuccess) return e;
     }
     void *args[] = {&A, &map};
