@@ -12,8 +12,8 @@
  * against the per-head kernel: in-place steps, and copy-on-write steps (write_slot) where some
  * rows write spare slots and one row's write slot is -1 (a padding row). GDN (Qwen3-Next heads, a
  * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state, each state in
- * both layouts (V-first; K-first, which the pipeline stages in tiles in replay and in padded
- * blocks in packed decode).
+ * both layouts (V-first; K-first, which the pipeline stages in tiles, or in padded blocks for
+ * packed decode of a bf16 state).
  * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
  */
 #include <stdlib.h>

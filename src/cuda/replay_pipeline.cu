@@ -190,33 +190,41 @@ static_assert((16 * PK + PNC * 16 * 8) * 4 <= PK * PK * 2,
 /* A K-first state (KF: [K][V], FLA's order) is staged in one of two ways, so that the 8 lanes of a
  * quarter warp, which read their own channels (lane m owns channels 4m .. 4m + 3) at their warp's
  * rows, fall in 8 different 16-byte bank groups: laid as in memory they would all hit the same one.
- * - tiled (replay): two (bf16) or four (f32) tensor copies of 128 bytes of rows each
- *   (kf_tile_copy), through a map that reads the head as (row v, block m of 4 channels, channel e
- *   in the block) and writes it with the 128-byte swizzle, so that 16-byte chunk c of 128-byte line
- *   e * 32 + m lands at chunk c ^ (m % 8) (kf_tile_at). With an f32 state they replaced 32 blocks
- *   rotated by 16 (m % 8) bytes (its stages cannot spare the padding's 512 bytes: with a 16-entry
- *   bf16 ring three fill the CTA's shared memory to within 1 KiB, and two stages were 12-13% slower,
- *   bench/results/kf-packed-store/ call D), which took 64 bulk copies and a mask on every consumer
- *   load: GDN replay B = 64 / 512 52.5 / 319.5 -> 49.7 / 313.4 us, KDA B = 512 340.3 -> 323.9
- *   (bench/results/kf-tiled-2026-12-04/). The states lie at a fixed offset: one found at run time
- *   held registers the KDA consumers needed (16 bytes spilled) and made KDA B = 512 8% slower
- *   (call B there).
- * - PAD (packed decode, which writes the new state back into the stage, kf_stage_put): as it lies
- *   in memory, 4 channel rows (2 KiB f32, 1 KiB bf16) to a block, each block followed by 16 bytes
- *   of padding; one bulk copy a block, from a lane chosen by elect.sync (elect_one; f32 keeps lane
- *   0's). Under `lane == 0` the compiler wraps each copy in a loop over the issuing lanes (its
- *   operands live in uniform registers), so the copies' count is what costs instructions. */
+ * Either way the copies come from a lane chosen by elect.sync (elect_one: under `lane == 0` the
+ * compiler wraps each copy in a loop over the issuing lanes, its operands living in uniform
+ * registers).
+ * - tiled (replay, and packed decode of an f32 state): two (bf16) or four (f32) tensor copies of
+ *   128 bytes of rows each (kf_tile_copy), through a map that reads the head as (row v, block m of
+ *   4 channels, channel e in the block) and writes it with the 128-byte swizzle, so that 16-byte
+ *   chunk c of 128-byte line e * 32 + m lands at chunk c ^ (m % 8) (kf_tile_at, kf_tile_byte). In
+ *   replay they replaced 64 bulk copies of rotated blocks (f32: its stages cannot spare padding's
+ *   512 bytes, two stages were 12-13% slower, bench/results/kf-packed-store/ call D) and 32 of
+ *   padded ones (bf16): GDN B = 64 / 512 52.5 / 319.5 -> 49.7 / 313.4 us, KDA B = 512 340.3 ->
+ *   323.9, bf16 GDN B = 64 41.8 -> 40.4; f32 packed decode took 0.5-2.7% less
+ *   (bench/results/kf-tiled-2026-12-04/, calls C, E, F). The states lie at a fixed offset: one
+ *   found at run time held registers the KDA consumers needed (16 bytes spilled) and made KDA
+ *   B = 512 8% slower (call B there).
+ * - PAD (packed decode of a bf16 state, which tiled lost 1-8%, call F): as it lies in memory, 4
+ *   channel rows (1 KiB) to a block, each block followed by 16 bytes of padding; one bulk copy a
+ *   block. */
 #define KF_PAD 16
 #define KF_TILE_BYTES (128 * 32 * 4) /* a tensor copy: 128 bytes of rows (the swizzle's span) x 32 blocks x 4 */
 /* rows (v) of a tensor copy, and of a 16-byte chunk */
 template <bool SBF> __host__ __device__ constexpr int kf_tile_rows() { return SBF ? 64 : 32; }
 template <bool SBF> __host__ __device__ constexpr int kf_chunk_rows() { return SBF ? 8 : 4; }
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
-__host__ __device__ constexpr bool kf_padded(bool packed) { return packed; }
+__host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf && packed; }
 /* where byte x of padded block m lies in the stage's buffer */
 template <bool SBF> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
 {
     return m * (kf_block_bytes<SBF>() + KF_PAD) + x;
+}
+/* where byte c of block m (4 channel rows as in memory) lies in the stage's tiles */
+template <bool SBF> __device__ __forceinline__ unsigned kf_tile_byte(int m, unsigned c)
+{
+    constexpr unsigned rb = PK * (SBF ? 2 : 4); /* a channel row */
+    const unsigned e = c / rb, vb = c % rb;
+    return (vb >> 7) * KF_TILE_BYTES + (e * 32 + m) * 128 + ((((vb & 127) >> 4) ^ (unsigned)(m & 7)) << 4);
 }
 /* where a tiled state's chunk of rows row0 + hf * kf_chunk_rows .. (row0 a multiple of 8; hf 0 for
  * bf16, 0 or 1 for f32) of channel 4 lane + e lies: copy row0 / kf_tile_rows, its line e * 32 +
@@ -291,7 +299,7 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 
 /* the consumer lane's new S into the staged block it came from (kf_stage_rows' places; a bf16
  * state rounded as stored): lanes write only what they read, so no warp waits for another */
-template <bool SBF>
+template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
 {
 #pragma unroll
@@ -299,21 +307,23 @@ __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int la
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
-                *(float4 *)(ss + kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)) =
+                *(float4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)
+                                      : kf_tile_at<false>(lane, row0, e, hf))) =
                     make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
         } else {
             uint32_t wd[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
-            *(uint4 *)(ss + kf_at<SBF>(lane, (e * PK + row0) * 2)) = make_uint4(wd[0], wd[1], wd[2], wd[3]);
+            *(uint4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0))) =
+                make_uint4(wd[0], wd[1], wd[2], wd[3]);
         }
     }
 }
 /* consumer warp w's share of a staged K-first head, blocks 2w and 2w + 1, to the checkpoint at
  * dst: 16 bytes a lane, so that one warp-wide store covers 512 contiguous bytes (the lane pairs'
- * stores cover 16 lines each) */
-template <bool SBF>
+ * stores cover 16 lines each); tiled, a quarter warp reads the 8 chunks of one swizzled line */
+template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigned char *ss, int w, int lane)
 {
     constexpr unsigned blk = kf_block_bytes<SBF>();
@@ -323,7 +333,8 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
         const int m = 2 * w + i;
 #pragma unroll
         for (unsigned c = 16 * lane; c < blk; c += 512)
-            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + kf_at<SBF>(m, c)));
+            __stcs((uint4 *)(dst + m * blk + c),
+                   *(const uint4 *)(ss + (PAD ? kf_at<SBF>(m, c) : kf_tile_byte<SBF>(m, c))));
     }
 }
 
@@ -339,7 +350,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
     static_assert(!(PACKED && BAL), "packed decode folds every row: nothing to deal first");
     const int L = l.ring_len, HV = l.num_v_heads, H = l.num_k_heads, group = A.group, NS = A.NS;
     constexpr int rsz = RBF ? 2 : 4, ssz = SBF ? 2 : 4;
-    constexpr bool PAD = KF && kf_padded(PACKED), TILED = KF && !PAD;
+    constexpr bool PAD = KF && kf_padded(SBF, PACKED), TILED = KF && !PAD;
     const size_t sb = stage_bytes(PACKED ? 0 : L, RBF, SBF, PAD), rb = ring_bytes(PACKED ? 0 : L, RBF);
     /* the CTA's head, then the stages; tiled (TILED), the CTA's head, the NS states from
      * kf_states_at (aligned to the swizzle's period), then the stages' heads and rings */
@@ -526,7 +537,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
              * f32 state's replay (then 64 copies of rotated blocks) took 7.6% and 2.2% less at GDN
              * B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less. f32 packed decode lost 0.7-1.6%
              * with them and keeps lane 0's (bench/results/kf-elect-2026-12-04/, calls B and D). */
-            constexpr bool ELECT = KF && (SBF || !PACKED);
+            constexpr bool ELECT = KF;
             if (ELECT && live) __syncwarp();
             if (live && (ELECT ? elect_one() : lane == 0)) {
                 PIPE_TRACE_ITEM(j, 3);
@@ -748,9 +759,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
             RS<8, 1, 16>::run(o, lane);
             if ((lane & 3) == 0) st_dt(A.io.o, l.io_dtype, ob + row0 + (lane >> 2), o[0]);
             if (PUT) {
-                kf_stage_put<SBF>(state_of(st), row0, lane, S);
+                kf_stage_put<SBF, PAD>(state_of(st), row0, lane, S);
                 consumer_sync();
-                kf_stage_store<SBF>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
+                kf_stage_store<SBF, PAD>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
                 mbar_arrive(&ch.empty_s[st]);
             } else if (KF) {
                 store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
@@ -866,14 +877,14 @@ static cudaError_t kf_tile_map(CUtensorMap *map, const void *checkpoint, int64_t
 /* A stage's bytes for this layer (packed decode stages no ring). */
 static size_t pipe_stage_bytes(const rssm_layer *l, bool packed)
 {
-    return rssm_pipe::stage_bytes(packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                  l->state_dtype == RSSM_DTYPE_BF16,
-                                  l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(packed));
+    return rssm_pipe::stage_bytes(
+        packed ? 0 : l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16, l->state_dtype == RSSM_DTYPE_BF16,
+        l->state_layout == RSSM_LAYOUT_KV && rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed));
 }
-/* a K-first f32 state in replay, staged by tensor copies (see kf_tile_copy) */
+/* a K-first state staged by tensor copies (see kf_tile_copy): all but a bf16 state in packed decode */
 static bool pipe_tiled(const rssm_layer *l, bool packed)
 {
-    return l->state_layout == RSSM_LAYOUT_KV && !rssm_pipe::kf_padded(packed);
+    return l->state_layout == RSSM_LAYOUT_KV && !rssm_pipe::kf_padded(l->state_dtype == RSSM_DTYPE_BF16, packed);
 }
 /* the CTA's shared memory besides its stages: its head (tiled, up to the states' alignment) */
 static size_t pipe_fixed_bytes(const rssm_layer *l, bool packed)
