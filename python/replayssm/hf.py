@@ -112,7 +112,7 @@ def _replayssm_step(active, gate, decode, q, k, v, g, beta, initial_state, outpu
     if ring is None or ring.num_slots != rows or (initial_state is None and not decode):
         # a new sequence batch (a prompt from the start, or rows that changed): new rings, from
         # the given state when there is one. V-first: every step at the fast layout's speed (K-first
-        # decode takes about 1.1x as long on CUDA with an f32 state, 1.1-1.25x with a bf16 one,
+        # decode takes 1.02-1.15x as long on CUDA with an f32 state, 1.05-1.25x with a bf16 one,
         # bench/results/README.md "State layouts"; the CPU transposes each head both ways); only
         # the rare loads and reads of transformers' K-first states transpose.
         ring = fla.RingCache(rows, H, K, HV, V, gate=gate, ring_len=ring_len, device=q.device, state_layout="vk",
