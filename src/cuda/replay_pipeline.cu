@@ -535,8 +535,9 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
              * a loop over the issuing lanes (ELECT, R2UR, BRA.U.ANY). With a bf16 state GDN B = 512
              * replay took 254.4 -> 241.9 us, packed decode 363.2 -> 352.8, KDA 1.4-3.6% less. An
              * f32 state's replay (then 64 copies of rotated blocks) took 7.6% and 2.2% less at GDN
-             * B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less. f32 packed decode lost 0.7-1.6%
-             * with them and keeps lane 0's (bench/results/kf-elect-2026-12-04/, calls B and D). */
+             * B = 16 and 64, 0.5% more at 512, KDA 1.9-2.4% less; f32 packed decode, then 32 bulk
+             * copies, lost 0.7-1.6% (bench/results/kf-elect-2026-12-04/, calls B and D). Its four
+             * tensor copies are elected too (bench/results/kf-tiled-2026-12-04/ call F). */
             constexpr bool ELECT = KF;
             if (ELECT && live) __syncwarp();
             if (live && (ELECT ? elect_one() : lane == 0)) {
@@ -937,7 +938,7 @@ cudaError_t rssm_cuda_pipe_init(int device)
     using namespace rssm_pipe;
     const cudaError_t pe = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     if (pe != cudaSuccess) return pe;
-    /* without the encoder (a driver before CUDA 12), K-first f32 replay stays on the per-head kernel */
+    /* without the encoder (a driver before CUDA 12), the tiled K-first steps stay on the per-head kernel */
     void *fn = nullptr;
     cudaDriverEntryPointQueryResult found;
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) ==
