@@ -214,11 +214,8 @@ template <bool SBF> __host__ __device__ constexpr int kf_tile_rows() { return SB
 template <bool SBF> __host__ __device__ constexpr int kf_chunk_rows() { return SBF ? 8 : 4; }
 template <bool SBF> __host__ __device__ constexpr unsigned kf_block_bytes() { return 4 * PK * (SBF ? 2 : 4); }
 __host__ __device__ constexpr bool kf_padded(bool sbf, bool packed) { return sbf && packed; }
-/* where byte x of padded block m lies in the stage's buffer */
-template <bool SBF> __device__ __forceinline__ unsigned kf_at(int m, unsigned x)
-{
-    return m * (kf_block_bytes<SBF>() + KF_PAD) + x;
-}
+/* where byte x of padded (bf16) block m lies in the stage's buffer */
+__device__ __forceinline__ unsigned kf_at(int m, unsigned x) { return m * (kf_block_bytes<true>() + KF_PAD) + x; }
 /* where byte c of block m (4 channel rows as in memory) lies in the stage's tiles */
 template <bool SBF> __device__ __forceinline__ unsigned kf_tile_byte(int m, unsigned c)
 {
@@ -252,14 +249,13 @@ __device__ __forceinline__ bool elect_one()
     return p != 0;
 }
 
-/* the head's state at src into the stage's padded blocks, from one lane */
-template <bool SBF>
+/* the head's bf16 state at src into the stage's padded blocks, from one lane */
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)
 {
-    constexpr unsigned blk = kf_block_bytes<SBF>();
+    constexpr unsigned blk = kf_block_bytes<true>();
 #pragma unroll 4
     for (int m = 0; m < 32; m++)
-        bulk_copy(dst + kf_at<SBF>(m, 0), src + m * blk, blk, bar);
+        bulk_copy(dst + kf_at(m, 0), src + m * blk, blk, bar);
 }
 /* head hd of the checkpoint that `map` describes (rssm_cuda_pipe_launch) into the stage's tiles,
  * from one lane */
@@ -278,18 +274,18 @@ __device__ __forceinline__ void kf_tile_copy(unsigned char *dst, const CUtensorM
 template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0, int lane, float (&S)[8][4])
 {
+    static_assert(SBF || !PAD, "only a bf16 state is staged in padded blocks");
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) { /* rows row0 + 4 hf .. + 3 of channel 4 lane + e */
-                const float4 v = *(const float4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)
-                                                             : kf_tile_at<false>(lane, row0, e, hf)));
+                const float4 v = *(const float4 *)(ss + kf_tile_at<false>(lane, row0, e, hf));
                 S[4 * hf][e] = v.x, S[4 * hf + 1][e] = v.y, S[4 * hf + 2][e] = v.z, S[4 * hf + 3][e] = v.w;
             }
         } else {
             float f[8];
-            ld8s(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0)), 1, 0, f);
+            ld8s(ss + (PAD ? kf_at(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0)), 1, 0, f);
 #pragma unroll
             for (int r = 0; r < 8; r++)
                 S[r][e] = f[r];
@@ -302,20 +298,20 @@ __device__ __forceinline__ void kf_stage_rows(const unsigned char *ss, int row0,
 template <bool SBF, bool PAD>
 __device__ __forceinline__ void kf_stage_put(unsigned char *ss, int row0, int lane, const float (&S)[8][4])
 {
+    static_assert(SBF || !PAD, "only a bf16 state is staged in padded blocks");
 #pragma unroll
     for (int e = 0; e < 4; e++) {
         if (!SBF) {
 #pragma unroll
             for (int hf = 0; hf < 2; hf++)
-                *(float4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0 + 4 * hf) * 4)
-                                      : kf_tile_at<false>(lane, row0, e, hf))) =
+                *(float4 *)(ss + kf_tile_at<false>(lane, row0, e, hf)) =
                     make_float4(S[4 * hf][e], S[4 * hf + 1][e], S[4 * hf + 2][e], S[4 * hf + 3][e]);
         } else {
             uint32_t wd[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 wd[i] = (uint32_t)rssm_f32_to_bf16(S[2 * i][e]) | ((uint32_t)rssm_f32_to_bf16(S[2 * i + 1][e]) << 16);
-            *(uint4 *)(ss + (PAD ? kf_at<SBF>(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0))) =
+            *(uint4 *)(ss + (PAD ? kf_at(lane, (e * PK + row0) * 2) : kf_tile_at<true>(lane, row0, e, 0))) =
                 make_uint4(wd[0], wd[1], wd[2], wd[3]);
         }
     }
@@ -333,8 +329,7 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
         const int m = 2 * w + i;
 #pragma unroll
         for (unsigned c = 16 * lane; c < blk; c += 512)
-            __stcs((uint4 *)(dst + m * blk + c),
-                   *(const uint4 *)(ss + (PAD ? kf_at<SBF>(m, c) : kf_tile_byte<SBF>(m, c))));
+            __stcs((uint4 *)(dst + m * blk + c), *(const uint4 *)(ss + (PAD ? kf_at(m, c) : kf_tile_byte<SBF>(m, c))));
     }
 }
 
@@ -545,7 +540,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
                 const unsigned char *src = (const unsigned char *)A.st.checkpoint + (hd << 14) * ssz;
                 mbar_expect_tx(&ch.full[st], sbytes);
                 if (PAD)
-                    kf_stage_copy_padded<SBF>(state_of(st), src, &ch.full[st]);
+                    kf_stage_copy_padded(state_of(st), src, &ch.full[st]);
                 else if (TILED)
                     kf_tile_copy<SBF>(state_of(st), &kf_map, (int)hd, &ch.full[st]);
                 else
