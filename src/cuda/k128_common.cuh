@@ -196,6 +196,37 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
     if (KDA) fold_gate<true>(S, Gs);
 }
 
+/* GDN's fold_ring_rows with each entry's factor e^{Gs - G_i} evaluated once per warp, on lane
+ * i % 32, and shuffled to the others: the same operations on every element in the same order, so
+ * the same bits, and 57 instructions per entry and warp where fold_ring_rows' loop issues 70. The
+ * V-first replay pipeline folds this way (GDN B = 16-32 0.5-2.3% faster, level from 64); in the
+ * per-head kernel and on a K-first state the extra registers spilled and it lost 3-10%
+ * (bench/results/fold-bc-2026-12-04/). Every lane of the warp calls it. */
+__device__ __forceinline__ void fold_ring_rows_bc(float (&S)[8][4], const float (&Gs)[4], int h,
+                                                  const unsigned char *sK, const unsigned char *sU, const float *sG,
+                                                  int rbf, int c4, int row0)
+{
+    const int lane = threadIdx.x & 31;
+    fold_gate<false>(S, Gs);
+#pragma unroll 1
+    for (int i0 = 0; i0 < h; i0 += 32) {
+        const int n = min(32, h - i0);
+        const float f = lane < n ? expf(Gs[0] - sG[i0 + lane]) : 1.0f;
+#pragma unroll 2
+        for (int i = 0; i < n; i++) {
+            float k4[4], u8[8];
+            ld4(sK, rbf, (i0 + i) * 128 + c4, k4);
+            const float fi = __shfl_sync(FULL_MASK, f, i);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                k4[e] = k4[e] * fi;
+            ld8s(sU, rbf, (i0 + i) * 128 + row0, u8);
+            fold_entry_half(S, 0, {u8[0], u8[1], u8[2], u8[3]}, k4);
+            fold_entry_half(S, 1, {u8[4], u8[5], u8[6], u8[7]}, k4);
+        }
+    }
+}
+
 /* fold_ring_rows_staged's keys of entries i0 .. i0 + n - 1 as f32 into kf, each scaled by its
  * factor e^{gs - G_i} */
 template <bool RBF>

@@ -653,7 +653,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         auto kf_off = [&](int64_t head) { return lane_state_off(head << 14, row0, c4, true); };
 
         /* fold of the h committed entries into S (k128_common.cuh) */
-        auto fold_ring = [&](const float(&Gs)[4]) { fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0); };
+        auto fold_ring = [&](const float(&Gs)[4]) {
+            if constexpr (!KDA && !KF)
+                fold_ring_rows_bc(S, Gs, h, sK, sU, sG, RBF, c4, row0);
+            else
+                fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
+        };
 
         /* start fold (the cursor at L, after a verify) */
         const int uniform = PACKED ? 0 : rssm_start_fold(c, 1, L, 0);
