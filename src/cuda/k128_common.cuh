@@ -198,10 +198,12 @@ __device__ __forceinline__ void fold_ring_rows(float (&S)[8][4], const float (&G
 
 /* GDN's fold_ring_rows with each entry's factor e^{Gs - G_i} evaluated once per warp, on lane
  * i % 32, and shuffled to the others: the same operations on every element in the same order, so
- * the same bits, and 57 instructions per entry and warp where fold_ring_rows' loop issues 70. The
- * V-first replay pipeline folds this way (GDN B = 16-32 0.5-2.3% faster, level from 64); in the
- * per-head kernel and on a K-first state the extra registers spilled and it lost 3-10%
+ * the same bits, and 57 instructions per entry and warp (two entries a round, UNROLL = 2) where
+ * fold_ring_rows' loop issues 70. The replay pipeline folds GDN rows this way: V-first 0.5-2.3%
+ * faster at B = 16-32, level from 64. The per-head kernel keeps fold_ring_rows: there this form
+ * lost 3-5%, and on a K-first state it spilled and lost 6-10% with two entries a round
  * (bench/results/fold-bc-2026-12-04/). Every lane of the warp calls it. */
+template <int UNROLL = 2>
 __device__ __forceinline__ void fold_ring_rows_bc(float (&S)[8][4], const float (&Gs)[4], int h,
                                                   const unsigned char *sK, const unsigned char *sU, const float *sG,
                                                   int rbf, int c4, int row0)
@@ -212,7 +214,7 @@ __device__ __forceinline__ void fold_ring_rows_bc(float (&S)[8][4], const float 
     for (int i0 = 0; i0 < h; i0 += 32) {
         const int n = min(32, h - i0);
         const float f = lane < n ? expf(Gs[0] - sG[i0 + lane]) : 1.0f;
-#pragma unroll 2
+#pragma unroll UNROLL
         for (int i = 0; i < n; i++) {
             float k4[4], u8[8];
             ld4(sK, rbf, (i0 + i) * 128 + c4, k4);

@@ -652,10 +652,13 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         auto rows_out = [&]() { return (hdw << 14) + row0 * PK + c4; }; /* the end fold's destination */
         auto kf_off = [&](int64_t head) { return lane_state_off(head << 14, row0, c4, true); };
 
-        /* fold of the h committed entries into S (k128_common.cuh) */
+        /* fold of the h committed entries into S (k128_common.cuh); GDN by shuffled factors, one
+         * entry a round on a K-first state (two spilled its consumers' registers) */
         auto fold_ring = [&](const float(&Gs)[4]) {
             if constexpr (!KDA && !KF)
                 fold_ring_rows_bc(S, Gs, h, sK, sU, sG, RBF, c4, row0);
+            else if constexpr (!KDA)
+                fold_ring_rows_bc<1>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
             else
                 fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
         };
