@@ -21,7 +21,9 @@
 
 #include "common.h"
 
-enum { B = 72, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 5 };
+/* batches: BMAX rows, and a batch of one bitmap word (at most 32 rows), whose folding rows the
+ * pipeline finds in every warp at once */
+enum { BMAX = 72, B_WORD = 24, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 5 };
 
 static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first",
                                      "pipeline, plain order, 1 producer", "pipeline, folding rows first, 2 producers"};
@@ -38,7 +40,7 @@ static int context_for(int run, rssm_context **out)
 
 /* rows b on distinct random slots (a permutation's first B), every ninth row padding; wslot:
  * the same but for rows 3, 14, 25, .. (every eleventh) on the slots no row reads, and row 5 at -1 */
-static void row_slots(rh_rng *rng, int32_t *slot, int32_t *wslot)
+static void row_slots(rh_rng *rng, int B, int32_t *slot, int32_t *wslot)
 {
     int32_t perm[SLOTS];
     rh_permutation(rng, perm, SLOTS);
@@ -52,7 +54,7 @@ static void row_slots(rh_rng *rng, int32_t *slot, int32_t *wslot)
 /* STEPS steps on ctx from `init`, replay decode but for one verify window of VERIFY_T tokens with
  * its commit, or (wslot) packed decode, copy-on-write every other step: their outputs one after
  * the other into o, the state after */
-static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init, const int32_t *slot,
+static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, const rh_snap *init, const int32_t *slot,
                      const int32_t *wslot, uint64_t seed, double *o, rh_snap *after)
 {
     rh_state s;
@@ -70,13 +72,13 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
         rc = rh_inputs_alloc(&in, l, B, T, i % 2);
         if (rc) break;
         rh_inputs_random(&in, l, &rng);
-        uint8_t fold[B];
+        uint8_t fold[BMAX];
         for (int b = 0; b < B; b++)
             fold[b] = !verify && (b + i) % 23 == 0; /* a forced fold now and then, on rows at any cursor */
         if (wslot) {
             rc = rh_step(ctx, &s, RH_OP_DECODE_PACKED, &in, slot, i % 2 ? wslot : NULL, NULL, 0, o);
         } else if (verify) {
-            int32_t acc[B];
+            int32_t acc[BMAX];
             for (int b = 0; b < B; b++)
                 acc[b] = (int32_t)(rh_uniform(&rng) * (T + 1));
             rc = rh_step(ctx, &s, RH_OP_VERIFY, &in, slot, NULL, fold, 0, o);
@@ -93,15 +95,15 @@ static int run_steps(rssm_context *ctx, const rssm_layer *l, const rh_snap *init
     return rc;
 }
 
-static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, rssm_state_layout lay, int packed,
+static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, rssm_state_layout lay, int packed, int B,
                       uint64_t seed)
 {
     rssm_layer l = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, kda ? 32 : 16, 32, 128, 128, L);
     l.state_dtype = sdt, l.ring_dtype = RSSM_DTYPE_BF16, l.io_dtype = RSSM_DTYPE_BF16, l.state_layout = lay;
     rh_rng rng;
     rh_rng_seed(&rng, seed);
-    int32_t slot[B], wslot[B];
-    row_slots(&rng, slot, wslot);
+    int32_t slot[BMAX], wslot[BMAX];
+    row_slots(&rng, B, slot, wslot);
     const size_t no = (size_t)(STEPS - 1 + VERIFY_T) * B * l.num_v_heads * l.head_v_dim;
     double *o[RUNS];
     rh_snap init = {0}, after[RUNS];
@@ -118,7 +120,7 @@ static void one_layer(rssm_context *const *ctx, int kda, rssm_dtype sdt, rssm_st
     }
     const int runs = packed ? 2 : RUNS; /* packed decode has no order to choose */
     for (int r = 0; r < runs && !rc; r++)
-        rc = run_steps(ctx[r], &l, &init, slot, packed ? wslot : NULL, seed + 1, o[r], &after[r]);
+        rc = run_steps(ctx[r], &l, B, &init, slot, packed ? wslot : NULL, seed + 1, o[r], &after[r]);
     for (int r = 1; r < runs; r++) {
         int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
         for (int sl = 0; sl < SLOTS && same; sl++)
@@ -153,7 +155,12 @@ int main(void)
             for (int d = 0; d < 2; d++)
                 for (int kv = 0; kv < 2; kv++, seed += 7)
                     one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, kv ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK,
-                              packed, seed);
+                              packed, BMAX, seed);
+    for (int kda = 0; kda < 2; kda++) /* replay on one bitmap word (packed decode deals no folding rows) */
+        for (int d = 0; d < 2; d++)
+            for (int kv = 0; kv < 2; kv++, seed += 7)
+                one_layer(ctx, kda, d ? RSSM_DTYPE_BF16 : RSSM_DTYPE_F32, kv ? RSSM_LAYOUT_KV : RSSM_LAYOUT_VK, 0,
+                          B_WORD, seed);
     for (int r = 0; r < RUNS; r++)
         rssm_context_free(ctx[r]);
     return t_end();

@@ -377,11 +377,34 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l */
+    /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l.
+     * One word (ONE_WORD: at most 32 rows) is read by every warp for itself, lane l row l, after
+     * the barrier that publishes the mbarriers: no block barrier or prefix lies between the rows'
+     * reads and a producer's first copy, and the producers take each item's slot and cursor from
+     * the row's lane instead of reading them again */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
-    bool one_head = false; /* GDN, BAL: units of one value head (see Work) */
-    if (BAL) {
+    const bool one_word = !KDA && BAL && nw == 1; /* GDN: KDA's consumers spilled 8-16 more bytes */
+    bool one_head = false;                        /* GDN, BAL: units of one value head (see Work) */
+    uint32_t w_bits[1] = {0};                     /* ONE_WORD: the bitmap and its prefix, in registers */
+    int32_t w_before[2] = {0, 0};
+    int row_s = -1, row_c = 0; /* ONE_WORD: lane l's row l slot and cursor */
+    if (one_word) {
+        __syncthreads();
+        const uint64_t keep = l2_keep_policy();
+        bool folds = false, starts = false;
+        if (lane < B) {
+            row_s = ld_keep(A.io.slot + lane, keep);
+            const int f = A.io.fold ? ld_keep(A.io.fold + lane, keep) : 0;
+            if (row_s >= 0 && row_s < A.st.num_slots) {
+                row_c = ld_keep(A.st.cursor + row_s, keep);
+                folds = row_c == L - 1 || row_c == L || f;
+                starts = row_c >= L;
+            }
+        }
+        w_bits[0] = __ballot_sync(FULL_MASK, folds), w_before[1] = __popc(w_bits[0]);
+        one_head = !__any_sync(FULL_MASK, starts);
+    } else if (BAL) {
         bool starts = false; /* a row of this thread's starts with a fold (cursor at L) */
         const uint64_t keep = l2_keep_policy();
         for (int wi = w; wi < nw; wi += PNC + PNP) {
@@ -423,7 +446,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
             if (lane == 31 && nw == PBAL_ROWS / 32) ch.folds_before[nw] = run;
         }
     }
-    __syncthreads();
+    if (!one_word) __syncthreads();
 
     const int upr = one_head ? HV : H, per = one_head ? 1 : group; /* units per row, value heads per unit */
     const int64_t units = (int64_t)B * upr;
@@ -439,11 +462,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         const int pw = w - PNC, np = A.producers;
         if (pw >= np) return;
         /* item j's (row, key head, value head): position p; with BAL the folding rows' units first */
-        const int64_t fold_units = BAL ? (int64_t)ch.folds_before[nw] * upr : 0;
+        const int64_t fold_units = BAL ? (int64_t)(one_word ? w_before[1] : ch.folds_before[nw]) * upr : 0;
         auto locate = [&](int j, int &b, int &kh, int &hv) {
             const int64_t p = blockIdx.x + (int64_t)(j / per) * gridDim.x;
             int u;
-            rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, upr, p, &b, &u); /* pipeline_order.h */
+            if (one_word) /* pipeline_order.h */
+                rssm_po_unit(w_bits, w_before, 1, fold_units, upr, p, &b, &u);
+            else
+                rssm_po_unit(ch.fold_bits, ch.folds_before, nw, fold_units, upr, p, &b, &u);
             hv = one_head ? u : u * group + j % group;
             kh = one_head ? u / group : u;
         };
@@ -456,7 +482,16 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
             if ((k & 31) == 0) {
                 const int jl = j + np * lane;
                 win_s = -1, win_c = 0, win_base = 0;
-                if (jl < items) {
+                if (one_word) {
+                    int bl = 0, khl, hvl = 0;
+                    if (jl < items) locate(jl, bl, khl, hvl);
+                    const int sb = __shfl_sync(FULL_MASK, row_s, bl), cb = __shfl_sync(FULL_MASK, row_c, bl);
+                    if (jl < items) {
+                        win_s = sb;
+                        if (sb >= 0 && sb < A.st.num_slots)
+                            win_c = cb, win_base = ld_keep(A.st.ring_base + (int64_t)sb * HV + hvl, keep);
+                    }
+                } else if (jl < items) {
                     int bl, khl, hvl;
                     locate(jl, bl, khl, hvl);
                     win_s = ld_keep(A.io.slot + bl, keep);
