@@ -31,7 +31,8 @@
  * plain row order, a step's folding rows could land on a few CTAs, which then ended up to 16 us
  * after the rest. Every CTA first builds the same order from the rows' slots and cursors: a
  * bitmap of the folding rows and, per word of 32 rows, the folding rows before it, in shared
- * memory. That is the kernel's BAL instantiation, chosen by default for batches of at most
+ * memory; a GDN batch of one word keeps it in every warp's registers instead (see the kernel).
+ * That is the kernel's BAL instantiation, chosen by default for batches of at most
  * PBAL_ROWS rows on grids of at most PBAL_ITEMS_GDN / _GDN_SBF / _KDA heads per CTA, where the
  * kernel lasts as long as its slowest CTA (GDN B = 128, f32 state: 86.8 against 89.0 us in plain
  * order; the limits are where the order stopped paying, bench/results/switch-2026-12-02/ and
@@ -378,17 +379,19 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l.
-     * One word (ONE_WORD: at most 32 rows) is read by every warp for itself, lane l row l, after
-     * the barrier that publishes the mbarriers: no block barrier or prefix lies between the rows'
-     * reads and a producer's first copy, and the producers take each item's slot and cursor from
-     * the row's lane instead of reading them again */
+     * GDN batches of one word (one_word: at most 32 rows) are read by every warp for itself, lane l
+     * row l, once the mbarriers are published: no block barrier or prefix lies between the rows'
+     * reads and a producer's first copy, and a producer takes its items' slots and cursors from the
+     * rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
+     * time, a bf16 state 2.2 / 3.0%, K-first B = 12-32 1.4-3.2%: bench/results/fold-bc-2026-12-04/
+     * call E). KDA keeps the shared bitmap: this path spilled 8-16 more bytes of its consumers. */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
-    const bool one_word = !KDA && BAL && nw == 1; /* GDN: KDA's consumers spilled 8-16 more bytes */
-    bool one_head = false;                        /* GDN, BAL: units of one value head (see Work) */
-    uint32_t w_bits[1] = {0};                     /* ONE_WORD: the bitmap and its prefix, in registers */
+    const bool one_word = !KDA && BAL && nw == 1;
+    bool one_head = false;    /* GDN, BAL: units of one value head (see Work) */
+    uint32_t w_bits[1] = {0}; /* one_word: the bitmap and its prefix, in registers */
     int32_t w_before[2] = {0, 0};
-    int row_s = -1, row_c = 0; /* ONE_WORD: lane l's row l slot and cursor */
+    int row_s = -1, row_c = 0; /* one_word: lane l's row l slot and cursor */
     if (one_word) {
         __syncthreads();
         const uint64_t keep = l2_keep_policy();
@@ -688,7 +691,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         auto kf_off = [&](int64_t head) { return lane_state_off(head << 14, row0, c4, true); };
 
         /* fold of the h committed entries into S (k128_common.cuh); GDN by shuffled factors, one
-         * entry a round on a K-first state (two spilled its consumers' registers) */
+         * entry a round on a K-first state (two spilled its consumers' registers; one took 0.2-0.7%
+         * off f32 K-first replay at B = 12-64, 1-1.6% with a bf16 state: fold-bc-2026-12-04/ call D) */
         auto fold_ring = [&](const float(&Gs)[4]) {
             if constexpr (!KDA && !KF)
                 fold_ring_rows_bc(S, Gs, h, sK, sU, sG, RBF, c4, row0);
