@@ -31,7 +31,7 @@
  * plain row order, a step's folding rows could land on a few CTAs, which then ended up to 16 us
  * after the rest. Every CTA first builds the same order from the rows' slots and cursors: a
  * bitmap of the folding rows and, per word of 32 rows, the folding rows before it, in shared
- * memory; a GDN batch of one word keeps it in every warp's registers instead (see the kernel).
+ * memory; a V-first GDN batch of one word keeps it in every warp's registers (see the kernel).
  * That is the kernel's BAL instantiation, chosen by default for batches of at most
  * PBAL_ROWS rows on grids of at most PBAL_ITEMS_GDN / _GDN_SBF / _KDA heads per CTA, where the
  * kernel lasts as long as its slowest CTA (GDN B = 128, f32 state: 86.8 against 89.0 us in plain
@@ -383,11 +383,12 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
      * row l, once the mbarriers are published: no block barrier or prefix lies between the rows'
      * reads and a producer's first copy, and a producer takes its items' slots and cursors from the
      * rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
-     * time, a bf16 state 2.2 / 3.0%, K-first B = 12-32 1.4-3.2%: bench/results/fold-bc-2026-12-04/
-     * call E). KDA keeps the shared bitmap: this path spilled 8-16 more bytes of its consumers. */
+     * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). KDA and K-first
+     * states keep the shared bitmap: KDA's consumers spilled 8-16 more bytes, and K-first f32
+     * replay, 1.4-3.2% faster at B = 12-32, lost 3.1-3.5% at B = 64 / 128 (calls E, G). */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
-    const bool one_word = !KDA && BAL && nw == 1;
+    const bool one_word = !KDA && !KF && BAL && nw == 1;
     bool one_head = false;    /* GDN, BAL: units of one value head (see Work) */
     uint32_t w_bits[1] = {0}; /* one_word: the bitmap and its prefix, in registers */
     int32_t w_before[2] = {0, 0};
