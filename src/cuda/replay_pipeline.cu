@@ -379,10 +379,10 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l.
-     * GDN batches of one word (one_word: at most 32 rows) are read by every warp for itself, lane l
-     * row l, once the mbarriers are published: no block barrier or prefix lies between the rows'
-     * reads and a producer's first copy, and a producer takes its items' slots and cursors from the
-     * rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
+     * V-first GDN batches of one word (one_word: at most 32 rows) are read by every warp for itself,
+     * lane l row l, once the mbarriers are published: no block barrier or prefix lies between the
+     * rows' reads and a producer's first copy, and a producer takes its items' slots and cursors from
+     * the rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
      * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). KDA and K-first
      * states keep the shared bitmap: KDA's consumers spilled 8-16 more bytes, and K-first f32
      * replay, 1.4-3.2% faster at B = 12-32, lost 3.1-3.5% at B = 64 / 128 (calls E, G). */
