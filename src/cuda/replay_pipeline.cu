@@ -695,12 +695,10 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
          * entry a round on a K-first state (two spilled its consumers' registers; one took 0.2-0.7%
          * off f32 K-first replay at B = 12-64, 1-1.6% with a bf16 state: fold-bc-2026-12-04/ call D) */
         auto fold_ring = [&](const float(&Gs)[4]) {
-            if constexpr (!KDA && !KF)
-                fold_ring_rows_bc(S, Gs, h, sK, sU, sG, RBF, c4, row0);
-            else if constexpr (!KDA)
-                fold_ring_rows_bc<1>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
+            if constexpr (KDA)
+                fold_ring_rows<true>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
             else
-                fold_ring_rows<KDA>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
+                fold_ring_rows_bc<KF ? 1 : 2>(S, Gs, h, sK, sU, sG, RBF, c4, row0);
         };
 
         /* start fold (the cursor at L, after a verify) */
