@@ -338,7 +338,8 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
  * device functions (bench/results/history: the architecture change) the generated code moved
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
  * both trees), and the kernel exists for that batch size. */
-template <bool KDA, bool SBF, bool RBF, bool IOBF, bool BAL, bool PACKED, bool KF>
+enum { BAL_WORD = 2 }; /* BAL: 0 the plain order, 1 the folding rows first, BAL_WORD a K-first GDN one-word batch */
+template <bool KDA, bool SBF, bool RBF, bool IOBF, int BAL, bool PACKED, bool KF>
 __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __grid_constant__ CUtensorMap kf_map)
 {
     extern __shared__ __align__(128) unsigned char dsm[];
@@ -383,12 +384,14 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
      * lane l row l, once the mbarriers are published: no block barrier or prefix lies between the
      * rows' reads and a producer's first copy, and a producer takes its items' slots and cursors from
      * the rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
-     * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). KDA and K-first
-     * states keep the shared bitmap: KDA's consumers spilled 8-16 more bytes, and K-first f32
-     * replay, 1.4-3.2% faster at B = 12-32, lost 3.1-3.5% at B = 64 / 128 (calls E, G). */
+     * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). KDA keeps the
+     * shared bitmap: its consumers spilled 8-16 more bytes. K-first GDN takes the path only in its
+     * own instantiation (BAL_WORD, which the launch picks for one word): with the branch in the
+     * BAL kernel its replay was 1.4-3.2% faster at B = 12-32 but 3.1-3.5% slower at B = 64 / 128
+     * (calls E, G). */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
-    const bool one_word = !KDA && !KF && BAL && nw == 1;
+    const bool one_word = !KDA && BAL && nw == 1 && (!KF || BAL == BAL_WORD);
     bool one_head = false;    /* GDN, BAL: units of one value head (see Work) */
     uint32_t w_bits[1] = {0}; /* one_word: the bitmap and its prefix, in registers */
     int32_t w_before[2] = {0, 0};
@@ -858,10 +861,11 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
     }
 }
 
-/* the instantiations: replay in plain order or with the folding rows first (BAL), and packed
- * decode (no ring, so one instantiation whatever the ring dtype); each for both state layouts */
-enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED };
-template <bool KDA, bool SBF, bool BAL, bool PACKED, bool KF> static void *kernel_of(bool rbf, bool iobf)
+/* the instantiations: replay in plain order or with the folding rows first (BAL; K-first GDN
+ * batches of one word: BAL_WORD), and packed decode (no ring, so one instantiation whatever the
+ * ring dtype); each for both state layouts */
+enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED, PIPE_BAL_WORD, PIPE_KINDS };
+template <bool KDA, bool SBF, int BAL, bool PACKED, bool KF> static void *kernel_of(bool rbf, bool iobf)
 {
     if constexpr (PACKED)
         return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, false, true, KF>
@@ -872,18 +876,21 @@ template <bool KDA, bool SBF, bool BAL, bool PACKED, bool KF> static void *kerne
     return iobf ? (void *)pipe_kernel<KDA, SBF, false, true, BAL, false, KF>
                 : (void *)pipe_kernel<KDA, SBF, false, false, BAL, false, KF>;
 }
-template <bool BAL, bool PACKED, bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
+template <int BAL, bool PACKED, bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
-    return kda ? (sbf ? kernel_of<true, true, BAL, PACKED, KF>(rbf, iobf)
-                      : kernel_of<true, false, BAL, PACKED, KF>(rbf, iobf))
+    constexpr int KB = BAL == BAL_WORD ? 1 : BAL; /* KDA deals one word as more */
+    return kda ? (sbf ? kernel_of<true, true, KB, PACKED, KF>(rbf, iobf)
+                      : kernel_of<true, false, KB, PACKED, KF>(rbf, iobf))
                : (sbf ? kernel_of<false, true, BAL, PACKED, KF>(rbf, iobf)
                       : kernel_of<false, false, BAL, PACKED, KF>(rbf, iobf));
 }
 template <bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
 {
-    return kind == PIPE_PACKED ? kernel_for<false, true, KF>(kda, sbf, rbf, iobf)
-           : kind == PIPE_BAL  ? kernel_for<true, false, KF>(kda, sbf, rbf, iobf)
-                               : kernel_for<false, false, KF>(kda, sbf, rbf, iobf);
+    return kind == PIPE_PACKED ? kernel_for<0, true, KF>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL  ? kernel_for<1, false, KF>(kda, sbf, rbf, iobf)
+                               : kind == PIPE_BAL_WORD
+               ? kernel_for < KF ? BAL_WORD : 1,
+           false, KF > (kda, sbf, rbf, iobf) : kernel_for<0, false, KF>(kda, sbf, rbf, iobf);
 }
 static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_kind kind)
 {
@@ -988,7 +995,8 @@ cudaError_t rssm_cuda_pipe_init(int device)
         encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     else
         (void)cudaGetLastError();
-    for (int i = 0; i < 96; i++) { /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
+    for (int i = 0; i < 32 * PIPE_KINDS;
+         i++) { /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
         const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16, (pipe_kind)(i / 32)),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
         if (e != cudaSuccess) return e;
@@ -1025,9 +1033,10 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
     A.producers = np < A.NS ? np : A.NS; /* see the producer */
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16, l->state_layout == RSSM_LAYOUT_KV,
-                         packed ? PIPE_PACKED
-                         : bal  ? PIPE_BAL
-                                : PIPE_PLAIN);
+                         packed                    ? PIPE_PACKED
+                         : bal && A.io.batch <= 32 ? PIPE_BAL_WORD
+                         : bal                     ? PIPE_BAL
+                                                   : PIPE_PLAIN);
     CUtensorMap map = {};
     if (pipe_tiled(l, packed)) {
         const cudaError_t e = kf_tile_map(&map, A.st.checkpoint, (int64_t)A.st.num_slots * l->num_v_heads,
