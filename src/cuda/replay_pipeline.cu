@@ -886,11 +886,11 @@ template <int BAL, bool PACKED, bool KF> static void *kernel_for(bool kda, bool 
 }
 template <bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
 {
-    return kind == PIPE_PACKED ? kernel_for<0, true, KF>(kda, sbf, rbf, iobf)
-           : kind == PIPE_BAL  ? kernel_for<1, false, KF>(kda, sbf, rbf, iobf)
-                               : kind == PIPE_BAL_WORD
-               ? kernel_for < KF ? BAL_WORD : 1,
-           false, KF > (kda, sbf, rbf, iobf) : kernel_for<0, false, KF>(kda, sbf, rbf, iobf);
+    constexpr int WORD = KF ? BAL_WORD : 1; /* V-first tests for one word at run time */
+    return kind == PIPE_PACKED     ? kernel_for<0, true, KF>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL      ? kernel_for<1, false, KF>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL_WORD ? kernel_for<WORD, false, KF>(kda, sbf, rbf, iobf)
+                                   : kernel_for<0, false, KF>(kda, sbf, rbf, iobf);
 }
 static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_kind kind)
 {
@@ -995,8 +995,8 @@ cudaError_t rssm_cuda_pipe_init(int device)
         encode_tiled = (PFN_cuTensorMapEncodeTiled_v12000)fn;
     else
         (void)cudaGetLastError();
-    for (int i = 0; i < 32 * PIPE_KINDS;
-         i++) { /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
+    /* gate, state, ring and io dtypes, layout (bits 0-4) by kind (i / 32) */
+    for (int i = 0; i < 32 * PIPE_KINDS; i++) {
         const cudaError_t e = cudaFuncSetAttribute(kernel_for(i & 1, i & 2, i & 4, i & 8, i & 16, (pipe_kind)(i / 32)),
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem);
         if (e != cudaSuccess) return e;
