@@ -104,6 +104,25 @@ int main(void)
             never &= rssm_pipe_from(1, kda, sbf, 0, SMS) == INT64_MAX;
     t_case(RH_OK, never, "packed decode of a V-first state never on the pipeline (by rule)");
 
+    /* batches of one bitmap word (rssm_pipe_word_from): KDA replay from B = 20, K-first from 16;
+     * nothing else below rssm_pipe_from's grids */
+    const struct {
+        int kda, sbf, kf, from;
+        const char *what;
+    } word[] = {{1, 0, 0, 20, "KDA"}, {1, 1, 0, 20, "KDA, bf16 state"}, {1, 0, 1, 16, "KDA, K-first state"}};
+    for (size_t i = 0; i < sizeof word / sizeof *word; i++) {
+        const int64_t f = rssm_pipe_word_from(0, word[i].kda, word[i].sbf, word[i].kf, SMS);
+        t_case(RH_OK, f > (int64_t)(word[i].from - 1) * HV && f <= (int64_t)word[i].from * HV,
+               "replay, %s: one word on the pipeline from B = %d", word[i].what, word[i].from);
+    }
+    int no_word = rssm_pipe_word_from(0, 1, 1, 1, SMS) == INT64_MAX;
+    for (int sbf = 0; sbf <= 1; sbf++)
+        for (int kf = 0; kf <= 1; kf++)
+            no_word &= rssm_pipe_word_from(0, 0, sbf, kf, SMS) == INT64_MAX &&
+                       rssm_pipe_word_from(1, 1, sbf, kf, SMS) == INT64_MAX;
+    t_case(RH_OK, no_word && RSSM_PIPE_WORD_ROWS == 32,
+           "no one-word band for GDN, packed decode or K-first KDA with a bf16 state; a word is 32 rows");
+
     /* the pipeline's producer warps (rssm_pipe_producers), one CTA per SM: 2 at B = 24-48 (more
      * than 4 and at most 12 heads per CTA), 3 below (B = 12, 16) and above (B = 64-512) */
     int np_ok = 1;

@@ -213,6 +213,18 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
     return sliced_ctas > (int64_t)im->sm_count ? wide : sliced;
 }
 
+/* Whether replay or packed decode step A of `batch` rows runs on the persistent pipeline by the
+ * launch rules (launch_rules.h: from rssm_pipe_from's grids, and batches of one bitmap word from
+ * rssm_pipe_word_from's) */
+static bool pipe_by_rule(const kargs &A, int batch, int sms)
+{
+    const int packed = A.mode == MODE_PACKED, kda = A.l.gate == RSSM_GATE_KDA;
+    const int sbf = A.l.state_dtype == RSSM_DTYPE_BF16, kf = A.l.state_layout == RSSM_LAYOUT_KV;
+    const int64_t heads = (int64_t)batch * A.l.num_v_heads;
+    return heads >= rssm_pipe_from(packed, kda, sbf, kf, sms) ||
+           (batch <= RSSM_PIPE_WORD_ROWS && heads >= rssm_pipe_word_from(packed, kda, sbf, kf, sms));
+}
+
 static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stream)
 {
     cuda_impl *im = impl_of(ctx);
@@ -248,10 +260,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
      * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
      * kernels run those as packed decode) */
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
-        (im->pipe == 1 ||
-         (int64_t)p->io.batch * A.l.num_v_heads >= rssm_pipe_from(A.mode == MODE_PACKED, A.l.gate == RSSM_GATE_KDA,
-                                                                  A.l.state_dtype == RSSM_DTYPE_BF16,
-                                                                  A.l.state_layout == RSSM_LAYOUT_KV, im->sm_count))) {
+        (im->pipe == 1 || pipe_by_rule(A, p->io.batch, im->sm_count))) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }

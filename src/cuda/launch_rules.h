@@ -56,6 +56,22 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 
+/* A batch of at most RSSM_PIPE_WORD_ROWS rows (one word of the pipeline's folding-row bitmap,
+ * whose start has kernels of its own) also runs replay on the pipeline from this many value heads
+ * (INT64_MAX: only from rssm_pipe_from's), as the H200 measured with those kernels
+ * (bench/results/kf-word-2026-12-04/ call D, two rounds, µs per-head against the pipeline): KDA
+ * from 4.75 heads per SM, B = 20 (V-first f32 B = 16 / 20 / 24 / 28 / 32 20.62 / 23.58 / 26.44 /
+ * 29.13 / 31.25 against 21.41 / 23.11 / 25.75 / 28.27 / 31.40, B = 36 on two words 33.89 against
+ * 34.14 in call C; bf16 state B = 16 / 20 / 24 18.81 / 22.13 / 24.48 against 19.48 / 21.84 /
+ * 24.09), K-first f32 from 3.75, B = 16 (B = 16 / 20 24.88 / 29.05 against 24.62 / 27.23). GDN's
+ * grids already start below one word; K-first KDA with a bf16 state has no one-word kernels. */
+#define RSSM_PIPE_WORD_ROWS 32
+static inline int64_t rssm_pipe_word_from(int packed, int kda, int sbf, int kf, int64_t sms)
+{
+    if (packed || !kda || (kf && sbf)) return INT64_MAX;
+    return kf ? 15 * sms / 4 : 19 * sms / 4;
+}
+
 /* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
  * per-head kernel, by state dtype (sbf: bf16) and value heads (batch x HV) on `sms`
  * multiprocessors, as the H200 measured (bench/results/stream-2026-12-02/stream-call3.txt, 32

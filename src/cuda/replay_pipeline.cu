@@ -104,6 +104,7 @@ namespace rssm_pipe
 #define PBAL_ITEMS_GDN_SBF 32      /* by gate and state dtype (see Balance) */
 #define PBAL_ITEMS_KDA 16
 static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words per lane");
+static_assert(RSSM_PIPE_WORD_ROWS == 32, "a word of the bitmap: the one-word kernels' batches");
 static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
@@ -338,7 +339,7 @@ __device__ __forceinline__ void kf_stage_store(unsigned char *dst, const unsigne
  * device functions (bench/results/history: the architecture change) the generated code moved
  * enough that GDN replay at B = 512 took 300.1 us instead of 291.3 us on the H200 (same call,
  * both trees), and the kernel exists for that batch size. */
-enum { BAL_WORD = 2 }; /* BAL: 0 the plain order, 1 the folding rows first, BAL_WORD a K-first GDN one-word batch */
+enum { BAL_WORD = 2 }; /* BAL: 0 the plain order, 1 the folding rows first, BAL_WORD that for one word */
 template <bool KDA, bool SBF, bool RBF, bool IOBF, int BAL, bool PACKED, bool KF>
 __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __grid_constant__ CUtensorMap kf_map)
 {
@@ -380,18 +381,20 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* the folding rows (Balance, BAL only): warp w takes words w, w + 18, .., lane l row 32 word + l.
-     * V-first GDN batches of one word (one_word: at most 32 rows) are read by every warp for itself,
-     * lane l row l, once the mbarriers are published: no block barrier or prefix lies between the
-     * rows' reads and a producer's first copy, and a producer takes its items' slots and cursors from
-     * the rows' lanes instead of reading them again (GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
-     * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). KDA keeps the
-     * shared bitmap: its consumers spilled 8-16 more bytes. K-first GDN takes the path only in its
-     * own instantiation (BAL_WORD, which the launch picks for one word): with the branch in the
-     * BAL kernel its replay was 1.4-3.2% faster at B = 12-32 but 3.1-3.5% slower at B = 64 / 128
-     * (calls E, G). */
+     * Batches of one word (one_word: at most 32 rows) are read by every warp for itself, lane l row
+     * l, once the mbarriers are published: no block barrier or prefix lies between the rows' reads
+     * and a producer's first copy, and a producer takes its items' slots and cursors from the rows'
+     * lanes instead of reading them again (V-first GDN B = 16 / 24 / 32 replay 0.8 / 1.4 / 2.9% less
+     * time, a bf16 state 2.2 / 3.0%: bench/results/fold-bc-2026-12-04/ call E). V-first GDN tests
+     * for one word at run time. The other kernels take the path only in instantiations of their
+     * own (BAL_WORD, which the launch picks for one word): with the branch in the BAL kernel
+     * K-first GDN replay was 1.4-3.2% faster at B = 12-32 but 3.1-3.5% slower at B = 64 / 128
+     * (calls E, G). KDA's BAL_WORD consumers spill (K-first 44 bytes, V-first with an f32 ring
+     * 12-24), and still gained 0.6-2.6% (bench/results/kf-word-2026-12-04/ call C), except K-first
+     * with a bf16 state (2.1-2.6% slower), which deals one word as more. */
     const int B = A.io.batch;
     const int nw = BAL ? (B + 31) >> 5 : 0;
-    const bool one_word = !KDA && BAL && nw == 1 && (!KF || BAL == BAL_WORD);
+    const bool one_word = BAL && nw == 1 && (BAL == BAL_WORD || (!KDA && !KF));
     bool one_head = false;    /* GDN, BAL: units of one value head (see Work) */
     uint32_t w_bits[1] = {0}; /* one_word: the bitmap and its prefix, in registers */
     int32_t w_before[2] = {0, 0};
@@ -861,8 +864,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
     }
 }
 
-/* the instantiations: replay in plain order or with the folding rows first (BAL; K-first GDN
- * batches of one word: BAL_WORD), and packed decode (no ring, so one instantiation whatever the
+/* the instantiations: replay in plain order or with the folding rows first (BAL; batches of one
+ * word: BAL_WORD), and packed decode (no ring, so one instantiation whatever the
  * ring dtype); each for both state layouts */
 enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED, PIPE_BAL_WORD, PIPE_KINDS };
 template <bool KDA, bool SBF, int BAL, bool PACKED, bool KF> static void *kernel_of(bool rbf, bool iobf)
@@ -878,18 +881,19 @@ template <bool KDA, bool SBF, int BAL, bool PACKED, bool KF> static void *kernel
 }
 template <int BAL, bool PACKED, bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
-    constexpr int KB = BAL == BAL_WORD ? 1 : BAL; /* KDA deals one word as more */
+    /* one word: V-first GDN tests for it at run time; K-first KDA with a bf16 state deals it as more
+     * (its BAL_WORD consumers spilled 44 bytes and lost 2.1-2.6%, kf-word-2026-12-04/ call C) */
+    constexpr int GB = BAL == BAL_WORD && !KF ? 1 : BAL, KB = BAL == BAL_WORD && KF ? 1 : BAL;
     return kda ? (sbf ? kernel_of<true, true, KB, PACKED, KF>(rbf, iobf)
-                      : kernel_of<true, false, KB, PACKED, KF>(rbf, iobf))
-               : (sbf ? kernel_of<false, true, BAL, PACKED, KF>(rbf, iobf)
-                      : kernel_of<false, false, BAL, PACKED, KF>(rbf, iobf));
+                      : kernel_of<true, false, BAL, PACKED, KF>(rbf, iobf))
+               : (sbf ? kernel_of<false, true, GB, PACKED, KF>(rbf, iobf)
+                      : kernel_of<false, false, GB, PACKED, KF>(rbf, iobf));
 }
 template <bool KF> static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, pipe_kind kind)
 {
-    constexpr int WORD = KF ? BAL_WORD : 1; /* V-first tests for one word at run time */
     return kind == PIPE_PACKED     ? kernel_for<0, true, KF>(kda, sbf, rbf, iobf)
            : kind == PIPE_BAL      ? kernel_for<1, false, KF>(kda, sbf, rbf, iobf)
-           : kind == PIPE_BAL_WORD ? kernel_for<WORD, false, KF>(kda, sbf, rbf, iobf)
+           : kind == PIPE_BAL_WORD ? kernel_for<BAL_WORD, false, KF>(kda, sbf, rbf, iobf)
                                    : kernel_for<0, false, KF>(kda, sbf, rbf, iobf);
 }
 static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf, bool kf, pipe_kind kind)
@@ -1033,10 +1037,10 @@ cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int produc
     A.producers = np < A.NS ? np : A.NS; /* see the producer */
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16, l->state_layout == RSSM_LAYOUT_KV,
-                         packed                    ? PIPE_PACKED
-                         : bal && A.io.batch <= 32 ? PIPE_BAL_WORD
-                         : bal                     ? PIPE_BAL
-                                                   : PIPE_PLAIN);
+                         packed                                     ? PIPE_PACKED
+                         : bal && A.io.batch <= RSSM_PIPE_WORD_ROWS ? PIPE_BAL_WORD
+                         : bal                                      ? PIPE_BAL
+                                                                    : PIPE_PLAIN);
     CUtensorMap map = {};
     if (pipe_tiled(l, packed)) {
         const cudaError_t e = kf_tile_map(&map, A.st.checkpoint, (int64_t)A.st.num_slots * l->num_v_heads,
