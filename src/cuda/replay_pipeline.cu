@@ -865,8 +865,8 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
 }
 
 /* the instantiations: replay in plain order or with the folding rows first (BAL; batches of one
- * word: BAL_WORD), and packed decode (no ring, so one instantiation whatever the
- * ring dtype); each for both state layouts */
+ * word: BAL_WORD), and packed decode (no ring, so one instantiation whatever the ring dtype);
+ * each for both state layouts */
 enum pipe_kind { PIPE_PLAIN, PIPE_BAL, PIPE_PACKED, PIPE_BAL_WORD, PIPE_KINDS };
 template <bool KDA, bool SBF, int BAL, bool PACKED, bool KF> static void *kernel_of(bool rbf, bool iobf)
 {
