@@ -21,8 +21,9 @@
 
 #include "common.h"
 
-/* batches: BMAX rows, and a batch of one word of the folding-row bitmap (at most 32 rows; V-first
- * GDN finds its folding rows in every warp at once) */
+/* batches: BMAX rows, and a batch of one word of the folding-row bitmap (at most 32 rows: the
+ * pipeline's one-word start, V-first GDN by a run-time test, K-first GDN and KDA in kernels of
+ * their own) */
 enum { BMAX = 72, B_WORD = 24, SLOTS = 80, L = 16, STEPS = L + 3, VERIFY_T = 4, RUNS = 5 };
 
 static const char *run_name[RUNS] = {"per-head kernel", "pipeline, plain order", "pipeline, folding rows first",
