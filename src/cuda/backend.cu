@@ -140,6 +140,11 @@ cudaError_t rssm_cuda_pipe_init(int device);
 void rssm_cuda_pipe_trace_write(const char *path); /* diagnostic builds: the last launch's timeline */
 void rssm_cuda_k128_trace_write(const char *path); /* and the per-head kernel's last launches */
 cudaError_t rssm_cuda_pipe_launch(kargs A, int sm_count, int balance, int producers, cudaStream_t stream);
+/* verify_pipeline.cu: verify windows of 3-4 tokens (K = V = 128, V-first state) as a persistent pipeline */
+int rssm_cuda_vpipe_ok(const kargs *A);
+cudaError_t rssm_cuda_vpipe_init(int device);
+cudaError_t rssm_cuda_vpipe_launch(kargs A, int sm_count, cudaStream_t stream);
+void rssm_cuda_vpipe_trace_write(const char *path); /* diagnostic builds: the last launch's marks */
 
 static rssm_status launch_step(kargs A, int config, int batch, int tc, cudaStream_t stream, const char *fn)
 {
@@ -259,6 +264,10 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     /* replay and packed decode of many heads: the persistent pipeline, by mode, gate, state
      * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
      * kernels run those as packed decode) */
+    if (im->fast && im->pipe == 1 && rssm_cuda_vpipe_ok(&A)) {
+        CU(rssm_cuda_vpipe_launch(A, im->sm_count, (cudaStream_t)stream), fn);
+        return RSSM_OK;
+    }
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
         (im->pipe == 1 || pipe_by_rule(A, p->io.batch, im->sm_count))) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);
@@ -376,6 +385,7 @@ static void cuda_destroy(rssm_context *ctx)
     if (ctx->params.pipeline_trace_file) {
         rssm_cuda_pipe_trace_write(ctx->params.pipeline_trace_file);
         rssm_cuda_k128_trace_write(ctx->params.pipeline_trace_file);
+        rssm_cuda_vpipe_trace_write(ctx->params.pipeline_trace_file);
     }
     if (im->err) cudaFree(im->err);
     if (im->stream) cudaStreamDestroy(im->stream);
@@ -455,6 +465,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
         (im->fast && (e = rssm_cuda_decode_k128_init(device)) != cudaSuccess) ||
         (im->fast && (e = rssm_cuda_drain_init()) != cudaSuccess) ||
         (im->fast && (e = rssm_cuda_pipe_init(device)) != cudaSuccess) ||
+        (im->fast && (e = rssm_cuda_vpipe_init(device)) != cudaSuccess) ||
         (e = cudaDeviceSynchronize()) != cudaSuccess) {
         cuda_destroy(ctx);
         return cuda_fail(e, "rssm_cuda_init");

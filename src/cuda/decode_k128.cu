@@ -244,7 +244,7 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
 #pragma unroll
         for (int e = 0; e < 4; e++)
             sm.gt[t][c4 + e] = g[e];
-        if (lane == 0) sm.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
+        if (lane == 0) sm.ww.beta[t] = A.io.g ? braw : rssm_sigmoid_f32(braw);
     }
     if (!ONE) { /* k q of the token (ONE: warp 0 forms it after the barrier) */
         float kq = 0.0f;
@@ -252,7 +252,7 @@ __device__ __forceinline__ void prepare_token(const kargs &A, int t, int lane, i
         for (int e = 0; e < 4; e++)
             kq = __fmaf_rn(kv[e], qv[e], kq);
         kq = warp_sum(kq);
-        if (lane == 0) sm.kq[t] = kq;
+        if (lane == 0) sm.ww.kq[t] = kq;
     }
 }
 
@@ -289,7 +289,7 @@ __device__ __forceinline__ void gates_one_token(int w, int lane, int h, const fl
             kq = __fmaf_rn(kn4[e], qn4[e], kq);
         }
         kq = warp_sum(kq);
-        if (lane == 0) sm.kq[0] = kq;
+        if (lane == 0) sm.ww.kq[0] = kq;
     }
 }
 
@@ -311,9 +311,9 @@ __device__ __forceinline__ void rows_end_fold(const kargs &A, float (&S)[8][4], 
      * row l / 4. */
     float v[8];
     end_fold_dots(
-        v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.wk[0], lane, row0);
+        v, S, [&](int e) { return sm.xk[0][c4 + e]; }, sU, rbf, h, sm.ww.wk[0], lane, row0);
     RS<8, 1, 16>::run(v, lane);
-    const float myu = sm.beta[0] * (__shfl_sync(FULL_MASK, vr, lane >> 2) - v[0]); /* u of row lane / 4 */
+    const float myu = sm.ww.beta[0] * (__shfl_sync(FULL_MASK, vr, lane >> 2) - v[0]); /* u of row lane / 4 */
     float G4[4];
 #pragma unroll
     for (int e = 0; e < 4; e++)
@@ -604,7 +604,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (MODE != MODE_PACKED && sfold) {
         if (h > 0) {
             if constexpr (MMA) {
-                fold_ring_rows_mma<KDA>(S, KDA ? Gl : lG() + h - 1, h, lK(), lU(), lG(), rbf, sch, srow, sXd);
+                fold_ring_rows_mma<KDA>(S, KDA ? Gl : lG() + h - 1, h, lK(), lU(), lG(), rbf, sch, srow, sXd, tid, nt,
+                                        [] { __syncthreads(); });
                 K128_TRACE(A, K128_TR_FOLD);
             } else {
                 float Gs[4];
@@ -656,7 +657,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     /* ---- ring weights w_{t,p}, p < h + t; new entries' k and G (not on an end fold) ---- */
     if (ONE) {
         ring_weights<KDA>(
-            sm.wk[0], sm.wq[0], lK(), rbf, lG(), G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
+            sm.ww.wk[0], sm.ww.wq[0], lK(), rbf, lG(), G1, h, w, NW, c4, lane, [&](int e) { return wa4[e]; },
             [&](int e) { return wb4[e]; });
         /* the new entry's k and G; GDN: the group's key also when this head folds early */
         if (MODE != MODE_PACKED && (KDA ? !end : end != 1) && part == 0 && w == NW - 1) {
@@ -698,7 +699,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         /* v of the lane's token lane % 4 and row srow, as load_v's lane 8 (lane % 4) + lane / 4 read it */
         const int vl = 8 * (lane & 3) + (lane >> 2);
         const uint32_t vb = PARK_V ? sV[32 * w + vl] : __shfl_sync(FULL_MASK, vraw[0], vl);
-        rows_window_mma<TC>(A, S, sXd, lU(), rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vb, iobf);
+        rows_window_mma<TC>(A, S, sXd, lU(), rbf, h, wpos, T, lane, srow, sch, b, s, HV, hv, L, vb, iobf, sm.ww);
     } else if (MODE != MODE_PACKED) {
         rows_window<TC>(A, S, lU(), rbf, h, wpos, T, lane, row0, b, s, HV, hv, L, vraw, iobf);
     }

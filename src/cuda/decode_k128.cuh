@@ -92,11 +92,17 @@ __device__ __forceinline__ void prefetch_head(const rssm_state &st, const rssm_l
 /* fixed part of the dynamic shared memory; followed by ring G (128 f32: GDN G_i [h],
  * KDA G_{h-1} [K]), ring k [L][K] and ring u [L][V] as stored (ring dtype), and what smem_of
  * adds (KDA speculative G of every entry, the windows' f64 token vectors) */
+/* what a window's rows read besides the state, the ring and the tokens' vectors: the ring weights
+ * w_{t,p} of token t's x_k (wk) and x_q (wq), and each token's beta and k q (the verify pipeline
+ * hands one over with each item) */
+struct window_weights {
+    float wk[8][K128_LMAX], wq[8][K128_LMAX];
+    float beta[8], kq[8];
+};
 struct fixed_smem {
     float kn[8][K128_DIM], qn[8][K128_DIM], xk[8][K128_DIM], xq[8][K128_DIM], ks[8][K128_DIM], G[8][K128_DIM],
         gt[8][K128_DIM];
-    float wk[8][K128_LMAX], wq[8][K128_LMAX];
-    float beta[8], kq[8];
+    window_weights ww;
     int base; /* the head's ring base as read, parked for KDA's test at the end */
     int pad_[7];
 };

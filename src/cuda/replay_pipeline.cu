@@ -90,14 +90,13 @@
 #include "pipeline_trace.cuh"
 #include "pipeline_order.h"
 #include "launch_rules.h"
+#include "pipe_sync.cuh"
 
 namespace rssm_pipe
 {
 
-#define PNC 16                     /* consumer warps */
 #define PNP 3                      /* producer warps launched; A.producers of them take items */
 #define PNT ((PNC + PNP) * 32)     /* threads per CTA */
-#define PK 128                     /* K = V */
 #define PNS_MAX 4                  /* stages */
 #define PBAL_ROWS RSSM_PO_MAX_ROWS /* the largest batch dealt with folding rows first */
 #define PBAL_ITEMS_GDN 40          /* ... and the most heads per CTA (beyond, the step is bound by bandwidth), */
@@ -107,61 +106,6 @@ static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words 
 static_assert(RSSM_PIPE_WORD_ROWS == 32, "a word of the bitmap: the one-word kernels' batches");
 static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
-/* ---- mbarrier and TMA bulk copy (sm_90) ---- */
-__device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t *bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes)
-{
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");
-}
-/* waits for the completion of the barrier's phase of parity `parity`. A lost arrival is a bug:
- * after about 2^26 polls the launch fails (trap) instead of hanging the stream. */
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
-{
-    for (unsigned n = 0;; n++) {
-        unsigned done;
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}\n"
-                     : "=r"(done)
-                     : "r"(saddr(bar)), "r"(parity)
-                     : "memory");
-        if (done) return;
-        if (n > (1u << 26)) __trap();
-    }
-}
-/* until the phase of parity pa of barrier a or the phase of parity pb of b has completed */
-__device__ __forceinline__ void mbar_wait_either(uint64_t *a, unsigned pa, uint64_t *b, unsigned pb)
-{
-    for (unsigned n = 0;; n++) {
-        unsigned done;
-        asm volatile("{\n\t.reg .pred p, q;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 q, [%3], %4;\n\tor.pred p, p, q;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}\n"
-                     : "=r"(done)
-                     : "r"(saddr(a)), "r"(pa), "r"(saddr(b)), "r"(pb)
-                     : "memory");
-        if (done) return;
-        if (n > (1u << 26)) __trap();
-    }
-}
-/* global -> shared copy of `bytes` (multiple of 16, both addresses 16-byte aligned), counted
- * on `bar` */
-__device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
-{
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(saddr(dst)),
-        "l"(src), "r"(bytes), "r"(saddr(bar))
-        : "memory");
-}
-/* the consumer warps' barrier (the producers never wait on it) */
-__device__ __forceinline__ void consumer_sync() { asm volatile("bar.sync 1, %0;\n" ::"n"(PNC * 32) : "memory"); }
 
 /* ---- shared memory ---- */
 enum { ITEM_SKIP = 1, ITEM_FORCED = 2 }; /* padding or bad row: zero output; fold flag set */
@@ -243,13 +187,6 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf_pad ? 32 * KF_PAD : 0);
 }
 
-/* true on one lane of the warp (elect.sync; every lane calls it) */
-__device__ __forceinline__ bool elect_one()
-{
-    unsigned p;
-    asm volatile("{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 %0, 1, 0, p;\n\t}\n" : "=r"(p));
-    return p != 0;
-}
 
 /* the head's bf16 state at src into the stage's padded blocks, from one lane */
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)

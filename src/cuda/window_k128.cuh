@@ -25,13 +25,13 @@ namespace rssm_decode_k128
  * kf[(16 ks + t) * 32 + l] is the key of entry 4 ks + l % 4 at channel 16 j + 4 (l / 8) + 2 hf +
  * (l / 4) % 2 for tile t = 2 j + hf, so that a warp's loads for one DMMA are 256 contiguous bytes
  * and tile t's accumulator (lane l: row l / 4, columns 2 (l % 4) and + 1) is the lane's S[j][2 hf],
- * S[j][2 hf + 1]. Entries past h are zero on both sides. Every thread of the CTA calls this (it
- * has barriers). */
+ * S[j][2 hf + 1]. Entries past h are zero on both sides. Every thread tid of the nt that hold the
+ * head's rows calls this; sync() is their barrier. */
 #define K128_FOLD_ROUND 8 /* entries per round: 2 k-steps x 16 tiles x 32 lanes of f64 fit sXd */
-template <bool KDA>
+template <bool KDA, class SYNC>
 __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float *gs, int h, const unsigned char *sK,
                                                    const unsigned char *sU, const float *sG, int rbf, int sch, int srow,
-                                                   double *kf)
+                                                   double *kf, int tid, int nt, SYNC sync)
 {
     const int lane = threadIdx.x & 31;
     if (!KDA) fold_gate<false>(S, {gs[0], gs[0], gs[0], gs[0]}); /* one G for every channel */
@@ -39,7 +39,7 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
     for (int i0 = 0; i0 < h; i0 += K128_FOLD_ROUND) {
         const int n = min(K128_FOLD_ROUND, h - i0);
 #pragma unroll 1
-        for (int x = threadIdx.x; x < K128_FOLD_ROUND * 16 * 8; x += blockDim.x) {
+        for (int x = tid; x < K128_FOLD_ROUND * 16 * 8; x += nt) {
             const int l = x & 31, t = (x >> 5) & 15, i = 4 * (x >> 9) + (l & 3);
             const int ch = 16 * (t >> 1) + 4 * (l >> 3) + 2 * (t & 1) + ((l >> 2) & 1);
             float k = 0.0f;
@@ -55,7 +55,7 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
             const int i = 4 * ks + (lane & 3);
             a[ks] = i < n ? ld1s(sU, rbf, (i0 + i) * K128_DIM + srow) : 0.0f;
         }
-        __syncthreads();
+        sync();
 #pragma unroll
         for (int t = 0; t < 16; t++) {
             const int j = t >> 1, e = 2 * (t & 1);
@@ -65,7 +65,7 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
                 dmma_8x8x4(d0, d1, (double)a[ks], kf[(16 * ks + t) * 32 + lane]);
             S[j][e] = (float)d0, S[j][e + 1] = (float)d1;
         }
-        __syncthreads(); /* kf is rewritten by the next round (or, after the fold, by the tokens' vectors) */
+        sync(); /* kf is rewritten by the next round (or, after the fold, by the tokens' vectors) */
     }
     if (KDA) {
 #pragma unroll
@@ -172,7 +172,7 @@ __device__ __forceinline__ void gates_window(const kargs &A, double *sXd, int T,
 }
 
 /* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
- * sm.wk[t], sm.wq[t], by gate (window_ring_weights below). */
+ * sm.ww.wk[t], sm.ww.wq[t], by gate (window_ring_weights below). */
 
 /* channels c4 .. c4 + 3 of entry p's key: a ring entry (p < h, as stored) or the window's own */
 __device__ __forceinline__ void entry_key4(const unsigned char *sK, int rbf, int p, int h, int c4, float (&k4)[4])
@@ -217,7 +217,7 @@ __device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const 
         const int j = lane >> 2, t = t0 + (j >> 1);
         if ((lane & 3) == 0 && t < T && p < h + t) {
             const float f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
-            (j & 1 ? sm.wq : sm.wk)[t][p] = v[0] * f;
+            (j & 1 ? sm.ww.wq : sm.ww.wk)[t][p] = v[0] * f;
         }
     }
 }
@@ -243,8 +243,8 @@ __device__ __forceinline__ void ring_weights_kda(const unsigned char *sK, int rb
             dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
         dk = warp_sum(dk), dq = warp_sum(dq);
         if (lane == 0) {
-            sm.wk[t][p] = dk;
-            sm.wq[t][p] = dq;
+            sm.ww.wk[t][p] = dk;
+            sm.ww.wq[t][p] = dq;
         }
     }
 }
@@ -264,21 +264,20 @@ __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, con
  * lanes with live = 0 only take part in the shuffles. Same operations, in the same order, as a
  * sequential loop over the tokens. Returns u_t rounded to the ring dtype. */
 template <int TC, class SRC>
-__device__ __forceinline__ float window_token_chain(int rdt, int h, int t, bool live, float vr, float &dd, float &o,
-                                                    SRC src_of)
+__device__ __forceinline__ float window_token_chain(const window_weights &ww, int rdt, int h, int t, bool live, float vr,
+                                                    float &dd, float &o, SRC src_of)
 {
-    fixed_smem &sm = k128_smem();
     float uw = 0.0f;
 #pragma unroll
     for (int s2 = 0; s2 < TC; s2++) {
         if (live && t == s2) {
-            const float u = sm.beta[t] * (vr - dd);
-            o = __fmaf_rn(u, sm.kq[t], o);
+            const float u = ww.beta[t] * (vr - dd);
+            o = __fmaf_rn(u, ww.kq[t], o);
             uw = round_dt(rdt, u);
         }
         if (s2 + 1 < TC) {
             const float us = __shfl_sync(FULL_MASK, uw, src_of(s2));
-            if (live && t > s2) dd = __fmaf_rn(us, sm.wk[t][h + s2], dd), o = __fmaf_rn(us, sm.wq[t][h + s2], o);
+            if (live && t > s2) dd = __fmaf_rn(us, ww.wk[t][h + s2], dd), o = __fmaf_rn(us, ww.wq[t][h + s2], o);
         }
     }
     return uw;
@@ -295,9 +294,8 @@ template <int TC>
 __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)[8][4], const double *sXd,
                                                 const unsigned char *sU, int rbf, int h, int wpos, int T, int lane,
                                                 int srow, int sch, int b, int s, int HV, int hv, int L, uint32_t vb,
-                                                int iobf)
+                                                int iobf, const window_weights &ww)
 {
-    fixed_smem &sm = k128_smem();
     const rssm_layer &l = A.l;
     const int cq = lane & 3, n = lane >> 2;
     const double *xd = sXd + n * K128_XDS + sch;
@@ -310,7 +308,7 @@ __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)
         dmma_8x8x4(d0, d1, (double)S[j][2], x23.x);
         dmma_8x8x4(e0, e1, (double)S[j][3], x23.y);
     }
-    const float *wcol = (n & 1) ? sm.wq[n >> 1] : sm.wk[n >> 1];
+    const float *wcol = (n & 1) ? ww.wq[n >> 1] : ww.wk[n >> 1];
     const bool wlive = (n >> 1) < T;
 #pragma unroll 1
     for (int i0 = 0; i0 < h; i0 += 4) {
@@ -327,7 +325,7 @@ __device__ __forceinline__ void rows_window_mma(const kargs &A, const float (&S)
     const float vr = __uint_as_float(iobf ? vb << 16 : vb);
     float dd = (float)(d0 + e0), o = (float)(d1 + e1);
     const float uw =
-        window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
+        window_token_chain<TC>(ww, l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return (lane & ~3) + s2; });
     if (live) {
         st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + srow, o);
         st_dt(A.st.ring_u, l.ring_dtype, ((((int64_t)s * HV + hv) * L + wpos + t) << 7) + srow, uw);
@@ -374,7 +372,7 @@ __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][
 #pragma unroll
             for (int t = 0; t < TC; t++) {
                 if (t >= T) continue;
-                const float a = sm.wk[t][i], q = sm.wq[t][i];
+                const float a = sm.ww.wk[t][i], q = sm.ww.wq[t][i];
 #pragma unroll
                 for (int rr = 0; rr < RJ; rr++) {
                     v[(rr * TC + t) * 2] = __fmaf_rn(uu[g0 + rr], a, v[(rr * TC + t) * 2]);
@@ -391,7 +389,7 @@ __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][
         const float vr = t < 4 ? v0 : v1;
         float dd = v[0], o = dq;
         const float uw =
-            window_token_chain<TC>(l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return 4 * (rr * TC + s2); });
+            window_token_chain<TC>(sm.ww, l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return 4 * (rr * TC + s2); });
         if (live) {
             const int jr = row0 + g0 + rr;
             st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
