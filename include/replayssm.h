@@ -123,7 +123,9 @@ typedef struct rssm_context_params {
                                         gate, state dtype, layout and grid size (default: replay GDN from 3.75
                                         heads per SM, KDA from 9, 6 with a bf16 state; packed of a V-first
                                         state never; a K-first state's replay and packed decode from the
-                                        batches measured faster there), 0 = never, 1 = wherever it applies */
+                                        batches measured faster there), 0 = never, 1 = wherever it applies
+                                        (also verify windows of 3-4 tokens on a V-first state, which the
+                                        default keeps on the per-head kernel: the verify pipeline is slower) */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most
                                         40 heads (GDN, f32 state), 32 (bf16 state) or 16 (KDA) (default),
                                         0 = plain round robin, 1 = always */

@@ -6,13 +6,14 @@
  * kernel (rssm_context_params.cuda_pipeline = 0) and on the pipeline with its plain round robin
  * (cuda_pipeline_balance = 0) and with the folding rows first (1), each with the rule's producer
  * warps and with fewer (cuda_pipeline_producers 1 or 2); every output and, at the end,
- * every tensor of every slot must be the same bits. An order that skipped or repeated a head
- * would leave NaN outputs or a stale state (tests/test_pipe_order.c holds pipeline_order.h to its
- * contract on the host; this runs it on the device). Packed decode on the pipeline likewise
- * against the per-head kernel: in-place steps, and copy-on-write steps (write_slot) where some
- * rows write spare slots and one row's write slot is -1 (a padding row). GDN (Qwen3-Next heads, a
- * group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16 state, each state in
- * both layouts (V-first; K-first, which the pipeline stages in tiles, or in padded blocks for
+ * every tensor of every slot must be the same bits. The verify window itself (4 tokens, some rows
+ * starting with a fold) runs on the verify pipeline (verify_pipeline.cu) wherever the pipeline is
+ * forced and the state is V-first, so it is held to the per-head kernel's bits too. An order that skipped or repeated a
+ * head would leave NaN outputs or a stale state (tests/test_pipe_order.c holds pipeline_order.h to its contract on the
+ * host; this runs it on the device). Packed decode on the pipeline likewise against the per-head kernel: in-place
+ * steps, and copy-on-write steps (write_slot) where some rows write spare slots and one row's write slot is -1 (a
+ * padding row). GDN (Qwen3-Next heads, a group of 2 value heads per unit) and KDA (Kimi-Linear heads), f32 and bf16
+ * state, each state in both layouts (V-first; K-first, which the pipeline stages in tiles, or in padded blocks for
  * packed decode of a bf16 state).
  * Skips (exit 77, ctest's SKIP_RETURN_CODE) without a CUDA device.
  */

@@ -12,8 +12,8 @@
 namespace rssm_pipe
 {
 
-#define PNC 16  /* consumer warps */
-#define PK 128  /* K = V */
+#define PNC 16 /* consumer warps */
+#define PK 128 /* K = V */
 
 /* ---- mbarrier and TMA bulk copy (sm_90) ---- */
 __device__ __forceinline__ unsigned saddr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }

@@ -106,7 +106,6 @@ static_assert(PBAL_ROWS == 32 * 32 * 4, "the bitmap's prefix: one warp, 4 words 
 static_assert(RSSM_PIPE_WORD_ROWS == 32, "a word of the bitmap: the one-word kernels' batches");
 static_assert(PK == RSSM_RING_WEIGHTS_K, "ring_weights reads k rows of 128 channels");
 
-
 /* ---- shared memory ---- */
 enum { ITEM_SKIP = 1, ITEM_FORCED = 2 }; /* padding or bad row: zero output; fold flag set */
 /* what the producer hands over with an item (besides the copied state and ring) */
@@ -186,7 +185,6 @@ static __host__ __device__ size_t stage_bytes(int L, bool rbf, bool sbf, bool kf
 {
     return sizeof(stage_head) + 2 * ring_bytes(L, rbf) + (size_t)PK * PK * (sbf ? 2 : 4) + (kf_pad ? 32 * KF_PAD : 0);
 }
-
 
 /* the head's bf16 state at src into the stage's padded blocks, from one lane */
 __device__ __forceinline__ void kf_stage_copy_padded(unsigned char *dst, const unsigned char *src, uint64_t *bar)

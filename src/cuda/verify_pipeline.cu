@@ -62,7 +62,8 @@ using namespace rssm_pipe;
 __device__ unsigned long long g_vpipe_trace[VTR_CTAS][1 + VTR_MARKS * VTR_ITEMS];
 #define VTR_MARK(j, k)                                                                                                 \
     do {                                                                                                               \
-        if (blockIdx.x < VTR_CTAS && (j) < VTR_ITEMS) g_vpipe_trace[blockIdx.x][1 + VTR_MARKS * (j) + (k)] = trace_now(); \
+        if (blockIdx.x < VTR_CTAS && (j) < VTR_ITEMS)                                                                  \
+            g_vpipe_trace[blockIdx.x][1 + VTR_MARKS * (j) + (k)] = trace_now();                                        \
     } while (0)
 #define VTR_ENTRY()                                                                                                    \
     do {                                                                                                               \
@@ -82,11 +83,15 @@ static_assert(PNC == K128_NW, "the consumers hold a head as the per-head kernel'
 static_assert(VNP == VT, "producer warp t prepares token t");
 
 /* waits until at most N of this thread's cp.async groups are pending */
-template <int N> __device__ __forceinline__ void cp_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+template <int N> __device__ __forceinline__ void cp_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 enum { VITEM_SKIP = 1, VITEM_SFOLD = 2 }; /* padding or bad row: zero output; the window starts with a fold */
 /* what the producer hands over with an item (besides the copied state and ring) */
-struct __align__(128) vstage_head {
+struct __align__(128) vstage_head
+{
     double xd[8 * K128_XDS];      /* x_k, x_q of token t in rows 2t, 2t + 1 (f64): rows_window_mma's B */
     window_weights ww;            /* ring weights, beta, k q */
     float ks[VT][PK], Gn[VT][PK]; /* the window's entries: keys as stored, G (GDN: Gn[t][0]) */
@@ -482,8 +487,11 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
 
 template <bool KDA, bool SBF> static void *kernel_of(bool rbf, bool iobf)
 {
-    if (rbf) return iobf ? (void *)verify_pipe_kernel<KDA, SBF, true, true> : (void *)verify_pipe_kernel<KDA, SBF, true, false>;
-    return iobf ? (void *)verify_pipe_kernel<KDA, SBF, false, true> : (void *)verify_pipe_kernel<KDA, SBF, false, false>;
+    if (rbf)
+        return iobf ? (void *)verify_pipe_kernel<KDA, SBF, true, true>
+                    : (void *)verify_pipe_kernel<KDA, SBF, true, false>;
+    return iobf ? (void *)verify_pipe_kernel<KDA, SBF, false, true>
+                : (void *)verify_pipe_kernel<KDA, SBF, false, false>;
 }
 static void *kernel_for(bool kda, bool sbf, bool rbf, bool iobf)
 {
@@ -588,7 +596,7 @@ cudaError_t rssm_cuda_vpipe_launch(kargs A, int sm_count, cudaStream_t stream)
     const unsigned grid = (unsigned)(units < sm_count ? units : sm_count);
     if (grid == 0) return cudaSuccess;
     const size_t smem = sizeof(vcta_head) + (size_t)A.NS * vstage_bytes(l->ring_len, l->ring_dtype == RSSM_DTYPE_BF16,
-                                                                         l->state_dtype == RSSM_DTYPE_BF16);
+                                                                        l->state_dtype == RSSM_DTYPE_BF16);
     void *k = kernel_for(l->gate == RSSM_GATE_KDA, l->state_dtype == RSSM_DTYPE_BF16, l->ring_dtype == RSSM_DTYPE_BF16,
                          l->io_dtype == RSSM_DTYPE_BF16);
     void *args[] = {&A};

@@ -264,8 +264,8 @@ __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, con
  * lanes with live = 0 only take part in the shuffles. Same operations, in the same order, as a
  * sequential loop over the tokens. Returns u_t rounded to the ring dtype. */
 template <int TC, class SRC>
-__device__ __forceinline__ float window_token_chain(const window_weights &ww, int rdt, int h, int t, bool live, float vr,
-                                                    float &dd, float &o, SRC src_of)
+__device__ __forceinline__ float window_token_chain(const window_weights &ww, int rdt, int h, int t, bool live,
+                                                    float vr, float &dd, float &o, SRC src_of)
 {
     float uw = 0.0f;
 #pragma unroll
@@ -388,8 +388,8 @@ __device__ __forceinline__ void rows_window(const kargs &A, const float (&S)[8][
         const float v1 = TC > 4 ? __shfl_sync(FULL_MASK, vreg(1), src) : 0.0f; /* every lane shuffles */
         const float vr = t < 4 ? v0 : v1;
         float dd = v[0], o = dq;
-        const float uw =
-            window_token_chain<TC>(sm.ww, l.ring_dtype, h, t, live, vr, dd, o, [&](int s2) { return 4 * (rr * TC + s2); });
+        const float uw = window_token_chain<TC>(sm.ww, l.ring_dtype, h, t, live, vr, dd, o,
+                                                [&](int s2) { return 4 * (rr * TC + s2); });
         if (live) {
             const int jr = row0 + g0 + rr;
             st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + t) * HV + hv) << 7) + jr, o);
