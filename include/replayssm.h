@@ -120,10 +120,11 @@ typedef struct rssm_context_params {
     int32_t cuda_ring_read;          /* CUDA fast kernels: read the whole ring without waiting for the cursor:
                                         -1 = by mode and grid size (default), 0 = never, 1 = always */
     int32_t cuda_pipeline;           /* CUDA replay and packed decode on the persistent pipeline: -1 = by mode,
-                                        gate, state dtype, layout and grid size (default: replay GDN from 3.75
-                                        heads per SM, KDA from 9, 6 with a bf16 state; packed of a V-first
-                                        state never; a K-first state's replay and packed decode from the
-                                        batches measured faster there), 0 = never, 1 = wherever it applies
+                                        gate, state dtype, layout and grid size (default: replay GDN from 2.75
+                                        heads per SM, 3.75 with a bf16 state, KDA from 9, 6 with a bf16
+                                        state; packed of a V-first state never; a K-first state's replay and
+                                        packed decode from the batches measured faster there), 0 = never,
+                                        1 = wherever it applies
                                         (also verify windows of 3-4 tokens on a V-first state, which the
                                         default keeps on the per-head kernel: the verify pipeline is slower) */
     int32_t cuda_pipeline_balance;   /* the pipeline deals folding rows first: -1 = where a CTA has at most

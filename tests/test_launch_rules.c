@@ -81,7 +81,7 @@ int main(void)
     const struct {
         int packed, kda, sbf, kf, from;
         const char *what;
-    } pipe[] = {{0, 0, 0, 0, 16, "replay, GDN"},
+    } pipe[] = {{0, 0, 0, 0, 12, "replay, GDN"},
                 {0, 0, 1, 0, 16, "replay, GDN, bf16 state"},
                 {0, 1, 0, 0, 38, "replay, KDA"},
                 {0, 1, 1, 0, 25, "replay, KDA, bf16 state"},

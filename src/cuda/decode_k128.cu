@@ -587,10 +587,10 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         c0 = uniform ? 0 : c;
         /* KDA: every window (a deep one clamps its gates and folds); GDN: with live entries */
         if (MODE == MODE_VERIFY && (KDA || (!uniform && h > 0))) {
-            const int tests = window_tests<KDA>(A, KDA ? Gl : lG() + h - 1, uniform ? 0 : h, T, lane);
+            const int tests = window_tests<KDA>(A, KDA ? Gl : lG() + h - 1, uniform ? 0 : h, T, lane, sm.gt);
             early = !uniform && h > 0 && tests != 0;
             if (KDA && (tests & 2)) { /* rare, and alike in every warp */
-                if (w == 0) clamp_window_gates(A, T, lane);
+                if (w == 0) clamp_window_gates(A, T, lane, sm.gt);
                 __syncthreads();
             }
         }

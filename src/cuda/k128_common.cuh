@@ -83,6 +83,23 @@ __device__ __forceinline__ void unpack_bf2(uint32_t w, float *x)
 {
     x[0] = __uint_as_float(w << 16), x[1] = __uint_as_float(w & 0xffff0000u);
 }
+/* A token's k and q over the warp's 128 channels (the lane's 4 in kr, qr): k l2-normalised, q
+ * l2-normalised and scaled (decode_k128.cu's prepare_token, operation for operation) */
+__device__ __forceinline__ void normalise_kq(const rssm_layer &l, const float (&kr)[4], const float (&qr)[4],
+                                             float (&kn)[4], float (&qn)[4])
+{
+    float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+#pragma unroll
+    for (int e = 1; e < 4; e++)
+        nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+    nk = warp_sum(nk), nq = warp_sum(nq);
+    const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
+    const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
+}
+
 /* 4 consecutive elements (f32 or bf16) at element offset off */
 __device__ __forceinline__ void ld4(const void *p, int bf, int64_t off, float *x)
 {

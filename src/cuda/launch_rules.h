@@ -16,11 +16,11 @@
 /* Decode runs on the replay pipeline from this many value heads (batch x HV) on `sms`
  * multiprocessors (INT64_MAX: never), by mode, gate, state dtype (sbf: bf16) and layout (kf: K-first), as the H200
  * measured (bench/results/switch-2026-12-02/, 32 value heads, 132 SMs):
- *   replay, GDN: from 3.75 heads per SM, B = 16 (flashinfer-2026-12-03/callG-pipeline.txt, after
- *     the pipeline's first copies went out first: B = 16 / 18 19.35 / 21.33 us against 20.06 /
- *     21.71 on the per-head kernel, B = 14 18.42 against 18.33, B = 9-11 5-10% slower; with a bf16
- *     state the same crossing: B = 16 / 18 17.01 / 18.56 against 17.29 / 19.26, B = 14 16.63
- *     against 15.56; B = 12 alone won below it with an f32 state, 16.48 against 16.74);
+ *   replay, GDN: from 2.75 heads per SM, B = 12, since the one-word start (verify-pipe-2026-12-04/
+ *     call E, two rounds: B = 12 / 13 / 14 / 15 15.78 / 17.34 / 17.64 / 17.98 us against 16.54 /
+ *     17.32 / 18.07 / 18.72 on the per-head kernel; before it B = 9-11 were 5-10% slower,
+ *     flashinfer-2026-12-03/callG-pipeline.txt); with a bf16 state from 3.75, B = 16 (call E: B =
+ *     12 / 13 / 14 / 15 13.83 / 15.41 / 15.77 / 16.01 against 14.25 / 14.75 / 15.26 / 16.19);
  *   replay, KDA: from 9 (B = 38: B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73,
  *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
  *     against 27.70);
@@ -52,7 +52,8 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
     if (kf && sbf && packed) return sms;
     if (kf && packed) return 15 * sms / 4;
     if (packed) return INT64_MAX;
-    if (kf && !sbf) return !kda ? 11 * sms / 4 : 23 * sms / 4;
+    if (!kda && !sbf) return 11 * sms / 4;
+    if (kf && !sbf) return 23 * sms / 4;
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 

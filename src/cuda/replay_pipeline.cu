@@ -550,18 +550,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
 
             /* token preparation: the operations of decode_k128.cu */
             float kn[4], qn[4], g[4];
-            {
-                float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
-#pragma unroll
-                for (int e = 1; e < 4; e++)
-                    nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
-                nk = warp_sum(nk), nq = warp_sum(nq);
-                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
-                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
-            }
+            normalise_kq(l, kr, qr, kn, qn);
             if (A.io.g) {
 #pragma unroll
                 for (int e = 0; e < 4; e++)

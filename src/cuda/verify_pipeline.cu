@@ -276,16 +276,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
                 const unsigned char *buf = ch.tok[pw][j & 1];
                 float kr[4], qr[4], kn[4], qn[4], g[4];
                 ld4(buf, IOBF, c4, kr), ld4(buf, IOBF, PK + c4, qr);
-                float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
-#pragma unroll
-                for (int e = 1; e < 4; e++)
-                    nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
-                nk = warp_sum(nk), nq = warp_sum(nq);
-                const float sk = l.qk_l2norm ? 1.0f / sqrtf(nk + (float)RSSM_L2NORM_EPS) : 1.0f;
-                const float sq = l.qk_l2norm ? 1.0f / sqrtf(nq + (float)RSSM_L2NORM_EPS) : 1.0f;
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    kn[e] = kr[e] * sk, qn[e] = qr[e] * sq * l.scale;
+                normalise_kq(l, kr, qr, kn, qn);
                 if (A.io.g) {
                     const float x = KDA ? 0.0f : rssm_gate_floor_f32(ga[0]); /* GDN: the gate floor */
 #pragma unroll
@@ -322,39 +313,12 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
             if (tid == PNC * 32) VTR_MARK(j, 4);
             const float *sG = sh.G + (KDA ? 0 : (base & 3)); /* GDN: G of the live entries */
             int early = 0;
-            if (ok && !KDA && !uniform && h > 0) {
-                float W = sG[h - 1];
-                for (int t = 0; t < T; t++)
-                    W = W + sh.gt[t][0];
-                early = W < -l.fold_threshold;
-            } else if (ok && KDA) {
-                const int hw = uniform ? 0 : h;
-                float W[4], N[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    W[e] = hw > 0 ? sG[c4 + e] : 0.0f;
-                for (int t = 0; t < T; t++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        const float g = sh.gt[t][c4 + e];
-                        W[e] = W[e] + g, N[e] = N[e] + fminf(g, 0.0f);
-                    }
-                const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));
-                const bool deep = fminf(fminf(N[0], N[1]), fminf(N[2], N[3])) < -rssm_kda_window_decay(&l);
-                const int tests = (hw > 0 && m < -l.fold_threshold) | (__any_sync(FULL_MASK, deep) << 1);
+            if (ok && (KDA || (!uniform && h > 0))) {
+                const int tests = window_tests<KDA>(A, KDA ? sG : sG + h - 1, uniform ? 0 : h, T, lane, sh.gt);
                 early = !uniform && h > 0 && tests != 0;
-                if (tests & 2) { /* rare: each channel's gates clamped at its level (clamp_window_gates) */
-                    psync();     /* every warp has read the gates */
-                    if (pw == 0) {
-                        const float decay = rssm_kda_window_decay(&l);
-#pragma unroll 1
-                        for (int e = 0; e < 4; e++) {
-                            float lvl;
-                            RSSM_KDA_WINDOW_LEVEL(sh.gt[t][c4 + e], T, decay, lvl);
-                            for (int t = 0; t < T; t++)
-                                sh.gt[t][c4 + e] = rssm_kda_clamp(sh.gt[t][c4 + e], lvl);
-                        }
-                    }
+                if (KDA && (tests & 2)) { /* rare, and alike in every warp */
+                    psync();              /* every warp has read the gates */
+                    if (pw == 0) clamp_window_gates(A, T, lane, sh.gt);
                     psync();
                 }
             }

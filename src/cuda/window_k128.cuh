@@ -77,36 +77,36 @@ __device__ __forceinline__ void fold_ring_rows_mma(float (&S)[8][4], const float
 }
 static_assert(K128_FOLD_ROUND * 16 * 8 <= 8 * K128_XDS, "a fold round's key fragments fit the window's f64 area");
 
-/* KDA verify, a deep window: its gates in sm.gt clamped at each channel's level (params.h,
+/* KDA verify, a deep window: its gates gt[t] (shared memory) clamped at each channel's level (params.h,
  * RSSM_KDA_WINDOW_LEVEL), by one warp (a lane: its 4 channels); read after a barrier. */
-__device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int lane)
+__device__ __forceinline__ void clamp_window_gates(const kargs &A, int T, int lane, float (*gt)[K128_DIM])
 {
-    fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
     const float decay = rssm_kda_window_decay(&A.l);
 #pragma unroll 1
     for (int e = 0; e < 4; e++) {
         float lvl;
-        RSSM_KDA_WINDOW_LEVEL(sm.gt[t][c4 + e], T, decay, lvl);
+        RSSM_KDA_WINDOW_LEVEL(gt[t][c4 + e], T, decay, lvl);
         for (int t = 0; t < T; t++)
-            sm.gt[t][c4 + e] = rssm_kda_clamp(sm.gt[t][c4 + e], lvl);
+            gt[t][c4 + e] = rssm_kda_clamp(gt[t][c4 + e], lvl);
     }
 }
 
-/* Verify: the window's fold tests, alike in every warp (a lane reads its 4 channels; every warp
- * all 128): bit 0 when the window would take some channel's G below -G_MAX (the head's early
- * start fold: min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl
- * (KDA) or in Gl[0] (GDN, whose gates sm.gt are the same on every channel)); bit 1 (KDA) when
+/* Verify: the window's fold tests on its gates gt[t] (shared memory), alike in every warp (a lane reads
+ * its 4 channels; every warp all 128): bit 0 when the window would take some channel's G below -G_MAX (the
+ * head's early start fold: min over channels of G_{h-1} + the window's T gates, G_{h-1} per channel in Gl
+ * (KDA) or in Gl[0] (GDN, whose gates are the same on every channel)); bit 1 (KDA) when
  * some channel's window decays by more than the clamp allows (params.h, the sum of its gates'
  * negative parts: its gates are clamped and the head folds at the start). h = 0: no live entries
  * (no early fold). */
-template <bool KDA> __device__ __forceinline__ int window_tests(const kargs &A, const float *Gl, int h, int T, int lane)
+template <bool KDA>
+__device__ __forceinline__ int window_tests(const kargs &A, const float *Gl, int h, int T, int lane,
+                                            const float (*gt)[K128_DIM])
 {
-    fixed_smem &sm = k128_smem();
     if (!KDA) {
         float W = Gl[0];
         for (int t = 0; t < T; t++)
-            W = W + sm.gt[t][0];
+            W = W + gt[t][0];
         return W < -A.l.fold_threshold;
     }
     const int c4 = lane * 4; /* the lane's first channel */
@@ -117,7 +117,7 @@ template <bool KDA> __device__ __forceinline__ int window_tests(const kargs &A, 
     for (int t = 0; t < T; t++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            const float g = sm.gt[t][c4 + e];
+            const float g = gt[t][c4 + e];
             W[e] = W[e] + g, N[e] = N[e] + fminf(g, 0.0f);
         }
     const float m = warp_min(fminf(fminf(W[0], W[1]), fminf(W[2], W[3])));

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Call E: V-first GDN replay at B = 12-16, per-head kernel by rule (-1) against the pipeline forced
 # (1), f32 and bf16 state, two alternating rounds (the rule's band was set before the one-word start
-# made the pipeline faster at B = 16-24). Library N of call D (replay kernels as main's). Carry [".gpu"].
+# made the pipeline faster at B = 16-24); then test_cuda_pipeline on the final tree (the verify
+# pipeline's fold tests through window_tests, k and q through normalise_kq; the per-head and replay
+# pipeline kernels' machine code equal to main's). Carry [".gpu"].
 set -uo pipefail
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -14,3 +16,4 @@ for r in 1 2; do for P in -1 1; do
   bn f32/p$P --cuda-pipeline $P
   bn bf16/p$P --state bf16 --cuda-pipeline $P
 done; el "round $r"; done 2>&1 | tee "$O/bench.txt"
+/tmp/v/N/test_cuda_pipeline 2>&1 | grep -E "FAIL|passed" | tee "$O/checks.txt"; el test
