@@ -9,22 +9,27 @@
  * rows 2.85), two CTAs to an SM (bench/results/README.md, Verify windows). Here the producers
  * take the round trips and the chains that need no state (token preparation, the fold tests,
  * the gates, the ring weights), and the consumers hold the state: its start fold and the rows.
+ * So far it is slower than the per-head kernel (GDN B = 128 209.1 against 160.1 us): its 16
+ * consumer warps hold one head at a time, where the per-head kernel overlaps two per SM, and the
+ * producers need about 5 us per item (bench/results/verify-pipe-2026-12-04/). Only
+ * rssm_context_params.cuda_pipeline = 1 chooses it.
  *
  * Work: a unit is (row b, key head kh), its value heads in order (item j: value head j % group
  * of unit j / group), dealt to the CTAs round robin (position p to CTA p % gridDim.x, unit
- * (p / H, p % H)). Item j goes to producer j % np and stage j % NS.
- *   producer: slot, cursor and ring base of its next 32 items at once (one lane each); per item
- *     the token inputs of the window's T tokens; once the stage's previous state is taken, the
- *     TMA copy of the checkpoint (counted on `full`); once the stage is free, the copies of the
- *     h live ring entries (k, u, G as replay_pipeline.cu; counted on `ring`); then, as the
- *     per-head kernel does (prepare_token, window_tests, clamp_window_gates, gates_window,
- *     window_ring_weights), operation for operation: k, q normalised, the gates, beta, k q; the
- *     start fold decision (cursor at L, forced, or the window's own tests, which read G_{h-1}
- *     from the copied ring: the producer waits for `ring`); each token's G, x_k, x_q (as f64,
- *     the rows' B operand) and key as stored; the ring weights w_{t,p} over the entries the rows
- *     read (none after a start fold) and the window's own, by one reduce-scatter per entry
- *     (warp_sum's additions, so the same bits for KDA too). It writes the item's header and
- *     arrives on `full` (its 32 lanes).
+ * (p / H, p % H)). Item j goes to stage j % NS.
+ *   producers (VNP = 4 warps, every item by all of them, in order): slot, cursor and ring base of
+ *     the next 32 items at once (one lane each); warp t fetches token t's k and q rows by cp.async
+ *     one item ahead; once the stage is free, the copies of the h live ring entries (k, u, G as
+ *     replay_pipeline.cu; counted on `ring`), then of the checkpoint (counted on `full`), and v;
+ *     then, as the per-head kernel does (prepare_token, window_tests, clamp_window_gates,
+ *     gates_window, window_ring_weights), operation for operation: warp t normalises k_t, q_t and
+ *     evaluates gate, beta and k q of token t; the start fold decision (cursor at L, forced, or
+ *     the window's own tests, which read G_{h-1} from the copied ring: the producers wait for
+ *     `ring`); warp t's token G, x_k, x_q (as f64, the rows' B operand) and key as stored; the
+ *     ring weights w_{t,p} over the entries the rows read (none after a start fold) and the
+ *     window's own, entry p by warp p % 4, one reduce-scatter per entry (warp_sum's additions, so
+ *     the same bits for KDA too). Their barrier (2) lies between the phases; every producer
+ *     thread arrives on `full` after its own stores.
  *   consumers (16 warps, the per-head MMA layout: lane l owns row 8 w + l / 4 at channels
  *     16 j + 4 (l % 4) + e): the state from the stage, released at once (empty_s); the start
  *     fold on the FP64 tensor cores (fold_ring_rows_mma, its barriers the consumers' own) and the
@@ -41,7 +46,6 @@
  * after every consumer thread arrived on its empty barrier, and read by the consumers only after
  * the producer's lanes arrived on `full`, after the producer saw `ring` complete.
  */
-//#define RSSM_PIPE_TRACE 1 /* TEMP local diagnostic */
 #include <stdint.h>
 #include <stdio.h>
 
