@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarise the verify pipeline's per-item marks (verify_pipeline.cu built with RSSM_PIPE_TRACE;
-the CSV that RSSM_PIPE_TRACE_FILE names): per phase, the median, mean and 90th percentile over
-the items of every CTA, in microseconds.
+the CSV at RSSM_PIPE_TRACE_FILE's path with ".verify.csv" appended): per phase, the median, mean
+and 90th percentile over the items of every CTA, in microseconds.
 
 Producer phases (the producer warps take every item together):
   stage     begun -> the stage's ring copy issued (waiting for the consumers to free the stage)

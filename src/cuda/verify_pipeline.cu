@@ -471,8 +471,9 @@ static int max_smem; /* the device's opt-in shared memory per block (bytes), set
 
 } // namespace rssm_vpipe
 
-/* Writes the last launch's per-item marks to `path` as CSV (cta, item, marks 0-7 in microseconds
- * from the earliest entry; -1 unmarked), in diagnostic builds; otherwise nothing. */
+/* Writes the last launch's per-item marks to `path` with ".verify.csv" appended (cta, item, marks 0-7 in
+ * microseconds from the earliest entry; -1 unmarked; bench/verify_trace.py summarises them), in
+ * diagnostic builds; otherwise nothing. */
 void rssm_cuda_vpipe_trace_write(const char *path)
 {
 #ifdef RSSM_PIPE_TRACE
@@ -481,7 +482,9 @@ void rssm_cuda_vpipe_trace_write(const char *path)
     if (!path || cudaDeviceSynchronize() != cudaSuccess ||
         cudaMemcpyFromSymbol(t, g_vpipe_trace, sizeof t) != cudaSuccess)
         return;
-    FILE *f = fopen(path, "w");
+    char name[4096];
+    snprintf(name, sizeof name, "%s.verify.csv", path);
+    FILE *f = fopen(name, "w");
     if (!f) return;
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < VTR_CTAS; c++)
