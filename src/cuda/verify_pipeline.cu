@@ -31,10 +31,10 @@
  *     the same bits for KDA too). Their barrier (2) lies between the phases; every producer
  *     thread arrives on `full` after its own stores.
  *   consumers (16 warps, the per-head MMA layout: lane l owns row 8 w + l / 4 at channels
- *     16 j + 4 (l % 4) + e): the state from the stage, released at once (empty_s); the start
+ *     16 j + 4 (l % 4) + e): the state from the stage into registers; the start
  *     fold on the FP64 tensor cores (fold_ring_rows_mma, its barriers the consumers' own) and the
  *     checkpoint store; the window's new entries (k, G); the rows (rows_window_mma): o and u of
- *     every (row, token); the ring base; then the stage is released (empty_r).
+ *     every (row, token); the ring base; then the stage is released (empty).
  * Same functions as the per-head kernel where the state is involved, the same operations in the
  * same order elsewhere: both kernels give the same bits (tests/test_cuda_pipeline.c).
  *
@@ -108,7 +108,7 @@ struct __align__(128) vstage_head
 /* the CTA's fixed part: barriers, the start fold's key fragments, each producer's k and q rows of
  * its current window (io dtype) */
 struct vcta_head {
-    uint64_t full[VNS_MAX], empty_s[VNS_MAX], empty_r[VNS_MAX], ring[VNS_MAX];
+    uint64_t full[VNS_MAX], empty[VNS_MAX], ring[VNS_MAX], pad_[VNS_MAX];
     double kf[K128_FOLD_ROUND * 16 * 8];
     unsigned char tok[VT][2][2 * PK * 4]; /* token t's k and q rows, item j in buffer j % 2 */
 };
@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
         VTR_ENTRY();
         for (int st = 0; st < NS; st++) {
             mbar_init(&ch.full[st], VNP * 32);
-            mbar_init(&ch.empty_s[st], PNC * 32);
-            mbar_init(&ch.empty_r[st], PNC * 32);
+            mbar_init(&ch.empty[st], PNC * 32);
             mbar_init(&ch.ring[st], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -244,7 +243,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
             if ((bad_slot || bad_ring) && hv == 0 && tid == PNC * 32) atomicAdd(A.err, 1);
 
             /* once the stage is free: its ring (first: it lands before the state), the state, v */
-            if (n > 0) mbar_wait(&ch.empty_r[st], (n - 1) & 1);
+            if (n > 0) mbar_wait(&ch.empty[st], (n - 1) & 1);
             if (tid == PNC * 32) {
                 /* KDA entries at positions 0 .. h-1; GDN at p0 = base .. base+h-1, G from p0 & ~3 */
                 const int p0 = KDA ? 0 : base, g0 = p0 & ~3;
@@ -409,7 +408,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
         if (flags & VITEM_SKIP) { /* padding or a bad row: zero outputs, nothing else */
             if (lane < 8 * T)
                 st_dt(A.io.o, l.io_dtype, ((((int64_t)b * T + (lane >> 3)) * HV + hv) << 7) + row0 + (lane & 7), 0.0f);
-            mbar_arrive(&ch.empty_s[st]), mbar_arrive(&ch.empty_r[st]);
+            mbar_arrive(&ch.empty[st]);
             if (++st == NS) st = 0, ph ^= 1;
             continue;
         }
@@ -423,7 +422,6 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
             for (int i = 0; i < 8; i++)
                 ld4(ss, SBF, srow * PK + sch + 16 * i, S[i]);
         }
-        mbar_arrive(&ch.empty_s[st]); /* every thread, after its own reads */
         const unsigned char *sK = ring_k_of(st), *sU = ring_u_of(st);
         const float *sG = sh.G + (KDA ? 0 : (base & 3));
         if (sfold && h > 0) {
@@ -448,7 +446,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
         rows_window_mma<VT>(A, S, sh.xd, sU, RBF, hf, wpos, T, lane, srow, sch, b, s, HV, hv, L, vb, IOBF, sh.ww);
         if (sfold && (KDA ? c0 != base : true) && tid == 0) A.st.ring_base[hd] = c0;
         if (tid == 0) VTR_MARK(j, 7);
-        mbar_arrive(&ch.empty_r[st]);
+        mbar_arrive(&ch.empty[st]);
         if (++st == NS) st = 0, ph ^= 1;
     }
 }
