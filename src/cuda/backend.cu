@@ -261,13 +261,15 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
     }
     /* the fast path is chosen by the same test for packed and replay decode (L = 1 replay
      * stays bit-identical to packed within each choice) */
-    /* replay and packed decode of many heads: the persistent pipeline, by mode, gate, state
-     * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
-     * kernels run those as packed decode) */
+    /* verify windows of 3-4 tokens: the verify pipeline only where forced (slower than the per-head
+     * kernel so far, bench/results/verify-pipe-2026-12-04/) */
     if (im->fast && im->pipe == 1 && rssm_cuda_vpipe_ok(&A)) {
         CU(rssm_cuda_vpipe_launch(A, im->sm_count, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
+    /* replay and packed decode of many heads: the persistent pipeline, by mode, gate, state
+     * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
+     * kernels run those as packed decode) */
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
         (im->pipe == 1 || pipe_by_rule(A, p->io.batch, im->sm_count))) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);

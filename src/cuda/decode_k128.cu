@@ -670,7 +670,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             A.st.ring_base[(int64_t)opaque(s) * HV + hv] = end ? (end == 2 ? c0 + 1 : 0) : c0;
         __syncthreads();
     } else {
-        window_ring_weights<KDA>(lK(), lG(), rbf, T, h, w, NW, lane);
+        window_ring_weights<KDA>(lK(), lG(), rbf, T, h, w, NW, lane, KDA ? sm.xk : sm.kn, KDA ? sm.xq : sm.qn, sm.ks,
+                                 sm.G, sm.ww);
         if (MODE != MODE_PACKED && !end && part == 0 &&
             w >= NW - T) { /* the last warps write the new entries' k and G */
             const int t = NW - 1 - w;

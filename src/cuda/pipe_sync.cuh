@@ -86,4 +86,7 @@ __device__ __forceinline__ bool elect_one()
 
 } // namespace rssm_pipe
 
+/* host: whether p is 16-byte aligned (TMA copies, and a lane's 4 elements in one access) */
+static inline int rssm_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
 #endif /* RSSM_PIPE_SYNC_CUH */

@@ -879,8 +879,6 @@ static int pipe_stages(const rssm_layer *l, bool packed)
     return ns < 2 ? 0 : ns > PNS_MAX ? PNS_MAX : ns;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
 /* 1 when replay or packed decode step A can run on the pipeline: K = V = 128, T = 1,
  * (replay) L a multiple of 4 (16-byte aligned G copies), 16-byte aligned state arrays (TMA),
  * enough shared memory. */
@@ -892,16 +890,16 @@ int rssm_cuda_pipe_ok(const kargs *A)
     if ((!packed && A->mode != MODE_REPLAY) || io->tokens != 1 || l->head_k_dim != 128 || l->head_v_dim != 128)
         return 0;
     if (A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
-    if (!aligned16(A->st.checkpoint)) return 0;
+    if (!rssm_aligned16(A->st.checkpoint)) return 0;
     /* tiled: the tensor map's encoder, and head indices that a tensor copy's coordinate holds */
     if (pipe_tiled(l, packed) && (!rssm_pipe::encode_tiled || (int64_t)A->st.num_slots * l->num_v_heads > INT32_MAX))
         return 0;
-    if (!packed &&
-        (l->ring_len % 4 || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) || !aligned16(A->st.ring_g)))
+    if (!packed && (l->ring_len % 4 || !rssm_aligned16(A->st.ring_k) || !rssm_aligned16(A->st.ring_u) ||
+                    !rssm_aligned16(A->st.ring_g)))
         return 0;
     /* the producer reads 4 elements of k, q, v (and KDA g) per lane in one access */
-    if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !aligned16(io->q) || !aligned16(io->k) ||
-        !aligned16(io->v) || (io->g && !aligned16(io->g)))
+    if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !rssm_aligned16(io->q) || !rssm_aligned16(io->k) ||
+        !rssm_aligned16(io->v) || (io->g && !rssm_aligned16(io->g)))
         return 0;
     /* precomputed gates read packed (their own token strides: the general kernel) */
     const int64_t gk = l->gate == RSSM_GATE_KDA ? PK : 1;

@@ -27,9 +27,8 @@
  *     the window's own tests, which read G_{h-1} from the copied ring: the producers wait for
  *     `ring`); warp t's token G, x_k, x_q (as f64, the rows' B operand) and key as stored; the
  *     ring weights w_{t,p} over the entries the rows read (none after a start fold) and the
- *     window's own, entry p by warp p % 4, one reduce-scatter per entry (warp_sum's additions, so
- *     the same bits for KDA too). Their barrier (2) lies between the phases; every producer
- *     thread arrives on `full` after its own stores.
+ *     window's own (window_ring_weights over the 4 warps). Their barrier (2) lies between the
+ *     phases; every producer thread arrives on `full` after its own stores.
  *   consumers (16 warps, the per-head MMA layout: lane l owns row 8 w + l / 4 at channels
  *     16 j + 4 (l % 4) + e): the state from the stage into registers; the start
  *     fold on the FP64 tensor cores (fold_ring_rows_mma, its barriers the consumers' own) and the
@@ -353,38 +352,11 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
             }
             psync(); /* every token's vectors */
 
-            /* window_ring_weights: entry p (a live one, p < hf, or the window's own) against every
-             * token's k and q (GDN; weighted by e^{G_t - G_p}) or x_k and x_q (KDA), 8 products in one
-             * reduce-scatter (warp_sum's additions); token t reads p < hf + t */
-            const unsigned char *sK = ring_k_of(st);
-            const int E = hf + T - 1;
-#pragma unroll 1
-            for (int p = pw; ok && p < E; p += VNP) {
-                float k4[4];
-                if (p < hf)
-                    ld4(sK, RBF, p * PK + c4, k4);
-                else
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        k4[e] = sh.ks[p - hf][c4 + e];
-                float v[8];
-#pragma unroll
-                for (int t = 0; t < VT; t++) {
-                    const float4 a = *(const float4 *)&sh.kn[t][c4], q = *(const float4 *)&sh.qn[t][c4];
-                    float dk = 0.0f, dq = 0.0f;
-                    dk = __fmaf_rn(k4[0], a.x, dk), dq = __fmaf_rn(k4[0], q.x, dq);
-                    dk = __fmaf_rn(k4[1], a.y, dk), dq = __fmaf_rn(k4[1], q.y, dq);
-                    dk = __fmaf_rn(k4[2], a.z, dk), dq = __fmaf_rn(k4[2], q.z, dq);
-                    dk = __fmaf_rn(k4[3], a.w, dk), dq = __fmaf_rn(k4[3], q.w, dq);
-                    v[2 * t] = dk, v[2 * t + 1] = dq;
-                }
-                RS<8, 1, 16>::run(v, lane); /* lane l: product l / 4 in v[0] */
-                const int jj = lane >> 2, t = jj >> 1;
-                if ((lane & 3) == 0 && t < T && p < hf + t) {
-                    const float f = KDA ? 1.0f : expf(sh.Gn[t][0] - (p < hf ? sG[p] : sh.Gn[p - hf][0]));
-                    (jj & 1 ? sh.ww.wq : sh.ww.wk)[t][p] = KDA ? v[0] : v[0] * f;
-                }
-            }
+            /* window_ring_weights over the producer warps: the entries the rows read (none after a start
+             * fold) and the window's own; KDA's x_k, x_q are in kn, qn */
+            if (ok)
+                window_ring_weights<KDA>(ring_k_of(st), sG, RBF, T, hf, pw, VNP, lane, sh.kn, sh.qn, sh.ks, sh.Gn,
+                                         sh.ww);
             cp_wait_group<1>(); /* this lane's v (the next token may be in flight) */
             if (tid == PNC * 32) {
                 sh.s = s, sh.b = b, sh.hv = hv, sh.c0 = uniform ? 0 : c, sh.base = base, sh.h = h;
@@ -517,8 +489,6 @@ static int vpipe_stages(const rssm_layer *l)
     return ns < 2 ? 0 : ns > VNS_MAX ? VNS_MAX : ns;
 }
 
-static int aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-
 /* 1 when verify step A can run on the pipeline: windows of 3-4 tokens, K = V = 128, a V-first
  * state, L a multiple of 4 (16-byte aligned G copies), 16-byte aligned state arrays and token
  * rows (TMA; 4 elements per lane in one access), enough shared memory. */
@@ -530,11 +500,11 @@ int rssm_cuda_vpipe_ok(const kargs *A)
         l->state_layout != RSSM_LAYOUT_VK)
         return 0;
     if (A->group < 1 || l->num_v_heads != l->num_k_heads * A->group) return 0;
-    if (!aligned16(A->st.checkpoint) || l->ring_len % 4 || !aligned16(A->st.ring_k) || !aligned16(A->st.ring_u) ||
-        !aligned16(A->st.ring_g))
+    if (!rssm_aligned16(A->st.checkpoint) || l->ring_len % 4 || !rssm_aligned16(A->st.ring_k) ||
+        !rssm_aligned16(A->st.ring_u) || !rssm_aligned16(A->st.ring_g))
         return 0;
-    if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !aligned16(io->q) || !aligned16(io->k) ||
-        !aligned16(io->v) || (io->g && !aligned16(io->g)))
+    if (io->q_stride % 4 || io->k_stride % 4 || io->v_stride % 4 || !rssm_aligned16(io->q) || !rssm_aligned16(io->k) ||
+        !rssm_aligned16(io->v) || (io->g && !rssm_aligned16(io->g)))
         return 0;
     /* precomputed gates read packed (their own token strides: the general kernel) */
     const int64_t gk = l->gate == RSSM_GATE_KDA ? 128 : 1;

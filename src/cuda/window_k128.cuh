@@ -171,18 +171,20 @@ __device__ __forceinline__ void gates_window(const kargs &A, double *sXd, int T,
     }
 }
 
-/* Verify: ring weights w_{t,p}, p < h + t (the window's own entries from sm.ks, sm.G) into
- * sm.ww.wk[t], sm.ww.wq[t], by gate (window_ring_weights below). */
+/* Verify: ring weights w_{t,p}, p < h + t, into ww.wk[t], ww.wq[t], by gate (window_ring_weights
+ * below), from the tokens' vectors in shared memory: xa[t], xb[t] (GDN k and q, KDA x_k and x_q), the
+ * window's own entries' keys as stored ks[t] and (GDN) their G in G[t][0]. */
 
 /* channels c4 .. c4 + 3 of entry p's key: a ring entry (p < h, as stored) or the window's own */
-__device__ __forceinline__ void entry_key4(const unsigned char *sK, int rbf, int p, int h, int c4, float (&k4)[4])
+__device__ __forceinline__ void entry_key4(const unsigned char *sK, int rbf, int p, int h, int c4,
+                                           const float (*ks)[K128_DIM], float (&k4)[4])
 {
     if (p < h)
         ld4(sK, rbf, p * K128_DIM + c4, k4);
     else
 #pragma unroll
         for (int e = 0; e < 4; e++)
-            k4[e] = k128_smem().ks[p - h][c4 + e];
+            k4[e] = ks[p - h][c4 + e];
 }
 
 /* GDN: a warp takes an entry p and a group of 4 tokens, the 8 dot products of k_p with their k and
@@ -191,21 +193,22 @@ __device__ __forceinline__ void entry_key4(const unsigned char *sK, int rbf, int
  * weights keep their bits. GDN T = 4 at B = 128: 176.4 -> 163.0 us
  * (bench/results/verify-weights-2026-12-03/). */
 __device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const float *sG, int rbf, int T, int h, int w,
-                                                 int NW, int lane)
+                                                 int NW, int lane, const float (*kn)[K128_DIM],
+                                                 const float (*qn)[K128_DIM], const float (*ks)[K128_DIM],
+                                                 const float (*G)[K128_DIM], window_weights &ww)
 {
-    fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
     const int E = h + T - 1, groups = (T + 3) >> 2;
     for (int pi = w; pi < E * groups; pi += NW) {
         const int p = pi % E, t0 = 4 * (pi / E);
         if (p - h >= t0 + 3) continue; /* no token of the group reads this entry */
         float k4[4];
-        entry_key4(sK, rbf, p, h, c4, k4);
+        entry_key4(sK, rbf, p, h, c4, ks, k4);
         /* v[2 j]: k_p . k of token t0 + j, v[2 j + 1]: k_p . q (past the window: unused) */
         float v[8];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const float4 a = *(const float4 *)(sm.kn[t0 + j] + c4), b = *(const float4 *)(sm.qn[t0 + j] + c4);
+            const float4 a = *(const float4 *)(kn[t0 + j] + c4), b = *(const float4 *)(qn[t0 + j] + c4);
             float dk = 0.0f, dq = 0.0f;
             dk = __fmaf_rn(k4[0], a.x, dk), dq = __fmaf_rn(k4[0], b.x, dq);
             dk = __fmaf_rn(k4[1], a.y, dk), dq = __fmaf_rn(k4[1], b.y, dq);
@@ -216,8 +219,8 @@ __device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const 
         RS<8, 1, 16>::run(v, lane); /* lane l: product l / 4 in v[0] */
         const int j = lane >> 2, t = t0 + (j >> 1);
         if ((lane & 3) == 0 && t < T && p < h + t) {
-            const float f = expf(sm.G[t][0] - (p < h ? sG[p] : sm.G[p - h][0]));
-            (j & 1 ? sm.ww.wq : sm.ww.wk)[t][p] = v[0] * f;
+            const float f = expf(G[t][0] - (p < h ? sG[p] : G[p - h][0]));
+            (j & 1 ? ww.wq : ww.wk)[t][p] = v[0] * f;
         }
     }
 }
@@ -225,9 +228,9 @@ __device__ __forceinline__ void ring_weights_gdn(const unsigned char *sK, const 
 /* KDA: one warp per (t, p), NW warps, k_p with x_k and x_q of token t. GDN's reduce-scatter
  * measured 1.0-1.4% slower here (3% with a bf16 state), where ptxas spilled more around it. */
 __device__ __forceinline__ void ring_weights_kda(const unsigned char *sK, int rbf, int T, int h, int w, int NW,
-                                                 int lane)
+                                                 int lane, const float (*xk)[K128_DIM], const float (*xq)[K128_DIM],
+                                                 const float (*ks)[K128_DIM], window_weights &ww)
 {
-    fixed_smem &sm = k128_smem();
     const int c4 = lane * 4; /* the lane's first channel */
     const int P = T * h + T * (T - 1) / 2;
     for (int pi = w; pi < P; pi += NW) {
@@ -235,28 +238,31 @@ __device__ __forceinline__ void ring_weights_kda(const unsigned char *sK, int rb
         while (p >= h + t)
             p -= h + t, t++;
         float k4[4];
-        entry_key4(sK, rbf, p, h, c4, k4);
-        const float *xa = sm.xk[t], *xb = sm.xq[t];
+        entry_key4(sK, rbf, p, h, c4, ks, k4);
+        const float *xa = xk[t], *xb = xq[t];
         float dk = 0.0f, dq = 0.0f;
 #pragma unroll
         for (int e = 0; e < 4; e++)
             dk = __fmaf_rn(k4[e], xa[c4 + e], dk), dq = __fmaf_rn(k4[e], xb[c4 + e], dq);
         dk = warp_sum(dk), dq = warp_sum(dq);
         if (lane == 0) {
-            sm.ww.wk[t][p] = dk;
-            sm.ww.wq[t][p] = dq;
+            ww.wk[t][p] = dk;
+            ww.wq[t][p] = dq;
         }
     }
 }
 
+/* xa, xb: GDN the tokens' k and q, KDA their x_k and x_q; G: GDN the window's G (unused by KDA) */
 template <bool KDA>
 __device__ __forceinline__ void window_ring_weights(const unsigned char *sK, const float *sG, int rbf, int T, int h,
-                                                    int w, int NW, int lane)
+                                                    int w, int NW, int lane, const float (*xa)[K128_DIM],
+                                                    const float (*xb)[K128_DIM], const float (*ks)[K128_DIM],
+                                                    const float (*G)[K128_DIM], window_weights &ww)
 {
     if constexpr (KDA)
-        ring_weights_kda(sK, rbf, T, h, w, NW, lane);
+        ring_weights_kda(sK, rbf, T, h, w, NW, lane, xa, xb, ks, ww);
     else
-        ring_weights_gdn(sK, sG, rbf, T, h, w, NW, lane);
+        ring_weights_gdn(sK, sG, rbf, T, h, w, NW, lane, xa, xb, ks, G, ww);
 }
 
 /* A window's lane finishes its (row, token t) in token order: u_t from the row's k dot dd, o_t
