@@ -13,20 +13,12 @@
  * instructions per SM per cycle, FP64 FMAs per SM per cycle, TFLOP/s at the measured clock, and the
  * dependent chain's cycles per instruction; then the bit comparisons.
  */
-#include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "cuda_check.h"
 
 enum { S884, S1684, S1688, S16816, NSHAPE };
 static const char *shape_name[NSHAPE] = {"m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"};

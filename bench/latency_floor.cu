@@ -25,20 +25,12 @@
  * Built as build/bench_latency_floor on CUDA builds: bench_latency_floor [B ...] (default 1 2 4 8
  * 16 32 64); prints µs per layer call for each kernel and B.
  */
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { HV = 32, ROW_BYTES = HV * 128 * 128 * 4, NODES = 128, REPS = 20 };
+#include "cuda_check.h"
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                         \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+enum { HV = 32, ROW_BYTES = HV * 128 * 128 * 4, NODES = 128, REPS = 20 };
 
 struct node_args {
     float4 *state;   /* slots x ROW_BYTES */
