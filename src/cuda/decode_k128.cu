@@ -103,14 +103,8 @@ __device__ __forceinline__ void stage_token_inputs(const kargs &A, int b, int T,
     }
     if (gw) {
         const int64_t bt = (int64_t)b * T + tp;
-        if (A.io.g) { /* packed (rssm_cuda_decode_k128_ok): HV-based offsets cost the kernels no registers */
-            if (KDA) {
-                const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
-                ga[0] = v.x, ga[1] = v.y, ga[2] = v.z, ga[3] = v.w;
-            } else {
-                ga[0] = __ldg(A.io.g + bt * HV + hv);
-            }
-            braw = __ldg(A.io.beta + bt * HV + hv);
+        if (A.io.g) { /* packed (rssm_cuda_decode_k128_ok) */
+            load_packed_gates<KDA>(A, bt, HV, hv, c4, ga, braw);
         } else {
             cp4(&sm.gt[tp][c4], A.io.A_log + hv);
             if (KDA) {

@@ -151,6 +151,22 @@ __device__ __forceinline__ fixed_smem &k128_smem()
     return *reinterpret_cast<fixed_smem *>(dsm);
 }
 
+/* Precomputed gates, read packed (io.g [B T][HV] (KDA: x K), io.beta [B T][HV]; HV-based offsets
+ * cost the kernels no registers): token row bt's g at the lane's channels c4 .. c4 + 3 (GDN: g[0])
+ * and beta as read */
+template <bool KDA>
+__device__ __forceinline__ void load_packed_gates(const kargs &A, int64_t bt, int HV, int hv, int c4, float (&g)[4],
+                                                  float &braw)
+{
+    if (KDA) {
+        const float4 v = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * K128_DIM + c4));
+        g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+    } else {
+        g[0] = __ldg(A.io.g + bt * HV + hv);
+    }
+    braw = __ldg(A.io.beta + bt * HV + hv);
+}
+
 } // namespace rssm_decode_k128
 
 #endif /* RSSM_DECODE_K128_CUH */

@@ -180,13 +180,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
                 cp_row(buf + c4 * isz, A.io.k, bt * A.io.k_stride + kh * PK + c4);
                 cp_row(buf + (PK + c4) * isz, A.io.q, bt * A.io.q_stride + kh * PK + c4);
                 if (A.io.g) { /* packed (rssm_cuda_vpipe_ok) */
-                    if (KDA) {
-                        const float4 g = __ldg((const float4 *)(A.io.g + (bt * HV + hv) * PK + c4));
-                        nga[0] = g.x, nga[1] = g.y, nga[2] = g.z, nga[3] = g.w;
-                    } else {
-                        nga[0] = __ldg(A.io.g + bt * HV + hv);
-                    }
-                    nbraw = __ldg(A.io.beta + bt * HV + hv);
+                    load_packed_gates<KDA>(A, bt, HV, hv, c4, nga, nbraw);
                 } else {
                     if (KDA)
 #pragma unroll
