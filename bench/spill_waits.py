@@ -15,6 +15,15 @@ library; a saved `cuobjdump -sass` listing (a .sass or .txt file) is read as it 
 --max-waits it exits 1 when a matched kernel has more such stores (the ctest spill_waits_windows). Per kernel: STL and LDL counts and the STLs whose source register was last
 written by a global load (LDG). It reads one instruction at a time in listing order, so a load and
 a store in different branches can be paired (an over-count, never an under-count).
+
+Late row loads: the kernels read the checkpoint's rows with streaming loads (__ldcs, ld.global.cs:
+LDG ... .EF), all meant to be in flight together. Their round begins at the last wait for a global
+load before the first of them (the slot's, say); the column counts the row loads issued after the
+warp first waits for a load of that round (one of the rows, the cursor, ...): any instruction naming
+a register such a load may still be filling (its data, or the register reused). Those go out a DRAM
+round trip late. With --max-late-loads it exits 1 when a matched kernel has more. One verify window
+read each 16-byte group whole and kept half: 64 registers landing, and ptxas issued 7 of its 16
+row loads after the first had arrived; another spilled the cursor between its row loads.
 """
 import argparse
 import re
@@ -41,13 +50,31 @@ def width(op):
 
 
 def scan(body):
+    """STL and LDL counts, spill stores waiting for a global load, late row loads."""
     writer = {}  # register number -> opcode that last wrote it
-    stl = ldl = waits = 0
+    pending = {}  # register number -> index of the global load that may still be filling it
+    loads = 0  # global loads so far
+    last_wait = 0  # before the first row load: loads issued before the latest wait for one
+    round0 = None  # from the first row load on: last_wait then, where the rows' round began
+    waited = False
+    stl = ldl = waits = late = 0
     for line in body.splitlines():
         m = INSN.match(line)
         if not m:
             continue
         op, args = m.groups()
+        regs = re.findall(r"\bR(\d+)(\.64)?\b", args)
+        named = {int(r) + i for r, pair in regs for i in range(2 if pair else 1)}
+        hit = [pending.pop(r) for r in named if r in pending]
+        if round0 is None and hit:
+            last_wait = loads
+        elif any(i >= round0 for i in hit):  # a load of the rows' round: it has not arrived
+            waited = True
+        row_load = op.startswith("LDG") and ".EF" in op
+        if row_load:
+            if round0 is None:
+                round0 = last_wait
+            late += waited
         if op.startswith("STL"):
             stl += 1
             src = re.search(r"\],\s*R(\d+)", args)
@@ -63,7 +90,10 @@ def scan(body):
             first = int(dst.group(1))
             for r in range(first, first + width(op)):
                 writer[r] = op
-    return stl, ldl, waits
+                if op.startswith("LDG"):
+                    pending[r] = loads
+            loads += op.startswith("LDG")
+    return stl, ldl, waits, late
 
 
 def main(argv=None):
@@ -71,6 +101,7 @@ def main(argv=None):
     ap.add_argument("input", help="a cubin, object or shared library, or the text of cuobjdump -sass (.sass, .txt)")
     ap.add_argument("--match", default="", help="only kernels whose demangled name this regular expression finds")
     ap.add_argument("--max-waits", type=int, default=None, help="exit 1 when a matched kernel has more")
+    ap.add_argument("--max-late-loads", type=int, default=None, help="exit 1 when a matched kernel has more")
     ap.add_argument("--cuobjdump", default="cuobjdump", help="the cuobjdump to run (default: the one on PATH)")
     a = ap.parse_args(argv)
     if a.input.endswith((".sass", ".txt")):
@@ -93,12 +124,19 @@ def main(argv=None):
     if not rows:
         sys.exit("no kernel matched")
     w = max(len(r[0]) for r in rows)
-    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG")
-    for name, stl, ldl, waits in sorted(rows):
-        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:3d}")
+    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG  late row loads")
+    for name, stl, ldl, waits, late in sorted(rows):
+        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:19d}  {late:14d}")
+    bad = False
     over = [r[0] for r in rows if a.max_waits is not None and r[3] > a.max_waits]
     if over:
         print(f"{len(over)} kernel(s) with more than {a.max_waits} spill store(s) waiting for a global load")
+        bad = True
+    late = [r[0] for r in rows if a.max_late_loads is not None and r[4] > a.max_late_loads]
+    if late:
+        print(f"{len(late)} kernel(s) with more than {a.max_late_loads} row load(s) issued after a wait for one")
+        bad = True
+    if bad:
         sys.exit(1)
     print(f"{len(rows)} kernel(s) checked")
 
