@@ -584,6 +584,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
             const int tests = window_tests<KDA>(A, KDA ? Gl : lG() + h - 1, uniform ? 0 : h, T, lane, sm.gt);
             early = !uniform && h > 0 && tests != 0;
             if (KDA && (tests & 2)) { /* rare, and alike in every warp */
+                __syncthreads();      /* every warp has read the gates */
                 if (w == 0) clamp_window_gates(A, T, lane, sm.gt);
                 __syncthreads();
             }
