@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
                 }
             }
             const bool sfold = uniform || early;
-            const int hf = sfold ? 0 : h; /* the live entries the rows read */
+            const int hf = sfold || !ok ? 0 : h; /* the live entries the rows read (a bad ring: none) */
 
             /* gates_window, token pw: G, x_k, x_q (also in f64), the key as stored; KDA keeps x_k, x_q
              * in kn, qn for the ring weights (this lane's own elements) */
