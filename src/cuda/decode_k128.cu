@@ -580,15 +580,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
         uniform = rssm_start_fold(c, T, L, MODE == MODE_VERIFY && forced);
         c0 = uniform ? 0 : c;
         /* KDA: every window (a deep one clamps its gates and folds); GDN: with live entries */
-        if (MODE == MODE_VERIFY && (KDA || (!uniform && h > 0))) {
-            const int tests = window_tests<KDA>(A, KDA ? Gl : lG() + h - 1, uniform ? 0 : h, T, lane, sm.gt);
-            early = !uniform && h > 0 && tests != 0;
-            if (KDA && (tests & 2)) { /* rare, and alike in every warp */
-                __syncthreads();      /* every warp has read the gates */
-                if (w == 0) clamp_window_gates(A, T, lane, sm.gt);
-                __syncthreads();
-            }
-        }
+        if (MODE == MODE_VERIFY && (KDA || (!uniform && h > 0)))
+            early = window_early_fold<KDA>(A, KDA ? Gl : lG() + h - 1, h, uniform, T, w, lane, sm.gt,
+                                           [] { __syncthreads(); });
     }
     const bool sfold = uniform || early;
     int new_base = -1; /* KDA: the head's ring base after the step's folds (-1: unchanged) */

@@ -309,15 +309,8 @@ __global__ void __launch_bounds__(VNT, 1) verify_pipe_kernel(const kargs A)
             if (tid == PNC * 32) VTR_MARK(j, 4);
             const float *sG = sh.G + (KDA ? 0 : (base & 3)); /* GDN: G of the live entries */
             int early = 0;
-            if (ok && (KDA || (!uniform && h > 0))) {
-                const int tests = window_tests<KDA>(A, KDA ? sG : sG + h - 1, uniform ? 0 : h, T, lane, sh.gt);
-                early = !uniform && h > 0 && tests != 0;
-                if (KDA && (tests & 2)) { /* rare, and alike in every warp */
-                    psync();              /* every warp has read the gates */
-                    if (pw == 0) clamp_window_gates(A, T, lane, sh.gt);
-                    psync();
-                }
-            }
+            if (ok && (KDA || (!uniform && h > 0)))
+                early = window_early_fold<KDA>(A, KDA ? sG : sG + h - 1, h, uniform, T, pw, lane, sh.gt, psync);
             const bool sfold = uniform || early;
             const int hf = sfold || !ok ? 0 : h; /* the live entries the rows read (a bad ring: none) */
 

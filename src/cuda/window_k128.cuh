@@ -125,6 +125,24 @@ __device__ __forceinline__ int window_tests(const kargs &A, const float *Gl, int
     return (h > 0 && m < -A.l.fold_threshold) | (__any_sync(0xffffffffu, deep) << 1);
 }
 
+/* Verify: whether the window folds at its start although the cursor does not say so (uniform: it
+ * does), by window_tests on G_{h-1} (Gl) and the gates gt; a deep KDA window also gets its gates
+ * clamped, by warp w == 0 of the group whose barrier sync() is, once every warp has read them. The
+ * per-head kernel and the verify pipeline's producers decide alike. */
+template <bool KDA, class SYNC>
+__device__ __forceinline__ int window_early_fold(const kargs &A, const float *Gl, int h, int uniform, int T, int w,
+                                                 int lane, float (*gt)[K128_DIM], SYNC sync)
+{
+    const int tests = window_tests<KDA>(A, Gl, uniform ? 0 : h, T, lane, gt);
+    const int early = !uniform && h > 0 && tests != 0;
+    if (KDA && (tests & 2)) { /* rare, and alike in every warp */
+        sync();               /* every warp has read the gates */
+        if (w == 0) clamp_window_gates(A, T, lane, gt);
+        sync();
+    }
+    return early;
+}
+
 /* Verify: the window's gates, spread over the CTA's NW warps: WPT = min(4, NW / TC) warps per
  * token slot, a lane CPL = 4 / WPT channels c. Token t: G_t (from G_{h-1}: Gl, KDA, or sG[h - 1],
  * GDN), x_k, x_q, the entry's key as stored (sm.ks) and G (sm.G); MMA: also x_k, x_q in f64
