@@ -25,6 +25,13 @@ __device__ __forceinline__ void mbar_arrive(uint64_t *bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(saddr(bar)) : "memory");
 }
+/* A thread's generic-proxy writes to shared memory, ordered before async-proxy (TMA) accesses that a
+ * later mbarrier hand-over lets another thread start on the same bytes (the PTX memory model does
+ * not order the two proxies through the mbarrier alone) */
+__device__ __forceinline__ void fence_proxy_async_smem()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 __device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, unsigned bytes)
 {
     asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes) : "memory");

@@ -721,6 +721,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
                     (int)(TILED ? s0 + st * sbytes : sizeof(cta_head) + st * sb + sizeof(stage_head) + 2 * rb);
                 fold_ring_rows_staged(S, G4, h, sK, sU, sG, RBF, c4, row0, at, fold_stage_entries(L), PNC * 32,
                                       [] { consumer_sync(); });
+                fence_proxy_async_smem(); /* the staged keys and u, before the next item's TMA there */
                 mbar_arrive(&ch.empty_s[st]);
             } else {
                 fold_ring(G4);
@@ -734,6 +735,7 @@ __global__ void __launch_bounds__(PNT, 1) pipe_kernel(const kargs A, const __gri
                 kf_stage_put<SBF, PAD>(state_of(st), row0, lane, S);
                 consumer_sync();
                 kf_stage_store<SBF, PAD>((unsigned char *)A.st.checkpoint + (hdw << 14) * ssz, state_of(st), w, lane);
+                fence_proxy_async_smem(); /* the new state put there, before the next item's TMA */
                 mbar_arrive(&ch.empty_s[st]);
             } else if (KF) {
                 store_state_kfirst<SBF, false>(A.st.checkpoint, kf_off(hdw), S);
