@@ -6,8 +6,10 @@
 # (bench_copy_shapes), then packed decode streamed by rows with 1, 2 or 4 warps per CTA
 # (RSSM_STREAM_WARPS, branch wip/stream-warp) with and without the L2 prefetch half a wave ahead
 # (RSSM_STREAM_PF), against the per-head kernel: bits first (test_cuda_stream), then two rounds of
-# timings. Runs from main or the branch. Carry [".gps"]: S/ (library, CLI, test_cuda_stream,
-# bench_copy_shapes) built from the branch: tar cJf .gps/ps.txz -C DIR S.
+# timings; and the same kernels without the evict-first hint on the state's loads and stores (S2,
+# built with RSSM_EXP_PLAIN_STATE), as FLA's kernel has none. Runs from main or the branch. Carry
+# [".gps"]: S/ (library, CLI, test_cuda_stream, bench_copy_shapes) and S2/ (library) built from the
+# branch: tar cJf .gps/ps.txz -C DIR S S2.
 set -uo pipefail
 O=/tmp/res; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/res.tgz" -C "$O" .; }
@@ -15,24 +17,27 @@ echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_vers
 mkdir -p /tmp/v && tar xJf .gps/ps.txz -C /tmp/v
 V=/tmp/v/S
 timeout 240 "$V/bench_copy_shapes" 8 16 64 512 > "$O/copy-shapes.txt" 2>&1; el shapes
-for nw in 1 2 4; do
-  RSSM_STREAM_WARPS=$nw RSSM_STREAM_PF=1 LD_LIBRARY_PATH=$V timeout 100 "$V/test_cuda_stream" 2>&1 | grep -E "^FAIL|passed" | sed "s/^/warps $nw: /"
+for t in "S 1" "S 2" "S 4" "S2 1"; do
+  set -- $t
+  RSSM_STREAM_WARPS=$2 RSSM_STREAM_PF=1 LD_LIBRARY_PATH=/tmp/v/$1 timeout 100 "$V/test_cuda_stream" 2>&1 |
+    grep -E "^FAIL|passed" | sed "s/^/$1, warps $2: /"
 done | tee "$O/checks.txt"; el test
 C="--device cuda --ring-len 16 --ring bf16 --io bf16 --min-time 0.05 --repeat 3"
-bn() { local tag=$1 nw=$2 pf=$3; shift 3
-  RSSM_STREAM_WARPS=$nw RSSM_STREAM_PF=$pf LD_LIBRARY_PATH=$V "$V/replayssm" bench $C "$@" |
-    awk -v t="$tag" '/staggered/{printf "%-18s %s\n", t, $0; fflush()}' >> "$O/bench.txt"; }
-# tag, warps per CTA, prefetch, rows per warp (0: the per-head kernel)
-CFGS=("ph 4 0 0" "w1r8 1 0 8" "w1r8pf 1 1 8" "w1r16pf 1 1 16" "w2r8pf 2 1 8" "w4r16pf 4 1 16")
+# library (S, S2), tag, warps per CTA, prefetch, rows per warp (0: the per-head kernel), model tag,
+# bench flags
+bn() { local lib=$1 tag=$2 nw=$3 pf=$4 rw=$5 m=$6; shift 6
+  RSSM_STREAM_WARPS=$nw RSSM_STREAM_PF=$pf LD_LIBRARY_PATH=/tmp/v/$lib "$V/replayssm" bench $C --cuda-stream "$rw" "$@" |
+    awk -v t="$lib/$tag/$m" '/staggered/{printf "%-22s %s\n", t, $0; fflush()}' >> "$O/bench.txt"; }
+CFGS=("S ph 4 0 0" "S w1r8 1 0 8" "S w1r8pf 1 1 8" "S w1r16pf 1 1 16" "S w2r8pf 2 1 8" "S w4r16pf 4 1 16"
+      "S2 ph 4 0 0" "S2 w1r8pf 1 1 8")
 for r in 1 2; do
   for cfg in "${CFGS[@]}"; do
-    set -- $cfg
-    bn "$1/gdn" "$2" "$3" --cuda-stream "$4" --slot-order random --model qwen3-next --batch 8,16,64,512
-    [ "$r" = 1 ] && bn "$1/kda" "$2" "$3" --cuda-stream "$4" --slot-order random --model kimi-linear --batch 8,16,64,512
+    bn $cfg gdn --slot-order random --model qwen3-next --batch 8,16,64,512
+    case "$cfg" in "S ph"*|"S w1r8pf"*|"S w4r16pf"*|"S2 ph"*)
+      [ "$r" = 1 ] && bn $cfg kda --slot-order random --model kimi-linear --batch 8,16,64,512;; esac
   done; el "round $r"
 done
 # consecutive slots, as FLA's GDN states are
-for cfg in "ph 4 0 0" "w1r8pf 1 1 8" "w1r8 1 0 8"; do
-  set -- $cfg
-  bn "$1/gdn-seq" "$2" "$3" --cuda-stream "$4" --slot-order seq --model qwen3-next --batch 8,16,64,512
+for cfg in "S ph 4 0 0" "S w1r8pf 1 1 8" "S2 ph 4 0 0"; do
+  bn $cfg gdn-seq --slot-order seq --model qwen3-next --batch 8,16,64,512
 done; el seq
