@@ -10,11 +10,12 @@
  * while `bench_latency_floor`'s copy in packed decode's shape (256-thread CTAs of 32 KiB, 16-byte
  * loads) takes 531.7 and our packed decode 526.6 with consecutive slots. This sweep separates
  * the shape's parts:
- *   W      warps per CTA (8 rows each): 1 (FLA), 2, 4, 8 (packed decode from B = 3), 16;
+ *   W      warps per CTA (8 rows each): 1 (FLA), 2, 4, 8 (packed decode from B = 3);
  *   vec    4: a lane's 4 consecutive channels of each of its warp's 8 rows, 8 loads of 16 bytes
  *          (our kernels' lanes); 1: channels l + 32 j, 32 loads of 4 bytes (FLA's);
  *   cap    resident warps per SM capped at 32 (the decode kernels' 64 registers a thread) by
- *          dynamic shared memory, or as many as the kernel's registers allow (0);
+ *          dynamic shared memory, or as many as the kernel's registers allow (0; with 1 warp the
+ *          limit of 32 CTAs per SM caps it already);
  *   hint   cs: loads and stores evict-first (__ldcs / __stcs, as our kernels), or none (FLA);
  *   order  seq: each call's rows in consecutive slots; rnd: B slots of a pool in random order.
  *
@@ -258,8 +259,8 @@ int main(int argc, char **argv)
         for (sh.rnd = 0; sh.rnd < 2; sh.rnd++)
             for (sh.cs = 0; sh.cs < 2; sh.cs++)
                 for (sh.vec = 1; sh.vec <= 4; sh.vec += 3)
-                    for (sh.W = 1; sh.W <= 16; sh.W *= 2)
-                        for (sh.cap = 0; sh.cap <= 32; sh.cap += 32) {
+                    for (sh.W = 1; sh.W <= 8; sh.W *= 2)
+                        for (sh.cap = 0; sh.cap <= (sh.W > 1 ? 32 : 0); sh.cap += 32) {
                             int warps;
                             const double us = time_shape(sh, B, state, idx + sh.rnd * NODES * B, d, &warps);
                             printf("%5d %5s %4s %3d %2d %4d %10.2f %8.3f %6d\n", B, sh.rnd ? "rnd" : "seq",
