@@ -41,3 +41,7 @@ done
 for cfg in "S ph 4 0 0" "S w1r8pf 1 1 8" "S2 ph 4 0 0"; do
   bn $cfg gdn-seq --slot-order seq --model qwen3-next --batch 8,16,64,512
 done; el seq
+# a bf16 state at B = 8-32, where FlashInfer's bf16-state decode leads (the rule streams from B = 31 with 4 warps)
+for cfg in "S ph 4 0 0" "S w1r16pf 1 1 16" "S w1r8pf 1 1 8" "S w4r16pf 4 1 16"; do
+  bn $cfg gdn-bf16 --state bf16 --slot-order random --model qwen3-next --batch 8,16,32
+done; el bf16
