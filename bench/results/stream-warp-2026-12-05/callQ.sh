@@ -7,18 +7,19 @@
 # arithmetic, by cuobjdump) and with RSSM_STREAM_EARLY=1 issues the first two chunks before the
 # token's preparation (a warp of 8 rows then has all 8 in flight, as FLA's and the per-head
 # kernel's). Same bits (test_cuda_stream). Timings against the per-head kernel and S's streaming in
-# the same run, then ncu at GDN B = 512. Carry [".gpq"]: S/ (call S's library, CLI, tests) and S4/
-# (library): tar cJf .gpq/pq.txz -C DIR S S4.
+# the same run, then ncu at GDN B = 512. S5 (branch wip/stream-unroll) is main with the unrolled loop
+# alone: the change to merge if S4's rule rows win. Carry [".gpq"]: S/ (call S's library, CLI,
+# tests), S4/ and S5/ (libraries): tar cJf .gpq/pq.txz -C DIR S S4 S5.
 set -uo pipefail
 O=/tmp/resQ; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/resQ.tgz" -C "$O" .; }
 echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" > "$O/info.txt"
 rm -rf /tmp/v && mkdir -p /tmp/v && tar xJf .gpq/pq.txz -C /tmp/v
 V=/tmp/v/S
-for t in "1 1" "4 0"; do
+for t in "S4 1 1" "S5 4 0"; do
   set -- $t
-  RSSM_STREAM_WARPS=$1 RSSM_STREAM_EARLY=$2 LD_LIBRARY_PATH=/tmp/v/S4 timeout 100 "$V/test_cuda_stream" 2>&1 |
-    grep -E "^FAIL|passed" | sed "s/^/S4, warps $1, early $2: /"
+  RSSM_STREAM_WARPS=$2 RSSM_STREAM_EARLY=$3 LD_LIBRARY_PATH=/tmp/v/$1 timeout 100 "$V/test_cuda_stream" 2>&1 |
+    grep -E "^FAIL|passed" | sed "s/^/$1, warps $2, early $3: /"
 done | tee "$O/checks.txt"; el test
 C="--device cuda --ring-len 16 --ring bf16 --io bf16 --min-time 0.05 --repeat 3"
 # library, tag, warps per CTA, prefetch, early, rows per warp (0: the per-head kernel), model tag, bench flags
@@ -34,6 +35,7 @@ for r in 1 2; do
   bn S4 w1r8 1 0 0 8 gdn $F
   bn S rule 4 0 0 -1 gdn-bf16 $H
   bn S4 rule 4 0 0 -1 gdn-bf16 $H
+  bn S5 rule 4 0 0 -1 gdn-bf16 $H
   bn S4 w1r8e 1 0 1 8 gdn-bf16 $H
   el "round $r"
 done
@@ -44,6 +46,7 @@ bn S ph 4 0 0 0 kda --slot-order random --model kimi-linear --batch 8,16,64,512
 bn S4 w1r8e 1 0 1 8 kda --slot-order random --model kimi-linear --batch 8,16,64,512
 bn S rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16 --batch 32,128,512
 bn S4 rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16 --batch 32,128,512
+bn S5 rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16 --batch 32,128,512
 el extra
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,smsp__inst_executed.sum
 M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
