@@ -13,9 +13,10 @@
  *   W      warps per CTA (8 rows each): 1 (FLA), 2, 4, 8 (packed decode from B = 3);
  *   vec    4: a lane's 4 consecutive channels of each of its warp's 8 rows, 8 loads of 16 bytes
  *          (our kernels' lanes); 1: channels l + 32 j, 32 loads of 4 bytes (FLA's);
- *   cap    resident warps per SM capped at 32 (the decode kernels' 64 registers a thread) by
- *          dynamic shared memory, or as many as the kernel's registers allow (0; with 1 warp the
- *          limit of 32 CTAs per SM caps it already);
+ *   cap    resident warps per SM as the copy's own registers allow (-; with 1 warp the limit of
+ *          32 CTAs per SM caps it at 32 already), or capped at 32, the decode kernels' count at 64
+ *          registers a thread: by registers held to about 64 (regs), or by dynamic shared memory
+ *          (smem), which also shrinks the L1 to what shared memory leaves (about 28 KiB);
  *   hint   cs: loads and stores evict-first (__ldcs / __stcs, as our kernels), or none (FLA);
  *   order  seq: each call's rows in consecutive slots; rnd: B slots of a pool in random order.
  *
@@ -29,10 +30,13 @@
 #include "cuda_check.h"
 
 enum { HV = 32, ROW_FLOATS = HV * 128 * 128, ROW_BYTES = ROW_FLOATS * 4, NODES = 128 };
+/* pads that bring the copy to about 64 registers a thread (cap "regs", load_pads) */
+enum { PAD_REGS = 24 };
 
 struct shape_args {
-    float *state;    /* slots x ROW_FLOATS */
-    const int *slot; /* [B] this call's slots */
+    float *state;     /* slots x ROW_FLOATS */
+    const int *slot;  /* [B] this call's slots */
+    const float *pad; /* PAD_REGS zeros (load_pads) */
 };
 
 /* Plain or evict-first (.cs) global loads and stores, in asm so that the compiler keeps a store of
@@ -93,11 +97,26 @@ template <int N> __device__ __forceinline__ float zero_after(const float4 (&x)[N
     return z * 0.0f;
 }
 
+typedef void (*kernel_fn)(struct shape_args);
+
+/* Pads: PAD values loaded from `pad` before the state and multiplied into the zero after it, so
+ * that they stay live in registers throughout (ptxas cannot reload them: the stores in between may
+ * alias); the kernel then takes about the decode kernels' 64 registers a thread, and the registers,
+ * not shared memory, cap the resident warps */
+template <int PAD> __device__ __forceinline__ void load_pads(const float *pad, float (&r)[PAD > 0 ? PAD : 1])
+{
+#pragma unroll
+    for (int i = 0; i < PAD; i++)
+        r[i] = ld<false>(pad + i);
+}
+
 /* grid (4096 / (8 W), B), 32 W threads: warp w of CTA x owns rows (x W + w) 8 .. + 7 of the row's
  * 4096 (32 value heads of 128) */
-template <int VEC, bool CS> __global__ void __launch_bounds__(512) copy_shape(shape_args a)
+template <int VEC, bool CS, int PAD> __global__ void __launch_bounds__(512) copy_shape(shape_args a)
 {
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, W = blockDim.x >> 5;
+    float pads[PAD > 0 ? PAD : 1];
+    load_pads<PAD>(a.pad, pads);
     const int s = a.slot[blockIdx.y];
     float *p = a.state + (size_t)s * ROW_FLOATS + (size_t)(blockIdx.x * W + w) * 8 * 128;
     if (VEC == 4) {
@@ -106,7 +125,10 @@ template <int VEC, bool CS> __global__ void __launch_bounds__(512) copy_shape(sh
 #pragma unroll
         for (int r = 0; r < 8; r++)
             x[r] = ld<CS>(q + r * 32);
-        const float z = zero_after(x);
+        float z = zero_after(x);
+#pragma unroll
+        for (int i = 0; i < PAD; i++)
+            z = __fmaf_rn(pads[i] * 0.0f, (&x[i / 4].x)[i % 4], z);
 #pragma unroll
         for (int r = 0; r < 8; r++)
             st<CS>(q + r * 32, make_float4(x[r].x + z, x[r].y + z, x[r].z + z, x[r].w + z));
@@ -116,19 +138,23 @@ template <int VEC, bool CS> __global__ void __launch_bounds__(512) copy_shape(sh
 #pragma unroll
         for (int i = 0; i < 32; i++) /* row i / 4, channel lane + 32 (i % 4) */
             x[i] = ld<CS>(q + (i >> 2) * 128 + (i & 3) * 32);
-        const float z = zero_after(x);
+        float z = zero_after(x);
+#pragma unroll
+        for (int i = 0; i < PAD; i++)
+            z = __fmaf_rn(pads[i] * 0.0f, x[i], z);
 #pragma unroll
         for (int i = 0; i < 32; i++)
             st<CS>(q + (i >> 2) * 128 + (i & 3) * 32, x[i] + z);
     }
 }
 
-typedef void (*kernel_fn)(shape_args);
-
-static kernel_fn kernel_of(int vec, int cs)
+static kernel_fn kernel_of(int vec, int cs, int pad)
 {
-    return vec == 4 ? (cs ? copy_shape<4, true> : copy_shape<4, false>)
-                    : (cs ? copy_shape<1, true> : copy_shape<1, false>);
+    if (pad)
+        return vec == 4 ? (cs ? copy_shape<4, true, PAD_REGS> : copy_shape<4, false, PAD_REGS>)
+                        : (cs ? copy_shape<1, true, PAD_REGS> : copy_shape<1, false, PAD_REGS>);
+    return vec == 4 ? (cs ? copy_shape<4, true, 0> : copy_shape<4, false, 0>)
+                    : (cs ? copy_shape<1, true, 0> : copy_shape<1, false, 0>);
 }
 
 /* dynamic shared memory that leaves at most `ctas` CTAs per SM (0: no cap) */
@@ -137,21 +163,26 @@ static size_t smem_for(int ctas, int smem_per_sm, int reserved)
     return ctas > 0 ? (size_t)(smem_per_sm / ctas - reserved) : 0;
 }
 
+/* how the resident warps per SM are capped at 32, as the decode kernels' 64 registers cap theirs */
+enum cap_mode { CAP_NONE, CAP_REGS, CAP_SMEM, CAP_MODES };
+static const char *const cap_names[CAP_MODES] = {"-", "regs", "smem"};
+
 struct shape {
-    int rnd, cs, vec, W, cap; /* cap: resident warps per SM, 0 = by registers */
+    int rnd, cs, vec, W, cap; /* cap: a cap_mode */
 };
 
 struct device_info {
     int sms, smem_per_sm, reserved;
     cudaStream_t stream;
+    float *pad; /* PAD_REGS zeros */
 };
 
 /* µs per call of `sh` at B rows: a graph of NODES calls, call j on the slots at idx + j B;
  * *warps: resident warps per SM */
 static double time_shape(const shape &sh, int B, float *state, const int *idx, const device_info &d, int *warps)
 {
-    const kernel_fn k = kernel_of(sh.vec, sh.cs);
-    const size_t smem = smem_for(sh.cap / sh.W, d.smem_per_sm, d.reserved);
+    const kernel_fn k = kernel_of(sh.vec, sh.cs, sh.cap == CAP_REGS);
+    const size_t smem = sh.cap == CAP_SMEM ? smem_for(32 / sh.W, d.smem_per_sm, d.reserved) : 0;
     int per_sm = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 32 * sh.W, smem));
     *warps = per_sm * sh.W;
@@ -160,7 +191,7 @@ static double time_shape(const shape &sh, int B, float *state, const int *idx, c
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(d.stream, cudaStreamCaptureModeGlobal));
     for (int j = 0; j < NODES; j++)
-        k<<<grid, 32 * sh.W, smem, d.stream>>>(shape_args{state, idx + j * B});
+        k<<<grid, 32 * sh.W, smem, d.stream>>>(shape_args{state, idx + j * B, d.pad});
     CK(cudaStreamEndCapture(d.stream, &g));
     CK(cudaGraphInstantiate(&ge, g, 0));
     cudaEvent_t e0, e1;
@@ -235,11 +266,13 @@ int main(int argc, char **argv)
     CK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0));
     CK(cudaDeviceGetAttribute(&d.reserved, cudaDevAttrReservedSharedMemoryPerBlock, 0));
     CK(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking));
+    CK(cudaMalloc(&d.pad, sizeof(float) * PAD_REGS));
+    CK(cudaMemset(d.pad, 0, sizeof(float) * PAD_REGS));
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     for (int vec = 1; vec <= 4; vec += 3)
         for (int cs = 0; cs < 2; cs++) {
-            const kernel_fn k = kernel_of(vec, cs);
+            const kernel_fn k = kernel_of(vec, cs, 0);
             CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem_per_sm / 2));
         }
     printf("# %s, %d SMs; µs per layer call (%d kernel nodes per graph over >= 1 GiB of states, 2 MiB per row), "
@@ -260,12 +293,12 @@ int main(int argc, char **argv)
             for (sh.cs = 0; sh.cs < 2; sh.cs++)
                 for (sh.vec = 1; sh.vec <= 4; sh.vec += 3)
                     for (sh.W = 1; sh.W <= 8; sh.W *= 2)
-                        for (sh.cap = 0; sh.cap <= (sh.W > 1 ? 32 : 0); sh.cap += 32) {
+                        for (sh.cap = 0; sh.cap < (sh.W > 1 ? CAP_MODES : CAP_SMEM); sh.cap++) {
                             int warps;
                             const double us = time_shape(sh, B, state, idx + sh.rnd * NODES * B, d, &warps);
-                            printf("%5d %5s %4s %3d %2d %4d %10.2f %8.3f %6d\n", B, sh.rnd ? "rnd" : "seq",
-                                   sh.cs ? "cs" : "none", sh.vec, sh.W, sh.cap, us, 2.0 * B * ROW_BYTES / (us * 1e6),
-                                   warps);
+                            printf("%5d %5s %4s %3d %2d %4s %10.2f %8.3f %6d\n", B, sh.rnd ? "rnd" : "seq",
+                                   sh.cs ? "cs" : "none", sh.vec, sh.W, cap_names[sh.cap], us,
+                                   2.0 * B * ROW_BYTES / (us * 1e6), warps);
                             fflush(stdout);
                         }
         CK(cudaFree(state));
