@@ -9,7 +9,8 @@
 # kernel's). Same bits (test_cuda_stream). Timings against the per-head kernel and S's streaming in
 # the same run, then ncu at GDN B = 512. S5 (branch wip/stream-unroll) is main with the unrolled loop
 # alone: the change to merge if S4's rule rows win. Carry [".gpq"]: S/ (call S's library, CLI,
-# tests), S4/ and S5/ (libraries): tar cJf .gpq/pq.txz -C DIR S S4 S5.
+# tests), S4/ and S5/ (libraries; S4 also bench_copy_shapes of main 2026-12-05, with the register
+# cap): tar cJf .gpq/pq.txz -C DIR S S4 S5.
 set -uo pipefail
 O=/tmp/resQ; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/resQ.tgz" -C "$O" .; }
@@ -48,6 +49,8 @@ bn S rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16
 bn S4 rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16 --batch 32,128,512
 bn S5 rule 4 0 0 -1 kda-bf16 --slot-order random --model kimi-linear --state bf16 --batch 32,128,512
 el extra
+# the copy over launch shapes again, now with the register cap beside the shared-memory one
+timeout 120 /tmp/v/S4/bench_copy_shapes 64 512 > "$O/copy-shapes.txt" 2>&1; el shapes
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum,smsp__inst_executed.sum
 M=$M,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
 for s in long_scoreboard barrier lg_throttle drain wait short_scoreboard no_instruction; do
