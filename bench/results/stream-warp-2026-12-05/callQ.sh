@@ -7,8 +7,8 @@
 # arithmetic, by cuobjdump) and with RSSM_STREAM_EARLY=1 issues the first two chunks before the
 # token's preparation (a warp of 8 rows then has all 8 in flight, as FLA's and the per-head
 # kernel's). Same bits (test_cuda_stream). Timings against the per-head kernel and S's streaming in
-# the same run, then ncu at GDN B = 512. S5 (branch wip/stream-unroll) is main with the unrolled loop
-# alone: the change to merge if S4's rule rows win. Carry [".gpq"]: S/ (call S's library, CLI,
+# the same run, then ncu at GDN B = 512. S5 (branch wip/stream-unroll b67d88a) is main with the loop
+# unrolled and the first two chunks early (not for 16 f32 rows): the change to merge if it wins. Carry [".gpq"]: S/ (call S's library, CLI,
 # tests), S4/ and S5/ (libraries; S4 also bench_copy_shapes of main 2026-12-05, with the register
 # cap): tar cJf .gpq/pq.txz -C DIR S S4 S5.
 set -uo pipefail
