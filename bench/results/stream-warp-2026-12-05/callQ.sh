@@ -10,7 +10,9 @@
 # the same run, then ncu at GDN B = 512. S5 (branch wip/stream-unroll b67d88a) is main with the loop
 # unrolled and the first two chunks early (not for 16 f32 rows): the change to merge if it wins. Carry [".gpq"]: S/ (call S's library, CLI,
 # tests), S4/ and S5/ (libraries; S4 also bench_copy_shapes of main 2026-12-05, with the register
-# cap): tar cJf .gpq/pq.txz -C DIR S S4 S5.
+# cap): tar cJf .gpq/pq.txz -C DIR S S4 S5. To rebuild it: a CUDA build (-DRSSM_CUDA=ON, Release) of
+# wip/stream-warp b28116c for S (libreplayssm.so*, replayssm, test_cuda_stream), of c8fb201 for S4
+# (libreplayssm.so*, and main's bench_copy_shapes), of wip/stream-unroll b67d88a for S5 (libreplayssm.so*).
 set -uo pipefail
 O=/tmp/resQ; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/resQ.tgz" -C "$O" .; }
