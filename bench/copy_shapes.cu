@@ -99,10 +99,10 @@ template <int N> __device__ __forceinline__ float zero_after(const float4 (&x)[N
 
 typedef void (*kernel_fn)(struct shape_args);
 
-/* Pads: PAD values loaded from `pad` before the state and multiplied into the zero after it, so
- * that they stay live in registers throughout (ptxas cannot reload them: the stores in between may
- * alias); the kernel then takes about the decode kernels' 64 registers a thread, and the registers,
- * not shared memory, cap the resident warps */
+/* Pads: PAD values loaded from `pad` with the state and multiplied into the zero once it has
+ * arrived, so that they stay live in registers while it is in flight (ptxas cannot reload them
+ * later: the stores may alias); the kernel then takes the decode kernels' 64 registers a thread
+ * (ptxas -v), and the registers, not shared memory, cap the resident warps */
 template <int PAD> __device__ __forceinline__ void load_pads(const float *pad, float (&r)[PAD > 0 ? PAD : 1])
 {
 #pragma unroll
