@@ -199,7 +199,7 @@ static double time_shape(const shape &sh, int B, float *state, const int *idx, c
     CK(cudaEventCreate(&e1));
     /* one warm-up graph, one timed to size the repeats (about 0.1 s a measurement), best of 3 */
     CK(cudaGraphLaunch(ge, d.stream));
-    float best = 1e30f, once = 0.0f;
+    float best = 1e30f;
     int reps = 1;
     for (int r = 0; r < 4; r++) {
         CK(cudaEventRecord(e0, d.stream));
@@ -210,8 +210,7 @@ static double time_shape(const shape &sh, int B, float *state, const int *idx, c
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
         if (r == 0) {
-            once = ms;
-            reps = (int)(100.0f / (once > 0.01f ? once : 0.01f));
+            reps = (int)(100.0f / (ms > 0.01f ? ms : 0.01f));
             reps = reps < 2 ? 2 : reps > 50 ? 50 : reps;
         } else if (ms / reps < best) {
             best = ms / reps;
