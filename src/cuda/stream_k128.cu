@@ -200,7 +200,9 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
         lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
     const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
-#pragma unroll 1
+    /* unrolled: rolled, ptxas gave the next chunk the current chunk's registers and so issued its
+     * loads only once the current rows had been used (one chunk in flight per warp, cuobjdump) */
+#pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
         if (r0 + STREAM_CHUNK < RW)
             load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
