@@ -5,16 +5,14 @@
  * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once and holds
  * them to the end of the step, its warps meeting at two barriers (one for the token's preparation
  * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head
- * and is written to hold two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose
- * loads are in flight. (As compiled, ptxas gives the next chunk the registers of the current one
- * in the rolled loop below, so the next loads go out once the current rows are used: one chunk in
- * flight, by cuobjdump. Unrolling the loop gives it two; not yet timed.) It issues its first
- * loads as soon as the slot and write slot are known, prepares the token (k, q, gates, beta) in
- * its own registers while they land (every warp repeats that work: no shared memory, no
- * barrier), and then, a chunk at a time, finishes its rows: u = beta (v - S_row . e^g k),
- * S_row <- S_row e^g + u k, o = S_row . q, the rows stored and o written. Both kernels run at 64
- * registers a thread, so as many warps fit per SM; what streaming changes is that no warp waits
- * for another, and a warp's stores leave while its next rows arrive.
+ * and holds two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose loads are in
+ * flight (the chunk loop below is unrolled for that). It issues its first loads as soon as the
+ * slot and write slot are known, prepares the token (k, q, gates, beta) in its own registers
+ * while they land (every warp repeats that work: no shared memory, no barrier), and then, a chunk
+ * at a time, finishes its rows: u = beta (v - S_row . e^g k), S_row <- S_row e^g + u k,
+ * o = S_row . q, the rows stored and o written. Both kernels run at 64 registers a thread, so as
+ * many warps fit per SM; what streaming changes is that no warp waits for another, and a warp's
+ * stores leave while its next rows arrive.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
