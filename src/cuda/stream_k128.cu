@@ -6,8 +6,8 @@
  * them to the end of the step, its warps meeting at two barriers (one for the token's preparation
  * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head
  * and holds two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose loads are in
- * flight (the chunk loop below is unrolled for that). It issues its first loads as soon as the
- * slot and write slot are known, prepares the token (k, q, gates, beta) in its own registers
+ * flight (the chunk loop below is unrolled for that). It issues its first two chunks' loads as
+ * soon as the slot and write slot are known, prepares the token (k, q, gates, beta) in its own registers
  * while they land (every warp repeats that work: no shared memory, no barrier), and then, a chunk
  * at a time, finishes its rows: u = beta (v - S_row . e^g k), S_row <- S_row e^g + u k,
  * o = S_row . q, the rows stored and o written. Both kernels run at 64 registers a thread, so as
@@ -191,18 +191,24 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
         return;
     }
     const int64_t src = (((int64_t)s * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
+    /* the first two chunks' loads before the token's preparation, which waits for k and q: a
+     * warp of 8 rows has them all in flight at once, as the per-head kernel's warps. Not with 16
+     * rows of an f32 state: at 64 registers ptxas then spills (KDA) */
+    constexpr bool EARLY = STREAM_CHUNK < RW && (SBF || RW <= 8);
     rows_raw<SBF> cur, next;
     load_rows<SBF>(cur, A.st.checkpoint, src);
+    if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
     /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
     const float vown =
         lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
     const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* unrolled: rolled, ptxas gave the next chunk the current chunk's registers and so issued its
-     * loads only once the current rows had been used (one chunk in flight per warp, cuobjdump) */
+     * loads only once the current rows had been used (one chunk in flight per warp, cuobjdump);
+     * the ctest row_loads_stream holds this */
 #pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
-        if (r0 + STREAM_CHUNK < RW)
+        if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
             load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
         float x[STREAM_CHUNK][4];
 #pragma unroll
