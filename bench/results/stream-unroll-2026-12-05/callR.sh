@@ -6,9 +6,12 @@
 # one tree (wip/stream-unroll a1209bd, main + the unrolled loop): S5 as committed (early for bf16
 # and for f32 up to 8 rows per warp), S6 the same with EARLY = false. Then whether the bf16
 # streaming threshold (B = 31) moves down, and f32 streaming by 8 and 4 rows (early) against the
-# per-head kernel. Carry [".gpr"]: S5/ (libreplayssm.so*, replayssm, test_cuda_stream), S6/
-# (libreplayssm.so*): a CUDA Release build of a1209bd, then of it with `constexpr bool EARLY =
-# false;` in stream_kernel; tar cJf .gpr/pr.txz -C DIR S5 S6.
+# per-head kernel. Last, call Q's S4 (wip/stream-warp c8fb201: 1-warp CTAs, unrolled, early) with
+# the L2 prefetch half a wave ahead, which ncu suggested (call Q: without the prefetch the per-head
+# kernel took 552.5 us at GDN B = 512, 1-warp streaming 545.6). Carry [".gpr"]: S5/
+# (libreplayssm.so*, replayssm, test_cuda_stream), S6/ (libreplayssm.so*): a CUDA Release build of
+# a1209bd, then of it with `constexpr bool EARLY = false;` in stream_kernel; S4/ (libreplayssm.so*)
+# as in call Q; tar cJf .gpr/pr.txz -C DIR S5 S6 S4.
 set -uo pipefail
 O=/tmp/resR; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
@@ -43,3 +46,7 @@ for m in qwen3-next kimi-linear; do
   for rw in 0 8 4; do bn S5 "$m-f32-$rw" $rw --model $m --batch 32,64,128,512; done
 done
 el f32
+for pf in 0 1; do
+  RSSM_STREAM_WARPS=1 RSSM_STREAM_PF=$pf RSSM_STREAM_EARLY=1 bn S4 "gdn-f32-w1r8e-pf$pf" 8 --model qwen3-next --batch 16,64,128,512
+done
+el "1-warp prefetch"
