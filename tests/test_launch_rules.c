@@ -130,14 +130,21 @@ int main(void)
         np_ok &= rssm_pipe_producers((int64_t)batch * HV, SMS) == (batch >= 17 && batch <= 49 ? 2 : 3);
     t_case(RH_OK, np_ok, "the pipeline's producers: 2 at B = 17-49, else 3");
 
-    /* packed decode streamed by rows (rssm_stream_rows): 16 rows per warp from B = 31 with a bf16
-     * state, never with f32 */
+    /* packed decode streamed by rows (rssm_stream_rows): 16 rows per warp with a bf16 state, GDN
+     * from B = 24, KDA from B = 31, never with f32; the first two chunks early from B = 165
+     * (rssm_stream_early) */
     int stream_ok = 1;
     for (int batch = 1; batch <= 1024; batch++) {
-        stream_ok &= rssm_stream_rows(0, (int64_t)batch * HV, SMS) == 0;
-        stream_ok &= rssm_stream_rows(1, (int64_t)batch * HV, SMS) == (batch >= 31 ? 16 : 0);
+        const int64_t heads = (int64_t)batch * HV;
+        for (int kda = 0; kda <= 1; kda++)
+            stream_ok &= rssm_stream_rows(0, kda, heads, SMS) == 0;
+        stream_ok &= rssm_stream_rows(1, 0, heads, SMS) == (batch >= 24 ? 16 : 0);
+        stream_ok &= rssm_stream_rows(1, 1, heads, SMS) == (batch >= 31 ? 16 : 0);
+        stream_ok &= rssm_stream_early(heads, SMS) == (batch >= 165);
     }
-    t_case(RH_OK, stream_ok, "packed decode streamed by 16-row warps from B = 31 with a bf16 state, never with f32");
+    t_case(RH_OK, stream_ok,
+           "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
+           "two chunks early from B = 165");
 
     /* forced switches win everywhere; every result is one the kernels take */
     int forced_ok = 1, range_ok = 1;

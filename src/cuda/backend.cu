@@ -131,7 +131,7 @@ cudaError_t rssm_cuda_decode_k128_init(int device);
 cudaError_t rssm_cuda_decode_k128_launch(kargs A, int batch, cudaStream_t stream);
 /* stream_k128.cu: packed decode streamed a row at a time (V-first state) */
 int rssm_cuda_stream_ok(const kargs *A);
-cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rows_per_warp, cudaStream_t stream);
+cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rows_per_warp, int early, cudaStream_t stream);
 /* drain_k128.cu: the planner's drain of small-batch steps (its kernel's shared memory limit) */
 cudaError_t rssm_cuda_drain_init(void);
 /* replay_pipeline.cu: replay decode (T = 1, K = V = 128) as a persistent pipeline, for large grids */
@@ -292,10 +292,10 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;
         A.pf_ahead = sw.prefetch * im->sm_count / 2;
         A.smem_per_sm = im->smem_per_sm;
-        const int rw = im->stream_rw >= 0 ? im->stream_rw
-                                          : rssm_stream_rows(A.l.state_dtype == RSSM_DTYPE_BF16, s.ctas, im->sm_count);
+        const int rw = im->stream_rw >= 0 ? im->stream_rw : rssm_stream_rows(s.sbf, s.kda, s.ctas, im->sm_count);
         if (rw > 0 && rssm_cuda_stream_ok(&A)) {
-            CU(rssm_cuda_stream_launch(A, p->io.batch, rw, (cudaStream_t)stream), fn);
+            const int early = rssm_stream_early(s.ctas, im->sm_count);
+            CU(rssm_cuda_stream_launch(A, p->io.batch, rw, early, (cudaStream_t)stream), fn);
             return RSSM_OK;
         }
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);

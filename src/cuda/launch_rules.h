@@ -74,16 +74,30 @@ static inline int64_t rssm_pipe_word_from(int packed, int kda, int sbf, int kf, 
 }
 
 /* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
- * per-head kernel, by state dtype (sbf: bf16) and value heads (batch x HV) on `sms`
- * multiprocessors, as the H200 measured (bench/results/stream-2026-12-02/stream-call3.txt, 32
- * value heads, 132 SMs, random slots): with a bf16 state 16 rows per warp from 7.5 heads per SM,
- * B = 31 (GDN B = 32 / 64 / 128 / 512 23.26 / 42.11 / 79.18 / 301.77 against 25.52 / 45.19 /
- * 84.13 / 318.36 us on the per-head kernel, KDA 24.98 / 44.51 / 83.46 / 318.52 against 27.71 /
- * 50.02 / 93.68 / 356.63; B = 24 lost 1-3%, smaller B more: every warp repeats the token's
- * preparation, and a chunk's sums are a chain of shuffles the per-head kernel shares over 8
- * rows); with an f32 state never (KDA lost at every B; GDN gained 0.1-1.5% from B = 32, one run,
- * and lost 3-67% below). */
-static inline int rssm_stream_rows(int sbf, int64_t ctas, int64_t sms) { return sbf && 2 * ctas >= 15 * sms ? 16 : 0; }
+ * per-head kernel, by state dtype (sbf: bf16), gate and value heads (batch x HV) on `sms`
+ * multiprocessors, as the H200 measured (32 value heads, 132 SMs, random slots): with a bf16
+ * state 16 rows per warp, GDN from 5.75 heads per SM, B = 24, KDA from 7.5, B = 31
+ * (stream-unroll-2026-12-05/ call R, the unrolled kernel, one round: GDN B = 24 / 28 18.73 /
+ * 21.73 us against 18.95 / 21.92 on the per-head kernel, B = 20 16.50 against 16.49, B = 16 13.99
+ * against 13.69; KDA B = 24 / 28 20.36 / 23.10 against 19.84 / 22.75; stream-2026-12-02/
+ * stream-call3.txt: KDA B = 32 / 128 / 512 24.98 / 83.46 / 318.52 against 27.71 / 93.68 /
+ * 356.63). Below, every warp repeating the token's preparation and a chunk's chain of shuffles
+ * (the per-head kernel shares them over 8 rows) cost more than the barriers they save. With an
+ * f32 state never (call R: 8 or 4 rows per warp lost at every B, GDN B = 512 571.05 / 615.93
+ * against 540.03; CTAs of one warp lost too, stream-warp-2026-12-05/). */
+static inline int rssm_stream_rows(int sbf, int kda, int64_t ctas, int64_t sms)
+{
+    return sbf && (kda ? 2 * ctas >= 15 * sms : 4 * ctas >= 23 * sms) ? 16 : 0;
+}
+
+/* Whether a streaming warp issues its first two chunks' loads before the token's preparation
+ * (then a warp has 8 rows in flight while it prepares) rather than one: from 40 value heads per
+ * SM, B = 165, as call R measured (stream-unroll-2026-12-05/, bf16 state, two rounds alike: GDN
+ * B = 192 / 256 / 512 113.94 / 149.77 / 293.67 us early against 114.28 / 150.64 / 296.60; below,
+ * the token's inputs queue behind the rows and the warp starts later: B = 32 / 64 / 128 23.49 /
+ * 41.95 / 78.04 against 22.76 / 41.27 / 77.90; KDA alike, B = 512 308.0 against 310.8, B = 32
+ * 25.04 against 24.13). */
+static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 40 * sms; }
 
 /* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
  * CTAs, as the H200 measured (bench/results/pipe-producers-2026-12-03/call3/sweep.txt, one call,

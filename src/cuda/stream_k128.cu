@@ -152,11 +152,13 @@ __device__ __forceinline__ float chunk_step(float (&s)[STREAM_CHUNK][4], float v
 }
 
 /* grid (HV x parts, B), STREAM_NW warps; warp w of part p owns rows (p NW + w) RW .. + RW - 1 */
-template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A)
+template <bool KDA, bool SBF, int RW, bool EARLY>
+__global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A)
 {
     static_assert(RW % STREAM_CHUNK == 0, "whole chunks of rows per warp");
     const rssm_layer &l = A.l;
     const int HV = l.num_v_heads, iobf = l.io_dtype == RSSM_DTYPE_BF16;
+    static_assert(!EARLY || STREAM_CHUNK < RW, "early loads need a second chunk");
     constexpr int PARTS = K128_DIM / (STREAM_NW * RW);
     const int b = blockIdx.y, hv = blockIdx.x / PARTS, part = blockIdx.x % PARTS;
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, c4 = lane * 4;
@@ -191,10 +193,9 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
         return;
     }
     const int64_t src = (((int64_t)s * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
-    /* the first two chunks' loads before the token's preparation, which waits for k and q: a
-     * warp of 8 rows has them all in flight at once, as the per-head kernel's warps. Not with 16
-     * rows of an f32 state: at 64 registers ptxas then spills (KDA) */
-    constexpr bool EARLY = STREAM_CHUNK < RW && (SBF || RW <= 8);
+    /* EARLY (large grids, launch_rules.h): the first two chunks' loads before the token's
+     * preparation, which waits for k and q; a warp of 8 rows then has them all in flight at once,
+     * as the per-head kernel's warps */
     rows_raw<SBF> cur, next;
     load_rows<SBF>(cur, A.st.checkpoint, src);
     if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
@@ -228,15 +229,25 @@ template <bool KDA, bool SBF, int RW> __global__ void __launch_bounds__(STREAM_N
     }
 }
 
-template <bool KDA, bool SBF> static const void *kernel_of(int rw)
+/* Early loads only where they fit: with 16 rows of an f32 state ptxas then spills at 64
+ * registers (KDA), and one chunk has no second to issue */
+template <bool SBF, int RW> constexpr bool early_fits() { return STREAM_CHUNK < RW && (SBF || RW <= 8); }
+
+template <bool KDA, bool SBF, int RW> static const void *kernel_of(bool early)
+{
+    if (early && early_fits<SBF, RW>()) return (const void *)stream_kernel<KDA, SBF, RW, early_fits<SBF, RW>()>;
+    return (const void *)stream_kernel<KDA, SBF, RW, false>;
+}
+
+template <bool KDA, bool SBF> static const void *kernel_of(int rw, bool early)
 {
     switch (rw) {
     case 4:
-        return (const void *)stream_kernel<KDA, SBF, 4>;
+        return kernel_of<KDA, SBF, 4>(early);
     case 8:
-        return (const void *)stream_kernel<KDA, SBF, 8>;
+        return kernel_of<KDA, SBF, 8>(early);
     default:
-        return (const void *)stream_kernel<KDA, SBF, 16>;
+        return kernel_of<KDA, SBF, 16>(early);
     }
 }
 
@@ -252,14 +263,15 @@ int rssm_cuda_stream_ok(const kargs *A)
            rssm_cuda_decode_k128_ok(A);
 }
 
-/* rw: rows per warp, 4, 8 or 16 */
-cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rw, cudaStream_t stream)
+/* rw: rows per warp, 4, 8 or 16; early: the first two chunks' loads before the token's
+ * preparation (where they fit) */
+cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rw, int early, cudaStream_t stream)
 {
     using namespace rssm_stream_k128;
     if (rw != 4 && rw != 8) rw = 16;
-    const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16;
-    const void *k = kda ? (sbf ? kernel_of<true, true>(rw) : kernel_of<true, false>(rw))
-                        : (sbf ? kernel_of<false, true>(rw) : kernel_of<false, false>(rw));
+    const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16, e = early != 0;
+    const void *k = kda ? (sbf ? kernel_of<true, true>(rw, e) : kernel_of<true, false>(rw, e))
+                        : (sbf ? kernel_of<false, true>(rw, e) : kernel_of<false, false>(rw, e));
     A.cs = 1;
     const unsigned parts = K128_DIM / (STREAM_NW * rw);
     return launch_clustered(k, A, (unsigned)A.l.num_v_heads * parts, (unsigned)batch, STREAM_NW * 32, 0, stream);
