@@ -17,6 +17,6 @@ B="bench --device cuda --model qwen3-next --state bf16 --ring-len 16 --ring bf16
 for c in "16 -1 rule" "16 16 stream" "32 -1 rule" "32 0 perhead"; do
   set -- $c
   LD_LIBRARY_PATH=$V timeout 100 ncu --clock-control none --metrics $M -k regex:"decode_k128_kernel|stream_kernel" \
-    --launch-skip 20 --launch-count 1 "$V/replayssm" $B --batch "$1" --cuda-stream "$2" > "$O/ncu-b$1-$3.txt" 2>&1
+    --launch-count 1 "$V/replayssm" $B --batch "$1" --cuda-stream "$2" > "$O/ncu-b$1-$3.txt" 2>&1
   echo "B = $1 $3: rc $?"
 done
