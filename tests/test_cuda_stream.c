@@ -6,7 +6,8 @@
  * gates, with and without the l2 norm of q and k, the safe gate (lower bound), contiguous and
  * strided token inputs; rows on random slots with padding rows, and every other step
  * copy-on-write (write_slot: some rows write spare slots, one row's write slot is -1); at 176 rows
- * the warps issue their first two chunks early (launch_rules.h, rssm_stream_early). Every
+ * the warps issue their first two chunks early on GPUs of up to 140 SMs (launch_rules.h,
+ * rssm_stream_early). Every
  * output and, at the end, every slot's state must be the same bits, and the slots no row names
  * untouched. Skips (exit 77) without a CUDA device.
  */
