@@ -7,12 +7,12 @@
  * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head
  * and holds two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose loads are in
  * flight (the chunk loop below is unrolled for that). It issues its first chunk's loads (on large
- * grids its first two: EARLY) as soon as the slot and write slot are known, prepares the token (k,
- * q, gates, beta) in its own registers while they land (every warp repeats that work: no shared
- * memory, no barrier), and then, a chunk at a time, finishes its rows: u = beta (v - S_row . e^g
- * k), S_row <- S_row e^g + u k, o = S_row . q, the rows stored and o written. Both kernels run
- * at 64 registers a thread, so as many warps fit per SM; what streaming changes is that no warp
- * waits for another, and a warp's stores leave while its next rows arrive.
+ * grids its first two where they fit: EARLY) as soon as the slot and write slot are known,
+ * prepares the token (k, q, gates, beta) in its own registers while they land (every warp repeats
+ * that work: no shared memory, no barrier), and then, a chunk at a time, finishes its rows:
+ * u = beta (v - S_row . e^g k), S_row <- S_row e^g + u k, o = S_row . q, the rows stored and o
+ * written. Both kernels run at 64 registers a thread, so as many warps fit per SM; what streaming
+ * changes is that no warp waits for another, and a warp's stores leave while its next rows arrive.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
@@ -206,7 +206,8 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* unrolled: rolled, ptxas gave the next chunk the current chunk's registers and so issued its
      * loads only once the current rows had been used (one chunk in flight per warp, cuobjdump);
-     * the ctest row_loads_stream holds this for the early kernels */
+     * the ctest row_loads_stream holds this for the early 8-row kernels (a 16-row warp loads its
+     * later chunks after its first wait by design, so that count cannot check it) */
 #pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
         if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
@@ -230,7 +231,7 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
 }
 
 /* Early loads only where they fit: with 16 rows of an f32 state ptxas then spills at 64
- * registers (KDA), and one chunk has no second to issue */
+ * registers (seen with KDA; GDN takes the same rule), and one chunk has no second to issue */
 template <bool SBF, int RW> constexpr bool early_fits() { return STREAM_CHUNK < RW && (SBF || RW <= 8); }
 
 template <bool KDA, bool SBF, int RW> static const void *kernel_of(bool early)
