@@ -24,6 +24,12 @@ a register such a load may still be filling (its data, or the register reused). 
 round trip late. With --max-late-loads it exits 1 when a matched kernel has more. One verify window
 read each 16-byte group whole and kept half: 64 registers landing, and ptxas issued 7 of its 16
 row loads after the first had arrived; another spilled the cursor between its row loads.
+
+Rows in flight: the row loads issued before the first instruction that names a register a row load
+may still be filling (its data, or the register reused): how many rows a warp has asked for when
+it first needs one. The source's order does not decide it: ptxas moved the streaming kernel's next
+chunk (4 rows) after the current chunk's unpack, into the same registers, so its warps had 4.
+With --min-rows-in-flight it exits 1 when a matched kernel has fewer.
 """
 import argparse
 import re
@@ -58,6 +64,9 @@ def scan(body):
     round0 = None  # from the first row load on: last_wait then, where the rows' round began
     waited = False
     stl = ldl = waits = late = 0
+    row_regs = set()  # registers a row load may still be filling
+    rows = 0  # row loads so far
+    in_flight = None  # row loads issued before the first instruction that names such a register
     for line in body.splitlines():
         m = INSN.match(line)
         if not m:
@@ -65,6 +74,8 @@ def scan(body):
         op, args = m.groups()
         regs = re.findall(r"\bR(\d+)(\.64)?\b", args)
         named = {int(r) + i for r, pair in regs for i in range(2 if pair else 1)}
+        if in_flight is None and named & row_regs:
+            in_flight = rows
         hit = [pending.pop(r) for r in named if r in pending]
         if round0 is None and hit:
             last_wait = loads
@@ -75,6 +86,7 @@ def scan(body):
             if round0 is None:
                 round0 = last_wait
             late += waited
+            rows += 1
         if op.startswith("STL"):
             stl += 1
             src = re.search(r"\],\s*R(\d+)", args)
@@ -92,8 +104,10 @@ def scan(body):
                 writer[r] = op
                 if op.startswith("LDG"):
                     pending[r] = loads
+                if row_load:
+                    row_regs.add(r)
             loads += op.startswith("LDG")
-    return stl, ldl, waits, late
+    return stl, ldl, waits, late, rows if in_flight is None else in_flight
 
 
 def main(argv=None):
@@ -102,6 +116,7 @@ def main(argv=None):
     ap.add_argument("--match", default="", help="only kernels whose demangled name this regular expression finds")
     ap.add_argument("--max-waits", type=int, default=None, help="exit 1 when a matched kernel has more")
     ap.add_argument("--max-late-loads", type=int, default=None, help="exit 1 when a matched kernel has more")
+    ap.add_argument("--min-rows-in-flight", type=int, default=None, help="exit 1 when a matched kernel has fewer")
     ap.add_argument("--cuobjdump", default="cuobjdump", help="the cuobjdump to run (default: the one on PATH)")
     a = ap.parse_args(argv)
     if a.input.endswith((".sass", ".txt")):
@@ -124,9 +139,9 @@ def main(argv=None):
     if not rows:
         sys.exit("no kernel matched")
     w = max(len(r[0]) for r in rows)
-    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG  late row loads")
-    for name, stl, ldl, waits, late in sorted(rows):
-        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:19d}  {late:14d}")
+    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG  late row loads  rows in flight")
+    for name, stl, ldl, waits, late, flight in sorted(rows):
+        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:19d}  {late:14d}  {flight:14d}")
     bad = False
     over = [r[0] for r in rows if a.max_waits is not None and r[3] > a.max_waits]
     if over:
@@ -135,6 +150,10 @@ def main(argv=None):
     late = [r[0] for r in rows if a.max_late_loads is not None and r[4] > a.max_late_loads]
     if late:
         print(f"{len(late)} kernel(s) with more than {a.max_late_loads} row load(s) issued after a wait for one")
+        bad = True
+    few = [r[0] for r in rows if a.min_rows_in_flight is not None and r[5] < a.min_rows_in_flight]
+    if few:
+        print(f"{len(few)} kernel(s) with fewer than {a.min_rows_in_flight} row load(s) issued before a row is used")
         bad = True
     if bad:
         sys.exit(1)

@@ -4,15 +4,20 @@
  *
  * The per-head kernel (decode_k128.cu) loads a warp's 8 rows into registers at once and holds
  * them to the end of the step, its warps meeting at two barriers (one for the token's preparation
- * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head
- * and holds two chunks of STREAM_CHUNK rows: the one it finishes and the next, whose loads are in
- * flight (the chunk loop below is unrolled for that). It issues its first chunk's loads (on large
- * grids its first two where they fit: EARLY) as soon as the slot and write slot are known,
- * prepares the token (k, q, gates, beta) in its own registers while they land (every warp repeats
- * that work: no shared memory, no barrier), and then, a chunk at a time, finishes its rows:
+ * in shared memory, one for the ring weights). Here a warp owns RW consecutive rows of one head,
+ * STREAM_CHUNK at a time. It issues its first chunk's loads (on large grids its first two where
+ * they fit: EARLY) as soon as the slot and write slot are known, prepares the token (k, q, gates,
+ * beta) in its own registers while they land (every warp repeats that work: no shared memory, no
+ * barrier), and then, a chunk at a time, finishes its rows:
  * u = beta (v - S_row . e^g k), S_row <- S_row e^g + u k, o = S_row . q, the rows stored and o
  * written. Both kernels run at 64 registers a thread, so as many warps fit per SM; what streaming
  * changes is that no warp waits for another, and a warp's stores leave while its next rows arrive.
+ *
+ * The source loads the next chunk before it unpacks the current one, but ptxas gives the next
+ * chunk the current chunk's registers and issues its loads just after that unpack, once the
+ * current rows have landed (cuobjdump, rolled loop or unrolled, bf16 state): a chunk's loads
+ * overlap the previous chunk's arithmetic and stores, not its round trip. Only EARLY's first two
+ * chunks are in flight together.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
@@ -204,10 +209,9 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
     const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
-    /* unrolled: rolled, ptxas gave the next chunk the current chunk's registers and so issued its
-     * loads only once the current rows had been used (one chunk in flight per warp, cuobjdump);
-     * the ctest row_loads_stream holds this for the early 8-row kernels (a 16-row warp loads its
-     * later chunks after its first wait by design, so that count cannot check it) */
+    /* unrolled: 1.9-3.5% faster than rolled with a bf16 state at B = 32-128 (call V in
+     * bench/results/stream-unroll-2026-12-05/); the loads sit where they did, the loop's control
+     * and predicated loads are gone */
 #pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
         if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
