@@ -11,6 +11,7 @@
 # E = main 5506dca's kernels (call V), X1 = the branch (early from B = 165 as main), X2 = the branch
 # with rssm_stream_early returning 1 (early at every B). Carry [".gpy"]: tar cJf .gpy/py.txz -C DIR
 # E X1 X2 (E: libreplayssm.so*, replayssm; X1: libreplayssm.so*, test_cuda_stream; X2: libreplayssm.so*).
+# The branch's head e4f2247 adds a SASS ctest (row_loads_ahead_stream) and comments; its kernels are b56ab39's.
 set -uo pipefail
 O=/tmp/resY; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
