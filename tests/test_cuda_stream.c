@@ -75,6 +75,7 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
     if (c.lower_bound) l.has_lower_bound = 1, l.lower_bound = -5.0f;
     rh_rng rng;
     rh_rng_seed(&rng, seed);
+    const int slots = slots_for(c.B);
     int32_t slot[MAX_SLOTS], wslot[MAX_SLOTS];
     row_slots(&rng, c.B, slot, wslot);
     const size_t no = (size_t)STEPS * c.B * l.num_v_heads * l.head_v_dim;
@@ -83,7 +84,7 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
     memset(after, 0, sizeof after);
     rh_state s0;
     memset(&s0, 0, sizeof s0);
-    int rc = rh_state_create(ctx[0], &l, slots_for(c.B), &s0);
+    int rc = rh_state_create(ctx[0], &l, slots, &s0);
     if (!rc) rc = rh_state_randomize(ctx[0], &s0, &rng, 1);
     if (!rc) rc = rh_snap_take(ctx[0], &s0, &init);
     for (int r = 0; r < RUNS; r++) {
@@ -97,7 +98,7 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
         if (slot[b] >= 0) named[slot[b]] = 1, named[wslot[b] >= 0 ? wslot[b] : slot[b]] = 1;
     for (int r = 1; r < RUNS; r++) {
         int same = !rc && !memcmp(o[0], o[r], sizeof(double) * no);
-        for (int sl = 0; sl < slots_for(c.B) && same; sl++)
+        for (int sl = 0; sl < slots && same; sl++)
             same = rh_snap_slot_equal(&s0, &after[0], &after[r], sl) &&
                    (named[sl] || rh_snap_slot_equal(&s0, &init, &after[r], sl));
         t_case(rc, same, "%s B=%d state %s io %s %s gates%s%s%s, %d steps: %d rows per warp == per-head kernel",
