@@ -201,7 +201,10 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     /* EARLY (large grids, launch_rules.h): the first two chunks' loads before the token's
      * preparation, which waits for k and q; a warp of 8 rows then has them all in flight at once,
      * as the per-head kernel's warps */
-    rows_raw<SBF> cur, next;
+    /* EXPERIMENT (branch wip/stream-ahead2): with EARLY and 16 rows, loads two chunks ahead (a
+     * third buffer), so that two chunks are in flight while a warp works one */
+    constexpr bool AHEAD2 = EARLY && RW > 2 * STREAM_CHUNK;
+    rows_raw<SBF> cur, next, after;
     load_rows<SBF>(cur, A.st.checkpoint, src);
     if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
     /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
@@ -214,7 +217,10 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
      * and predicated loads are gone */
 #pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
-        if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
+        if (AHEAD2) {
+            if (r0 + 2 * STREAM_CHUNK < RW)
+                load_rows<SBF>(after, A.st.checkpoint, src + (int64_t)(r0 + 2 * STREAM_CHUNK) * K128_DIM);
+        } else if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
             load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
         float x[STREAM_CHUNK][4];
 #pragma unroll
@@ -231,6 +237,7 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         }
         if ((lane & 7) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + r0 + (lane >> 3), o);
         cur = next;
+        if (AHEAD2) next = after;
     }
 }
 
