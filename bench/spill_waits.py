@@ -30,6 +30,12 @@ may still be filling (its data, or the register reused): how many rows a warp ha
 it first needs one. The source's order does not decide it: ptxas moved the streaming kernel's next
 chunk (4 rows) after the current chunk's unpack, into the same registers, so its warps had 4.
 With --min-rows-in-flight it exits 1 when a matched kernel has fewer.
+
+Rows ahead: at each row's first use while some of the kernel's row loads are still to be issued,
+the row loads issued and not yet used (the row itself included); the column is the fewest. A
+streaming warp that loads one chunk ahead has 1 (the last row of a chunk, its next chunk not yet
+asked for); two chunks ahead, 5. "-" where every row is asked for before the first is used. With
+--min-rows-ahead it exits 1 when a matched kernel has fewer.
 """
 import argparse
 import re
@@ -65,8 +71,12 @@ def scan(body):
     waited = False
     stl = ldl = waits = late = 0
     row_regs = set()  # registers a row load may still be filling
+    row_of = {}  # register -> index of the row load that last wrote it
     rows = 0  # row loads so far
     in_flight = None  # row loads issued before the first instruction that names such a register
+    unused = set()  # row loads (by index) issued and not yet named
+    ahead = None  # fewest of those at a row's first use while rows remain to be issued
+    total_rows = len(re.findall(r"LDG[.A-Z0-9_]*\.EF", body))
     for line in body.splitlines():
         m = INSN.match(line)
         if not m:
@@ -76,6 +86,10 @@ def scan(body):
         named = {int(r) + i for r, pair in regs for i in range(2 if pair else 1)}
         if in_flight is None and named & row_regs:
             in_flight = rows
+        first = {row_of.pop(r) for r in named if r in row_of} & unused
+        if first and rows < total_rows:
+            ahead = len(unused) if ahead is None else min(ahead, len(unused))
+        unused -= first
         hit = [pending.pop(r) for r in named if r in pending]
         if round0 is None and hit:
             last_wait = loads
@@ -87,6 +101,7 @@ def scan(body):
                 round0 = last_wait
             late += waited
             rows += 1
+            unused.add(rows - 1)
         if op.startswith("STL"):
             stl += 1
             src = re.search(r"\],\s*R(\d+)", args)
@@ -106,8 +121,9 @@ def scan(body):
                     pending[r] = loads
                 if row_load:
                     row_regs.add(r)
+                    row_of[r] = rows - 1
             loads += op.startswith("LDG")
-    return stl, ldl, waits, late, rows if in_flight is None else in_flight
+    return stl, ldl, waits, late, rows if in_flight is None else in_flight, ahead
 
 
 def main(argv=None):
@@ -117,6 +133,7 @@ def main(argv=None):
     ap.add_argument("--max-waits", type=int, default=None, help="exit 1 when a matched kernel has more")
     ap.add_argument("--max-late-loads", type=int, default=None, help="exit 1 when a matched kernel has more")
     ap.add_argument("--min-rows-in-flight", type=int, default=None, help="exit 1 when a matched kernel has fewer")
+    ap.add_argument("--min-rows-ahead", type=int, default=None, help="exit 1 when a matched kernel has fewer")
     ap.add_argument("--cuobjdump", default="cuobjdump", help="the cuobjdump to run (default: the one on PATH)")
     a = ap.parse_args(argv)
     if a.input.endswith((".sass", ".txt")):
@@ -139,9 +156,10 @@ def main(argv=None):
     if not rows:
         sys.exit("no kernel matched")
     w = max(len(r[0]) for r in rows)
-    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG  late row loads  rows in flight")
-    for name, stl, ldl, waits, late, flight in sorted(rows):
-        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:19d}  {late:14d}  {flight:14d}")
+    print(f"{'kernel':{w}}  STL  LDL  STL waiting for LDG  late row loads  rows in flight  rows ahead")
+    for name, stl, ldl, waits, late, flight, ahead in sorted(rows):
+        shown = "-" if ahead is None else str(ahead)
+        print(f"{name:{w}}  {stl:3d}  {ldl:3d}  {waits:19d}  {late:14d}  {flight:14d}  {shown:>10}")
     bad = False
     over = [r[0] for r in rows if a.max_waits is not None and r[3] > a.max_waits]
     if over:
@@ -154,6 +172,10 @@ def main(argv=None):
     few = [r[0] for r in rows if a.min_rows_in_flight is not None and r[5] < a.min_rows_in_flight]
     if few:
         print(f"{len(few)} kernel(s) with fewer than {a.min_rows_in_flight} row load(s) issued before a row is used")
+        bad = True
+    behind = [r[0] for r in rows if a.min_rows_ahead is not None and r[6] is not None and r[6] < a.min_rows_ahead]
+    if behind:
+        print(f"{len(behind)} kernel(s) with fewer than {a.min_rows_ahead} unused row load(s) when a row is first used")
         bad = True
     if bad:
         sys.exit(1)

@@ -16,8 +16,8 @@
  * The source loads the next chunk before it unpacks the current one, but ptxas gives the next
  * chunk the current chunk's registers and issues its loads just after that unpack, once the
  * current rows have landed (cuobjdump, rolled loop or unrolled, bf16 state): a chunk's loads
- * overlap the previous chunk's arithmetic and stores, not its round trip. Only EARLY's first two
- * chunks are in flight together.
+ * overlap the previous chunk's arithmetic and stores, not its round trip. With EARLY the first two
+ * chunks are in flight together, and with 16 rows the loop then keeps loading two chunks ahead.
  *
  * Bits: a lane holds channels 4l .. 4l + 3 of a row, as the per-head kernel's lanes do; every
  * product and sum is the per-head kernel's, in its order (the lane's 4 channels by fused
@@ -201,7 +201,12 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     /* EARLY (large grids, launch_rules.h): the first two chunks' loads before the token's
      * preparation, which waits for k and q; a warp of 8 rows then has them all in flight at once,
      * as the per-head kernel's warps */
-    rows_raw<SBF> cur, next;
+    /* with EARLY and more than two chunks, loads two chunks ahead into a third buffer: ptxas
+     * issues a chunk's loads after the unpack before them (in the registers it freed), so one
+     * chunk ahead left each round trip behind one chunk's work; two ahead, behind two (ctest
+     * row_loads_ahead_stream) */
+    constexpr bool AHEAD2 = EARLY && RW > 2 * STREAM_CHUNK;
+    rows_raw<SBF> cur, next, after;
     load_rows<SBF>(cur, A.st.checkpoint, src);
     if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
     /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
@@ -214,7 +219,10 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
      * and predicated loads are gone */
 #pragma unroll
     for (int r0 = 0; r0 < RW; r0 += STREAM_CHUNK) {
-        if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
+        if (AHEAD2) {
+            if (r0 + 2 * STREAM_CHUNK < RW)
+                load_rows<SBF>(after, A.st.checkpoint, src + (int64_t)(r0 + 2 * STREAM_CHUNK) * K128_DIM);
+        } else if ((r0 > 0 || !EARLY) && r0 + STREAM_CHUNK < RW)
             load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)(r0 + STREAM_CHUNK) * K128_DIM);
         float x[STREAM_CHUNK][4];
 #pragma unroll
@@ -231,6 +239,7 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         }
         if ((lane & 7) == 0) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + r0 + (lane >> 3), o);
         cur = next;
+        if (AHEAD2) next = after;
     }
 }
 
