@@ -6,7 +6,7 @@
  * gates, with and without the l2 norm of q and k, the safe gate (lower bound), contiguous and
  * strided token inputs; rows on random slots with padding rows, and every other step
  * copy-on-write (write_slot: some rows write spare slots, one row's write slot is -1); at 176 rows
- * the warps issue their first two chunks early on GPUs of up to 140 SMs (launch_rules.h,
+ * the warps issue their first two chunks early on GPUs of up to 234 SMs (launch_rules.h,
  * rssm_stream_early). Every
  * output and, at the end, every slot's state must be the same bits, and the slots no row names
  * untouched. Skips (exit 77) without a CUDA device.
@@ -143,7 +143,7 @@ int main(void)
         {1, 9, 0, 0, 1, BF16, BF16, 0},
         {1, 9, 0, 1, 1, F32, F32, 0},
         {0, 9, 0, 0, 0, BF16, F32, 0},
-        /* from 40 value heads per SM (B = 165 on 132 SMs) the first two chunks load early */
+        /* from 24 value heads per SM (B = 99 on 132 SMs) the first two chunks load early */
         {0, 176, 0, 1, 0, BF16, BF16, 0},
         {1, 176, 0, 1, 0, BF16, BF16, 1},
         {0, 176, 0, 1, 0, F32, BF16, 0},

@@ -91,13 +91,14 @@ static inline int rssm_stream_rows(int sbf, int kda, int64_t ctas, int64_t sms)
 }
 
 /* Whether a streaming warp issues its first two chunks' loads before the token's preparation
- * (then a warp has 8 rows in flight while it prepares) rather than one: from 40 value heads per
- * SM, B = 165, as call R measured (stream-unroll-2026-12-05/, bf16 state, two rounds alike: GDN
- * B = 192 / 256 / 512 113.94 / 149.77 / 293.67 us early against 114.28 / 150.64 / 296.60; below,
- * the token's inputs queue behind the rows and the warp starts later: B = 32 / 64 / 128 23.49 /
- * 41.95 / 78.04 against 22.76 / 41.27 / 77.90; KDA alike, B = 512 308.0 against 310.8, B = 32
- * 25.04 against 24.13). */
-static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 40 * sms; }
+ * (8 rows in flight while it prepares; with 16 rows a third buffer then keeps it two chunks
+ * ahead) rather than one: from 24 value heads per SM, B = 99 at 32 value heads. Early against
+ * not, bf16 state, two rounds alike (stream-unroll-2026-12-05/): call Y on the kernel two chunks
+ * ahead, GDN B = 128 77.29 us against 78.60, KDA 81.71 against 82.57; call R, one chunk ahead,
+ * GDN B = 192 / 512 113.94 / 293.67 against 114.28 / 296.60. Below, the token's inputs queue
+ * behind the rows and the warp starts later (call Y: GDN B = 24 / 64 19.11 / 41.55 against
+ * 18.90 / 41.71; KDA B = 32 / 64 24.74 / 44.29 against 24.37 / 43.98). */
+static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 24 * sms; }
 
 /* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
  * CTAs, as the H200 measured (bench/results/pipe-producers-2026-12-03/call3/sweep.txt, one call,
