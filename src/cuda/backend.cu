@@ -295,6 +295,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
         const int rw = im->stream_rw >= 0 ? im->stream_rw : rssm_stream_rows(s.sbf, s.kda, s.ctas, im->sm_count);
         if (rw > 0 && rssm_cuda_stream_ok(&A)) {
             const int early = rssm_stream_early(s.ctas, im->sm_count);
+            if (im->pdl < 0) A.pdl = rssm_stream_pdl();
             CU(rssm_cuda_stream_launch(A, p->io.batch, rw, early, (cudaStream_t)stream), fn);
             return RSSM_OK;
         }

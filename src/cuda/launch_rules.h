@@ -100,6 +100,14 @@ static inline int rssm_stream_rows(int sbf, int kda, int64_t ctas, int64_t sms)
  * 18.90 / 41.71; KDA B = 32 / 64 24.74 / 44.29 against 24.37 / 43.98). */
 static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 24 * sms; }
 
+/* Whether the streaming kernel launches programmatically (over the tail of the kernel before):
+ * never. Where the rules stream and rssm_launch_rules would launch so (GDN B = 24-28, bf16
+ * state) it lost or tied, and forced at B = 12-28 it lost everywhere but GDN B = 20, while the
+ * per-head kernel gains 10-20% from it (call X, stream-unroll-2026-12-05/, two rounds alike,
+ * without against with: GDN B = 24 / 28 18.74 / 20.86 us against 18.82 / 21.78, B = 16 13.39
+ * against 14.05, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26 against 14.90 / 23.22). */
+static inline int rssm_stream_pdl(void) { return 0; }
+
 /* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
  * CTAs, as the H200 measured (bench/results/pipe-producers-2026-12-03/call3/sweep.txt, one call,
  * 2 against 3, replay µs): 2 for more than 4 and at most 12 heads per CTA (GDN B = 24 / 32 / 48
@@ -183,7 +191,8 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * flashinfer-2026-12-03/callF-switches-f32.txt), larger ones 2-5% (B = 64), replay's lost or
      * tied. Packed decode of a bf16 state gains there too (callG-pdl-bf16.txt, GDN B = 5 / 6 / 7 /
      * 8: 7.10 / 7.43 / 8.44 / 8.70 -> 6.40 / 6.62 / 7.00 / 7.83 us; KDA 7.30 / 7.64 / 8.88 /
-     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. */
+     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. The streaming
+     * kernel never does (rssm_stream_pdl). */
     r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
