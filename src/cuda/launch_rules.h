@@ -105,7 +105,7 @@ static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 
  * state) it lost or tied, and forced at B = 12-28 it lost everywhere but GDN B = 20, while the
  * per-head kernel gains 10-20% from it (call X, stream-unroll-2026-12-05/, two rounds alike,
  * without against with: GDN B = 24 / 28 18.74 / 20.86 us against 18.82 / 21.78, B = 16 13.39
- * against 14.05, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26 against 14.90 / 23.22). */
+ * against 14.04, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26 against 14.89 / 23.22). */
 static inline int rssm_stream_pdl(void) { return 0; }
 
 /* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
