@@ -17,7 +17,8 @@
 # 3. Where streaming starts: GDN and KDA B = 12-20 without pdl against the per-head kernel (the
 #    rules stream from B = 24 / 31; call X had the streaming kernel faster at B = 16 only).
 # W = wip/stream-rw32 (main and the 32-row case), W2 = W with rssm_stream_early returning 1,
-# P / Q / R = W's stream_k128.cu changed as said in 1. Libraries built for sm_90 without PTX.
+# P / Q / R = W with the pdl paths of stream_k128.cu and decode_k128.cu (the per-head kernel, for
+# call Z2: trigger after the token's preparation) changed as said in 1. Libraries for sm_90, no PTX.
 # Carry [".gpz"]: tar cJf .gpz/pz.txz -C DIR W W2 P Q R (W: libreplayssm.so*, replayssm,
 # test_cuda_stream, test_launch_rules; the others libreplayssm.so*).
 set -uo pipefail
