@@ -5,7 +5,8 @@
 #    per-head kernel gains 10-20% from it; main now never launches it so (rssm_stream_pdl). In
 #    its pdl path a streaming CTA prefetches its 16 KiB of rows to L2, waits, then lets the next
 #    kernel launch. What should move: if the next grid's early CTAs are the cost, the trigger
-#    later (Q: after chunk 0; R: at exit) or no prefetch (P) take the loss away and keep the
+#    later (Q: after chunk 0; T: before the last chunk's stores; R: at exit) or no prefetch (P)
+#    take the loss away and keep the
 #    launch overlap: up to the per-head kernel's 10% (GDN B = 16 13.39 -> about 12.2 us,
 #    FlashInfer 12.18).
 # 2. 32 rows per warp (W, branch wip/stream-rw32): a head per CTA of 4 warps, half the warps of
@@ -17,9 +18,9 @@
 # 3. Where streaming starts: GDN and KDA B = 12-20 without pdl against the per-head kernel (the
 #    rules stream from B = 24 / 31; call X had the streaming kernel faster at B = 16 only).
 # W = wip/stream-rw32 (main and the 32-row case), W2 = W with rssm_stream_early returning 1,
-# P / Q / R = W with the pdl paths of stream_k128.cu and decode_k128.cu (the per-head kernel, for
+# P / Q / T / R = W with the pdl paths of stream_k128.cu and decode_k128.cu (the per-head kernel, for
 # call Z2: trigger after the token's preparation) changed as said in 1. Libraries for sm_90, no PTX.
-# Carry [".gpz"]: tar cJf .gpz/pz.txz -C DIR W W2 P Q R (W: libreplayssm.so*, replayssm,
+# Carry [".gpz"]: tar cJf .gpz/pz.txz -C DIR W W2 P Q R T (W: libreplayssm.so*, replayssm,
 # test_cuda_stream, test_launch_rules; the others libreplayssm.so*).
 set -uo pipefail
 O=/tmp/resZ; rm -rf "$O"; mkdir -p "$O"
@@ -40,7 +41,7 @@ SB=12,14,16,18,20,24,28,32,48,64
 for r in 1 2; do
   for m in qwen3-next kimi-linear; do
     bn W "W/$m/rw16/pdl0" --model $m --batch $SB --cuda-stream 16 --cuda-pdl 0
-    for l in W P Q R; do bn $l "$l/$m/rw16/pdl1" --model $m --batch $SB --cuda-stream 16 --cuda-pdl 1; done
+    for l in W P Q T R; do bn $l "$l/$m/rw16/pdl1" --model $m --batch $SB --cuda-stream 16 --cuda-pdl 1; done
     bn W "W/$m/rw32/pdl0" --model $m --batch $SB,96,128,192,512 --cuda-stream 32 --cuda-pdl 0
     bn W2 "W2/$m/rw32/pdl0" --model $m --batch $SB --cuda-stream 32 --cuda-pdl 0
     bn W "W/$m/rw0/rules" --model $m --batch $SB --cuda-stream 0
