@@ -28,4 +28,5 @@ for r in 1 2; do
     for l in W P Q T R; do bn $l "$l/$m/bf16/pdl1" --model $m --batch 4,6,8,12,16,20 --state bf16 --cuda-pdl 1; done
   done
   el "round $r"
+  [ $(( $(date +%s) - T0 )) -gt 300 ] && { el "no second round: the call's 600 s"; break; }
 done
