@@ -20,7 +20,7 @@
 # W = wip/stream-rw32 (main and the 32-row case), W2 = W with rssm_stream_early returning 1,
 # P / Q / T / R = W with the pdl paths of stream_k128.cu and decode_k128.cu (the per-head kernel, for
 # call Z2: trigger after the token's preparation) changed as said in 1. Libraries for sm_90, no PTX.
-# Carry [".gpz"]: tar cJf .gpz/pz.txz -C DIR W W2 P Q R T (W: libreplayssm.so*, replayssm,
+# Carry [".gpz"]: tar cJf .gpz/pz.txz -C DIR W W2 P Q R T F F2 (W: libreplayssm.so*, replayssm,
 # test_cuda_stream, test_launch_rules; the others libreplayssm.so*).
 set -uo pipefail
 O=/tmp/resZ; rm -rf "$O"; mkdir -p "$O"
