@@ -5,7 +5,8 @@
 # first chunk's rows: two round trips in a row before a warp's first arithmetic, and with early
 # loads the token's inputs queue behind 8 rows (call Y: early loses 0.7-1.5% below B = 99). F =
 # branch wip/stream-token-first (a4e4f63, on wip/stream-rw32): the token's inputs and v are loaded
-# right after the slot and before its use; the arithmetic is unchanged (the same bits). The token's
+# right after the slot and before its use (as the per-head kernel's round 0 stages them); the
+# arithmetic is unchanged (the same bits). The token's
 # arithmetic (norms by shuffles, gates, exponentials) then runs while the rows fly instead of after
 # they land. What should move: at B = 12-64, where a warp's start decides, the step by that
 # arithmetic and the token's queueing behind the rows, 2-4% (GDN B = 16 13.39 -> about 13.0 us,
