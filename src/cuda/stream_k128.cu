@@ -200,11 +200,10 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     const int64_t src = (((int64_t)s * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* EARLY (large grids, launch_rules.h): the first two chunks' loads before the token's
      * preparation, which waits for k and q; a warp of 8 rows then has them all in flight at once,
-     * as the per-head kernel's warps */
-    /* with EARLY and more than two chunks, loads two chunks ahead into a third buffer: ptxas
-     * issues a chunk's loads after the unpack before them (in the registers it freed), so one
-     * chunk ahead left each round trip behind one chunk's work; two ahead, behind two (ctest
-     * row_loads_ahead_stream) */
+     * as the per-head kernel's warps. With more than two chunks it then loads two chunks ahead,
+     * into a third buffer (AHEAD2): ptxas issues a chunk's loads after the unpack before them (in
+     * the registers it freed), so one chunk ahead left each round trip behind one chunk's work;
+     * two ahead, behind two (ctest row_loads_ahead_stream) */
     constexpr bool AHEAD2 = EARLY && RW > 2 * STREAM_CHUNK;
     rows_raw<SBF> cur, next, after;
     load_rows<SBF>(cur, A.st.checkpoint, src);
