@@ -11,18 +11,20 @@
 #define SMS 132
 #define HV 32
 
-static rssm_lr_switches rules_sbf(rssm_lr_mode mode, int kda, int tokens, int batch, int sbf, rssm_lr_switches forced)
+static rssm_lr_switches rules_of(rssm_lr_mode mode, int kda, int tokens, int batch, int sbf, int stream,
+                                 rssm_lr_switches forced)
 {
-    const rssm_lr_step s = {mode, kda, tokens, (int64_t)batch * HV, SMS, sbf};
+    const rssm_lr_step s = {mode, kda, tokens, (int64_t)batch * HV, SMS, sbf, stream};
     return rssm_launch_rules(s, forced);
 }
 
-static rssm_lr_switches rules(rssm_lr_mode mode, int kda, int tokens, int batch, rssm_lr_switches forced)
+/* a step the streaming kernel does not take */
+static rssm_lr_switches rules_sbf(rssm_lr_mode mode, int kda, int tokens, int batch, int sbf, rssm_lr_switches forced)
 {
-    return rules_sbf(mode, kda, tokens, batch, 0, forced);
+    return rules_of(mode, kda, tokens, batch, sbf, 0, forced);
 }
 
-static const rssm_lr_switches by_rule = {-1, 0, -1, -1};
+static const rssm_lr_switches by_rule = {-1, 0, -1, -1, -1, -1};
 
 /* one batch's expected switches */
 typedef struct expect {
@@ -130,38 +132,55 @@ int main(void)
         np_ok &= rssm_pipe_producers((int64_t)batch * HV, SMS) == (batch >= 17 && batch <= 49 ? 2 : 3);
     t_case(RH_OK, np_ok, "the pipeline's producers: 2 at B = 17-49, else 3");
 
-    /* packed decode streamed by rows (rssm_stream_rows): 16 rows per warp with a bf16 state, GDN
-     * from B = 24, KDA from B = 31, never with f32; the first two chunks early from B = 99
-     * (rssm_stream_early) */
+    /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows):
+     * 16 rows per warp with a bf16 state, GDN from B = 24, KDA from B = 31, never with f32; the
+     * first two chunks early from B = 99 (rssm_stream_early); never with pdl, which the per-head
+     * kernel keeps below 3.5 waves (B = 28); nothing streams where the kernel does not take the step */
     int stream_ok = 1;
-    for (int batch = 1; batch <= 1024; batch++) {
-        const int64_t heads = (int64_t)batch * HV;
+    for (int batch = 1; batch <= 1024; batch++)
         for (int kda = 0; kda <= 1; kda++)
-            stream_ok &= rssm_stream_rows(0, kda, heads, SMS) == 0;
-        stream_ok &= rssm_stream_rows(1, 0, heads, SMS) == (batch >= 24 ? 16 : 0);
-        stream_ok &= rssm_stream_rows(1, 1, heads, SMS) == (batch >= 31 ? 16 : 0);
-        stream_ok &= rssm_stream_early(heads, SMS) == (batch >= 99);
-    }
+            for (int sbf = 0; sbf <= 1; sbf++) {
+                const int rows = sbf && batch >= (kda ? 31 : 24) ? 16 : 0;
+                const rssm_lr_switches r = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 1, by_rule);
+                const rssm_lr_switches n = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 0, by_rule);
+                stream_ok &= r.stream == rows && r.early == (rows && batch >= 99);
+                stream_ok &=
+                    r.pdl == (rows ? 0 : n.pdl) && n.pdl == (batch <= 4 || ((sbf || batch >= 9) && batch <= 28));
+                stream_ok &=
+                    n.stream == 0 && n.early == 0 && r.spec == n.spec && r.split == n.split && r.prefetch == n.prefetch;
+            }
     t_case(RH_OK, stream_ok,
            "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
-           "two chunks early from B = 99");
+           "two chunks early from B = 99, without pdl; never where the streaming kernel does not take the step");
 
-    /* forced switches win everywhere; every result is one the kernels take */
+    /* forced switches win everywhere (rows per warp and early loads where the streaming kernel
+     * takes the step); every result is one the kernels take */
     int forced_ok = 1, range_ok = 1;
     for (int mode = RSSM_LR_PACKED; mode <= RSSM_LR_VERIFY; mode++)
         for (int kda = 0; kda <= 1; kda++)
-            for (int batch = 1; batch <= 1024; batch++) {
-                const rssm_lr_switches r = rules((rssm_lr_mode)mode, kda, 4, batch, by_rule);
-                range_ok &= (r.spec == 0 || r.spec == 1) && (r.split == 1 || r.split == 2 || r.split == 4) &&
-                            (r.prefetch == 0 || r.prefetch == 1) && (r.pdl == 0 || r.pdl == 1);
-                for (int v = 0; v <= 4; v++) {
-                    const rssm_lr_switches f = {v <= 1 ? v : -1, v == 3 ? 0 : v == 0 ? 1 : v, v, v <= 1 ? v : -1};
-                    const rssm_lr_switches g = rules((rssm_lr_mode)mode, kda, 4, batch, f);
-                    forced_ok &= (f.spec < 0 || g.spec == f.spec) && (f.split == 0 || g.split == f.split) &&
-                                 g.prefetch == f.prefetch && (f.pdl < 0 || g.pdl == f.pdl);
+            for (int batch = 1; batch <= 1024; batch++)
+                for (int stream = 0; stream <= (mode == RSSM_LR_PACKED); stream++) {
+                    const rssm_lr_switches r = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, by_rule);
+                    range_ok &= (r.spec == 0 || r.spec == 1) && (r.split == 1 || r.split == 2 || r.split == 4) &&
+                                (r.prefetch == 0 || r.prefetch == 1) && (r.pdl == 0 || r.pdl == 1) &&
+                                (r.stream == 0 || r.stream == 16) && (r.early == 0 || r.early == 1);
+                    for (int v = 0; v <= 4; v++) {
+                        const int rows = v == 4 ? -1 : v == 0 ? 0 : 2 << v; /* 0, 4, 8, 16, by rule */
+                        const rssm_lr_switches f = {
+                            v <= 1 ? v : -1, v == 3 ? 0 : v == 0 ? 1 : v, v, v <= 1 ? v : -1, rows, v <= 1 ? v : -1};
+                        const rssm_lr_switches g = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, f);
+                        forced_ok &= (f.spec < 0 || g.spec == f.spec) && (f.split == 0 || g.split == f.split) &&
+                                     g.prefetch == f.prefetch && (f.pdl < 0 || g.pdl == f.pdl);
+                        forced_ok &= !stream         ? g.stream == 0 && g.early == 0
+                                     : f.stream >= 0 ? g.stream == f.stream
+                                                     : g.stream == r.stream;
+                        forced_ok &= !g.stream || f.early < 0 || g.early == f.early;
+                    }
                 }
-            }
-    t_case(RH_OK, range_ok, "every mode, gate and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1");
-    t_case(RH_OK, forced_ok, "every mode, gate and B = 1-1024: a forced ring read, split, prefetch or pdl wins");
+    t_case(RH_OK, range_ok,
+           "every mode, gate and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1, rows 0/16, early 0/1");
+    t_case(
+        RH_OK, forced_ok,
+        "every mode, gate and B = 1-1024: a forced ring read, split, prefetch, pdl, rows per warp or early load wins");
     return t_end();
 }

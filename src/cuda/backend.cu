@@ -286,17 +286,15 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
                                 p->io.tokens,
                                 (int64_t)p->io.batch * A.l.num_v_heads,
                                 im->sm_count,
-                                A.l.state_dtype == RSSM_DTYPE_BF16};
-        const rssm_lr_switches forced = {im->spec, im->split, im->prefetch, im->pdl};
+                                A.l.state_dtype == RSSM_DTYPE_BF16,
+                                rssm_cuda_stream_ok(&A)};
+        const rssm_lr_switches forced = {im->spec, im->split, im->prefetch, im->pdl, im->stream_rw, -1};
         const rssm_lr_switches sw = rssm_launch_rules(s, forced);
         A.spec = sw.spec, A.split = sw.split, A.pdl = sw.pdl;
         A.pf_ahead = sw.prefetch * im->sm_count / 2;
         A.smem_per_sm = im->smem_per_sm;
-        const int rw = im->stream_rw >= 0 ? im->stream_rw : rssm_stream_rows(s.sbf, s.kda, s.ctas, im->sm_count);
-        if (rw > 0 && rssm_cuda_stream_ok(&A)) {
-            const int early = rssm_stream_early(s.ctas, im->sm_count);
-            if (im->pdl < 0) A.pdl = rssm_stream_pdl();
-            CU(rssm_cuda_stream_launch(A, p->io.batch, rw, early, (cudaStream_t)stream), fn);
+        if (sw.stream > 0) {
+            CU(rssm_cuda_stream_launch(A, p->io.batch, sw.stream, sw.early, (cudaStream_t)stream), fn);
             return RSSM_OK;
         }
         CU(rssm_cuda_decode_k128_launch(A, p->io.batch, (cudaStream_t)stream), fn);

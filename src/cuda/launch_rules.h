@@ -1,9 +1,10 @@
 /*
- * launch_rules.h — the launch switches of the K = V = 128 step kernels (decode_k128.cu) by mode,
- * gate and grid size, as the H200 sweeps measured them fastest (bench/results/README.md,
- * "Launch rules"; bench/results/launch-rules-2026-12-02/, gpu-ab-split*.txt, pdl-2026-12-02/,
- * gpu-verify-switches.txt), and the switch between those kernels and the replay pipeline. Shared
- * by the back end (backend.cu) and the host test (tests/test_launch_rules.c); plain C.
+ * launch_rules.h — the launch switches of the K = V = 128 step kernels (decode_k128.cu, and packed
+ * decode streamed by rows, stream_k128.cu) by mode, gate and grid size, as the H200 sweeps measured
+ * them fastest (bench/results/README.md, "Launch rules"; bench/results/launch-rules-2026-12-02/,
+ * gpu-ab-split*.txt, pdl-2026-12-02/, gpu-verify-switches.txt), and the switch between those
+ * kernels and the replay pipeline. Shared by the back end (backend.cu) and the host test
+ * (tests/test_launch_rules.c); plain C.
  *
  * Grids are counted in value heads (batch x HV) against the multiprocessors; one wave of
  * whole-head CTAs (512 threads, 2 per SM) is 2 heads per SM.
@@ -100,14 +101,6 @@ static inline int rssm_stream_rows(int sbf, int kda, int64_t ctas, int64_t sms)
  * 18.90 / 41.71; KDA B = 32 / 64 24.74 / 44.29 against 24.37 / 43.98). */
 static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 24 * sms; }
 
-/* Whether the streaming kernel launches programmatically (over the tail of the kernel before):
- * never. Where the rules stream and rssm_launch_rules would launch so (GDN B = 24-28, bf16
- * state) it lost or tied, and forced at B = 12-28 it lost everywhere but GDN B = 20, while the
- * per-head kernel gains 10-20% from it (call X, stream-unroll-2026-12-05/, two rounds alike,
- * without against with: GDN B = 24 / 28 18.74 / 20.86 us against 18.82 / 21.78, B = 16 13.39
- * against 14.04, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26 against 14.89 / 23.22). */
-static inline int rssm_stream_pdl(void) { return 0; }
-
 /* The replay pipeline's producer warps (replay_pipeline.cu) by value heads (batch x HV) over its
  * CTAs, as the H200 measured (bench/results/pipe-producers-2026-12-03/call3/sweep.txt, one call,
  * 2 against 3, replay µs): 2 for more than 4 and at most 12 heads per CTA (GDN B = 24 / 32 / 48
@@ -134,13 +127,16 @@ typedef struct rssm_lr_step {
     int64_t ctas; /* value heads of the grid, batch x HV */
     int64_t sms;  /* multiprocessors */
     int sbf;      /* bf16 state */
+    int stream;   /* the streaming kernel takes the step (packed decode of a V-first state, not a small-batch step) */
 } rssm_lr_step;
 
-/* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl: -1, or
- * 0 for split, = by rule) and as the launch takes them (whole-ring read 0/1, CTAs per head 1, 2
- * or 4, prefetch distance in half waves, programmatic launch 0/1). */
+/* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl,
+ * cuda_stream: -1, or 0 for split, = by rule; early has no parameter and is -1 there) and as the
+ * launch takes them (whole-ring read 0/1, CTAs per head 1, 2 or 4, prefetch distance in half
+ * waves, programmatic launch 0/1, rows per streaming warp 4, 8 or 16 or 0 for the per-head
+ * kernel, the streaming warps' early loads 0/1). */
 typedef struct rssm_lr_switches {
-    int spec, split, prefetch, pdl;
+    int spec, split, prefetch, pdl, stream, early;
 } rssm_lr_switches;
 
 /* The switches for step `s`; a value `forced` gives wins over the rule. */
@@ -191,13 +187,24 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * flashinfer-2026-12-03/callF-switches-f32.txt), larger ones 2-5% (B = 64), replay's lost or
      * tied. Packed decode of a bf16 state gains there too (callG-pdl-bf16.txt, GDN B = 5 / 6 / 7 /
      * 8: 7.10 / 7.43 / 8.44 / 8.70 -> 6.40 / 6.62 / 7.00 / 7.83 us; KDA 7.30 / 7.64 / 8.88 /
-     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. The streaming
-     * kernel never does (rssm_stream_pdl). */
+     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. */
     r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
+    /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows,
+     * rssm_stream_early), launched without pdl: where the rules stream and would launch so (GDN
+     * B = 24-28, bf16 state) it lost or tied, and forced at B = 12-28 it lost everywhere but GDN
+     * B = 20, while the per-head kernel gains 10-20% from it (call X, stream-unroll-2026-12-05/,
+     * two rounds alike, without against with: GDN B = 24 / 28 18.74 / 20.86 us against 18.82 /
+     * 21.78, B = 16 13.39 against 14.04, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26
+     * against 14.89 / 23.22) */
+    r.stream = s.stream ? rssm_stream_rows(s.sbf, s.kda, ctas, sms) : 0;
+    if (s.stream && forced.stream >= 0) r.stream = forced.stream;
+    r.early = r.stream && rssm_stream_early(ctas, sms);
+    if (r.stream) r.pdl = 0;
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
     if (forced.prefetch >= 0) r.prefetch = forced.prefetch;
     if (forced.pdl >= 0) r.pdl = forced.pdl;
+    if (r.stream && forced.early >= 0) r.early = forced.early;
     return r;
 }
 
