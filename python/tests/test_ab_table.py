@@ -1,0 +1,44 @@
+"""bench/ab_table.py, the table of an A/B call's tagged bench lines, on hand-made lines."""
+import importlib.util
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("ab_table", ROOT / "bench" / "ab_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def line(tag, batch, packed, replay):
+    """A line as the device calls write it: the tag, then `replayssm bench`'s staggered line."""
+    head = "%-22s %4d  16 staggered |  %9.2f  %9.2f  %.3fx |" % (tag, batch, packed, replay, packed / replay)
+    return head + "    25.462    14.923  1.706x |   1969.4   1041.4 |  50.1%  26.5%"
+
+
+LINES = [line("A/gdn", 12, 12.0, 14.0), line("B/gdn", 12, 11.0, 15.0), line("A/gdn", 16, 15.0, 16.0),
+         "[12 s] round 1", "# a comment", line("A/gdn", 12, 12.2, 14.0), line("B/gdn", 12, 11.1, 15.0)]
+
+
+def test_means_best_and_spread():
+    tool = load_tool()
+    runs = tool.parse(LINES)
+    assert runs == {"A/gdn": {12: [12.0, 12.2], 16: [15.0]}, "B/gdn": {12: [11.0, 11.1]}}
+    out = tool.table(runs)
+    assert out[0] == "| variant | B = 12 | B = 16 |"
+    assert out[2] == "| A/gdn | 12.10 | **15.00** |"
+    assert out[3] == "| B/gdn | **11.05** |  |"
+    assert out[-1].startswith("Means of up to 2 rounds; the largest spread between rounds 0.20")
+    assert "(A/gdn, B = 12)" in out[-1]
+
+
+def test_replay_column_and_filters(tmp_path, capsys):
+    tool = load_tool()
+    path = tmp_path / "bench.txt"
+    path.write_text("\n".join(LINES) + "\n")
+    assert tool.main([str(path), "--time", "replay", "--match", "^A/", "--batches", "16"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["| variant | B = 16 |", "|---|---|", "| A/gdn | **16.00** |"]
+    assert tool.main([str(path), "--match", "nothing"]) == 1
