@@ -1,4 +1,8 @@
-"""Helpers shared by the tests: dtype conversion, tolerances, a driver of per-token inputs."""
+"""Helpers shared by the tests: dtype conversion, tolerances, a driver of per-token inputs, the
+bench/ scripts as modules."""
+import importlib.util
+import pathlib
+
 import numpy as np
 
 import replayssm as rs
@@ -93,3 +97,12 @@ class Problem:
 
 def checkpoint_of(state, rows, dtype):
     return np.stack([from_io(state.checkpoint[s], dtype) for s in rows if s >= 0])
+
+
+def bench_tool(name):
+    """bench/NAME.py, loaded as a module (bench/ is not a package)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / (name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,15 +1,9 @@
 """bench/ab_table.py, the table of an A/B call's tagged bench lines, on hand-made lines."""
-import importlib.util
-import pathlib
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from _util import bench_tool
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("ab_table", ROOT / "bench" / "ab_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_tool("ab_table")
 
 
 def line(tag, batch, packed, replay):

@@ -1,16 +1,11 @@
 """bench/k128_trace.py, the summary of the per-head kernel's trace, on a small hand-made trace."""
-import importlib.util
-import pathlib
+from _util import bench_tool
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEADER = "launch,cta,smid,end,entry,slot,ring,rows," + ",".join(f"rows{w},stored{w}" for w in range(16))
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("k128_trace", ROOT / "bench" / "k128_trace.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_tool("k128_trace")
 
 
 def cta(launch, n, smid, end, entry, slot, ring, rows, usable, stored):

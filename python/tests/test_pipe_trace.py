@@ -1,15 +1,9 @@
 """bench/pipe_trace.py, the summary of the replay pipeline's trace, on a small hand-made trace."""
-import importlib.util
-import pathlib
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from _util import bench_tool
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("pipe_trace", ROOT / "bench" / "pipe_trace.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return bench_tool("pipe_trace")
 
 
 def summary_of(tmp_path, capsys, rows):
