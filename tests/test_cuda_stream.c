@@ -7,9 +7,8 @@
  * strided token inputs; rows on random slots with padding rows, and every other step
  * copy-on-write (write_slot: some rows write spare slots, one row's write slot is -1); at 176 rows
  * the warps issue their first two chunks early on GPUs of up to 234 SMs (launch_rules.h,
- * rssm_stream_early). Every
- * output and, at the end, every slot's state must be the same bits, and the slots no row names
- * untouched. Skips (exit 77) without a CUDA device.
+ * rssm_stream_early). Every output and, at the end, every slot's state must be the same bits,
+ * and the slots no row names untouched. Skips (exit 77) without a CUDA device.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -248,7 +248,8 @@ template <bool SBF, int RW> constexpr bool early_fits() { return STREAM_CHUNK < 
 
 template <bool KDA, bool SBF, int RW> static const void *kernel_of(bool early)
 {
-    if (early && early_fits<SBF, RW>()) return (const void *)stream_kernel<KDA, SBF, RW, early_fits<SBF, RW>()>;
+    if constexpr (early_fits<SBF, RW>())
+        if (early) return (const void *)stream_kernel<KDA, SBF, RW, true>;
     return (const void *)stream_kernel<KDA, SBF, RW, false>;
 }
 
