@@ -6,6 +6,7 @@ largest spread between rounds, so that a difference smaller than it reads as a t
 The device calls (bench/results/*/call*.sh) tag each bench line with its variant:
 
     W/qwen3-next/rw16/pdl0     24  16 staggered |      18.91      19.56  0.967x | ...
+    L3/qwen3-next/T4          128  16  4 staggered 3.49 |     545.96     159.76  3.417x | ...
 
     python3 bench/ab_table.py bench.txt [--time packed|replay] [--match REGEX] [--batches 16,32]
 
@@ -17,8 +18,9 @@ import argparse
 import re
 import sys
 
-# tag, then the bench line: batch, ring length, row phases, then "| packed replay ratio |"
-LINE = re.compile(r"^(\S+)\s+(\d+)\s+\d+\s+\S+\s+\|\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+x\s+\|")
+# tag, then the bench line: batch, ring length, (verify: tokens) row phases, (verify: tokens
+# accepted), then "| packed replay ratio |"
+LINE = re.compile(r"^(\S+)\s+(\d+)\s+\d+\s+(?:\d+\s+)?[a-z]\S*(?:\s+[0-9.]+)?\s+\|\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+x\s+\|")
 
 
 def parse(lines, time="packed"):

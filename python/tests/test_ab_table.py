@@ -36,3 +36,14 @@ def test_replay_column_and_filters(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["| variant | B = 16 |", "|---|---|", "| A/gdn | **16.00** |"]
     assert tool.main([str(path), "--match", "nothing"]) == 1
+
+
+def test_verify_lines():
+    """A verify line carries its tokens and the tokens accepted around the row phases."""
+    tool = load_tool()
+    lines = [
+        "L3/gdn   128  16  4 staggered 3.49 |     545.96     159.76  3.417x |  2168.488   388.162  5.587x |",
+        "M/gdn    128  16  4 staggered 3.48 |     545.90     160.10  3.410x |  2168.488   388.162  5.587x |",
+        "L3/gdn     8  16  4 inphase 4.00 |      38.09      23.50  1.621x |   135.530    24.269  5.584x |",
+    ]
+    assert tool.parse(lines, "replay") == {"L3/gdn": {128: [159.76], 8: [23.50]}, "M/gdn": {128: [160.10]}}
