@@ -43,3 +43,11 @@ for r in 1 2; do
   el "round $r"
   [ $(( $(date +%s) - T0 )) -gt 330 ] && { el "no second round: the call's 600 s"; break; }
 done
+# CTAs per SM as the H200 runs them: ncu's launch and occupancy sections of one GDN window at B = 128
+for X in M L3 L4; do
+  [ $(( $(date +%s) - T0 )) -gt 480 ] && { el "no ncu for $X: the call's 600 s"; break; }
+  LD_LIBRARY_PATH=/tmp/w/$X timeout 60 ncu --kernel-name-base demangled -k regex:"decode_k128_kernel<false, false, 2, 4" \
+    --launch-count 1 --section LaunchStats --section Occupancy "$V/replayssm" bench $C --model qwen3-next --batch 128 \
+    --repeat 1 > "$O/ncu-occupancy-$X.txt" 2>&1
+  el "ncu $X: rc $?"
+done
