@@ -17,7 +17,8 @@
 # test_cuda_pipeline). About 7 minutes.
 set -uo pipefail
 O=/tmp/resV; rm -rf "$O"; mkdir -p "$O"
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+# everything lands in /tmp/resV, packed into $OUT/resV.tgz at each milestone (a call brings back 8 files)
+T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; tar czf "${OUT:-/tmp}/resV.tgz" -C "$O" .; }
 echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" > "$O/info.txt"
 rm -rf /tmp/w && mkdir -p /tmp/w && tar xJf .gpv/pv.txz -C /tmp/w
 V=/tmp/w/M
