@@ -61,6 +61,11 @@ def width(op):
     return 1
 
 
+def is_row_load(op):
+    """A streaming load of the checkpoint's rows (__ldcs: LDG ... .EF)."""
+    return op.startswith("LDG") and ".EF" in op
+
+
 def scan(body):
     """STL and LDL counts, spill stores waiting for a global load, late row loads."""
     writer = {}  # register number -> opcode that last wrote it
@@ -76,12 +81,9 @@ def scan(body):
     in_flight = None  # row loads issued before the first instruction that names such a register
     unused = set()  # row loads (by index) issued and not yet named
     ahead = None  # fewest of those at a row's first use while rows remain to be issued
-    total_rows = len(re.findall(r"LDG[.A-Z0-9_]*\.EF", body))
-    for line in body.splitlines():
-        m = INSN.match(line)
-        if not m:
-            continue
-        op, args = m.groups()
+    insns = [m.groups() for m in map(INSN.match, body.splitlines()) if m]
+    total_rows = sum(is_row_load(op) for op, _ in insns)
+    for op, args in insns:
         regs = re.findall(r"\bR(\d+)(\.64)?\b", args)
         named = {int(r) + i for r, pair in regs for i in range(2 if pair else 1)}
         if in_flight is None and named & row_regs:
@@ -95,7 +97,7 @@ def scan(body):
             last_wait = loads
         elif any(i >= round0 for i in hit):  # a load of the rows' round: it has not arrived
             waited = True
-        row_load = op.startswith("LDG") and ".EF" in op
+        row_load = is_row_load(op)
         if row_load:
             if round0 is None:
                 round0 = last_wait
