@@ -140,9 +140,9 @@ typedef struct rssm_context_params {
                                         kernel may write until it has finished): -1 = by mode and grid size
                                         (default), 0 = never, 1 = always */
     int32_t cuda_stream;             /* CUDA packed decode (K = V = 128, V-first state) streamed a row at a time by
-                                        warps of 4, 8 or 16 rows instead of the per-head kernel: -1 = by state dtype,
+                                        warps of 4, 8, 16 or 32 rows instead of the per-head kernel: -1 = by state dtype,
                                         gate and grid size (default: with a bf16 state from 5.75 heads per SM, GDN,
-                                        or 7.5, KDA), 0 = never, 4 / 8 / 16 = wherever the per-head kernel would run
+                                        or 7.5, KDA), 0 = never, 4 / 8 / 16 / 32 = wherever the per-head kernel would run
                                         it (cuda_fast, not on the pipeline), with that many rows per warp. Same bits
                                         either way. */
     const char *pipeline_trace_file; /* diagnostic builds (RSSM_PIPE_TRACE) only: CSV of the replay

@@ -1,6 +1,6 @@
 /*
  * test_cuda_stream.c — packed decode streamed by rows (stream_k128.cu) against the per-head
- * kernel, bit for bit: rssm_context_params.cuda_stream = 4, 8 and 16 rows per warp against 0,
+ * kernel, bit for bit: rssm_context_params.cuda_stream = 4, 8, 16 and 32 rows per warp against 0,
  * over several steps from random states, GDN (Qwen3-Next heads, a group of 2 value heads per key
  * head) and KDA (Kimi-Linear heads), f32 and bf16 state, bf16 and f32 io, raw and precomputed
  * gates, with and without the l2 norm of q and k, the safe gate (lower bound), contiguous and
@@ -15,12 +15,12 @@
 
 #include "common.h"
 
-enum { MAX_SLOTS = 200, STEPS = 4, RUNS = 4 };
+enum { MAX_SLOTS = 200, STEPS = 4, RUNS = 5 };
 
 /* slots of a case's state: 48, or the rows and an eighth more for the spare write slots */
 static int slots_for(int B) { return B + B / 8 > 48 ? B + B / 8 : 48; }
 
-static const int rows_per_warp[RUNS] = {0, 4, 8, 16};
+static const int rows_per_warp[RUNS] = {0, 4, 8, 16, 32};
 
 /* rows on distinct random slots, every seventh padding (3, 10, 17, ..); wslot: rows 2, 13, 35,
  * .. (every eleventh from 2 that is not padding) on slots no row reads, row 1 at -1 */

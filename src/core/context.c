@@ -53,10 +53,10 @@ static rssm_status check_params(const rssm_context_params *p)
     if ((st = check_switch("cuda_prefill", p->cuda_prefill, -1, 3)) != RSSM_OK) return st;
     if ((st = check_switch("cuda_pdl", p->cuda_pdl, -1, 1)) != RSSM_OK) return st;
     if (p->cuda_stream != -1 && p->cuda_stream != 0 && p->cuda_stream != 4 && p->cuda_stream != 8 &&
-        p->cuda_stream != 16)
+        p->cuda_stream != 16 && p->cuda_stream != 32)
         return rssm_fail(
             RSSM_ERROR_BAD_ARGUMENT,
-            "rssm_context_create: params.cuda_stream = %d (-1 = by rule, 0 = never, 4, 8 or 16 rows per warp)",
+            "rssm_context_create: params.cuda_stream = %d (-1 = by rule, 0 = never, 4, 8, 16 or 32 rows per warp)",
             p->cuda_stream);
     return RSSM_OK;
 }

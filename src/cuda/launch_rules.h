@@ -74,7 +74,7 @@ static inline int64_t rssm_pipe_word_from(int packed, int kda, int sbf, int kf, 
     return kf ? 15 * sms / 4 : 19 * sms / 4;
 }
 
-/* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8 or 16), or 0 for the
+/* Packed decode streamed by rows (stream_k128.cu): rows per warp (4, 8, 16 or 32), or 0 for the
  * per-head kernel, by state dtype (sbf: bf16), gate and value heads (batch x HV) on `sms`
  * multiprocessors, as the H200 measured (32 value heads, 132 SMs, random slots): with a bf16
  * state 16 rows per warp, GDN from 5.75 heads per SM, B = 24, KDA from 7.5, B = 31

@@ -260,6 +260,8 @@ template <bool KDA, bool SBF> static const void *kernel_of(int rw, bool early)
         return kernel_of<KDA, SBF, 4>(early);
     case 8:
         return kernel_of<KDA, SBF, 8>(early);
+    case 32:
+        return kernel_of<KDA, SBF, 32>(early);
     default:
         return kernel_of<KDA, SBF, 16>(early);
     }
@@ -277,12 +279,12 @@ int rssm_cuda_stream_ok(const kargs *A)
            rssm_cuda_decode_k128_ok(A);
 }
 
-/* rw: rows per warp, 4, 8 or 16; early: the first two chunks' loads before the token's
+/* rw: rows per warp, 4, 8, 16 or 32; early: the first two chunks' loads before the token's
  * preparation (where they fit) */
 cudaError_t rssm_cuda_stream_launch(kargs A, int batch, int rw, int early, cudaStream_t stream)
 {
     using namespace rssm_stream_k128;
-    if (rw != 4 && rw != 8) rw = 16;
+    if (rw != 4 && rw != 8 && rw != 32) rw = 16;
     const bool kda = A.l.gate == RSSM_GATE_KDA, sbf = A.l.state_dtype == RSSM_DTYPE_BF16, e = early != 0;
     const void *k = kda ? (sbf ? kernel_of<true, true>(rw, e) : kernel_of<true, false>(rw, e))
                         : (sbf ? kernel_of<false, true>(rw, e) : kernel_of<false, false>(rw, e));
