@@ -66,48 +66,76 @@ template <bool KDA> struct token {
     float kn[4], qn[4], xk[4], eg[4], beta;
 };
 
+/* The token's inputs as loaded, before any arithmetic: the kernel issues these loads before it
+ * reads the row's slot (they do not depend on it), so they land during the slot's round trip
+ * rather than behind the rows' loads. Precomputed gates: g and beta in a and b; raw: a, dt_bias,
+ * A_log and b (GDN: element 0 of a and dtb). */
+struct token_in {
+    float kr[4], qr[4], a[4], dtb[4], alog, b;
+};
+
 template <bool KDA>
-__device__ __forceinline__ token<KDA> prepare(const kargs &A, int b, int hv, int kh, int lane, int iobf)
+__device__ __forceinline__ token_in load_token(const kargs &A, int b, int hv, int kh, int lane, int iobf)
 {
     const rssm_layer &l = A.l;
     const int HV = l.num_v_heads, c4 = lane * 4;
-    token<KDA> t;
-    float kr[4], qr[4], ga[4] = {0.0f, 0.0f, 0.0f, 0.0f}, braw;
-    ld4g(A.io.k, iobf, (int64_t)b * A.io.k_stride + (int64_t)kh * K128_DIM + c4, kr);
-    ld4g(A.io.q, iobf, (int64_t)b * A.io.q_stride + (int64_t)kh * K128_DIM + c4, qr);
-    float g[4];
+    token_in in;
+    ld4g(A.io.k, iobf, (int64_t)b * A.io.k_stride + (int64_t)kh * K128_DIM + c4, in.kr);
+    ld4g(A.io.q, iobf, (int64_t)b * A.io.q_stride + (int64_t)kh * K128_DIM + c4, in.qr);
+    in.alog = 0.0f;
     if (A.io.g) { /* precomputed gates: rows of HV (x K) values (rssm_cuda_decode_k128_ok) */
         if (KDA) {
             const float4 v = __ldg((const float4 *)(A.io.g + ((int64_t)b * HV + hv) * K128_DIM + c4));
-            g[0] = v.x, g[1] = v.y, g[2] = v.z, g[3] = v.w;
+            in.a[0] = v.x, in.a[1] = v.y, in.a[2] = v.z, in.a[3] = v.w;
         } else {
-            g[0] = g[1] = g[2] = g[3] = __ldg(A.io.g + (int64_t)b * HV + hv);
+            in.a[0] = in.a[1] = in.a[2] = in.a[3] = __ldg(A.io.g + (int64_t)b * HV + hv);
         }
-        braw = __ldg(A.io.beta + (int64_t)b * HV + hv);
+        in.b = __ldg(A.io.beta + (int64_t)b * HV + hv);
     } else {
-        const float alog = __ldg(A.io.A_log + hv);
+        in.alog = __ldg(A.io.A_log + hv);
+        if (KDA) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                in.a[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
+                in.dtb[e] = __ldg(A.io.dt_bias + hv * K128_DIM + c4 + e);
+            }
+        } else {
+            in.a[0] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv);
+            in.dtb[0] = __ldg(A.io.dt_bias + hv);
+        }
+        in.b = ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv);
+    }
+    return in;
+}
+
+/* The token's arithmetic on its loaded inputs */
+template <bool KDA> __device__ __forceinline__ token<KDA> prepare(const kargs &A, const token_in &in)
+{
+    const rssm_layer &l = A.l;
+    token<KDA> t;
+    float g[4];
+    if (A.io.g) {
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            g[e] = in.a[e];
+        t.beta = in.b;
+    } else {
         if (KDA) {
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                ga[e] = ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + (int64_t)hv * K128_DIM + c4 + e);
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                g[e] = rssm_gate_f32(ga[e], alog, __ldg(A.io.dt_bias + hv * K128_DIM + c4 + e), l.has_lower_bound,
-                                     l.lower_bound);
+                g[e] = rssm_gate_f32(in.a[e], in.alog, in.dtb[e], l.has_lower_bound, l.lower_bound);
         } else {
-            const float x = rssm_gate_f32(ld_dt(A.io.a, l.io_dtype, (int64_t)b * A.io.a_stride + hv), alog,
-                                          __ldg(A.io.dt_bias + hv), l.has_lower_bound, l.lower_bound);
+            const float x = rssm_gate_f32(in.a[0], in.alog, in.dtb[0], l.has_lower_bound, l.lower_bound);
             g[0] = g[1] = g[2] = g[3] = x;
         }
-        braw = rssm_sigmoid_f32(ld_dt(A.io.b, l.io_dtype, (int64_t)b * A.io.b_stride + hv));
+        t.beta = rssm_sigmoid_f32(in.b);
     }
-    t.beta = braw;
     float sk = 1.0f, sq = 1.0f;
     if (l.qk_l2norm) {
-        float nk = kr[0] * kr[0], nq = qr[0] * qr[0];
+        float nk = in.kr[0] * in.kr[0], nq = in.qr[0] * in.qr[0];
 #pragma unroll
         for (int e = 1; e < 4; e++)
-            nk = __fmaf_rn(kr[e], kr[e], nk), nq = __fmaf_rn(qr[e], qr[e], nq);
+            nk = __fmaf_rn(in.kr[e], in.kr[e], nk), nq = __fmaf_rn(in.qr[e], in.qr[e], nq);
         sk = 1.0f / sqrtf(warp_sum(nk) + (float)RSSM_L2NORM_EPS);
         sq = 1.0f / sqrtf(warp_sum(nq) + (float)RSSM_L2NORM_EPS);
     }
@@ -115,8 +143,8 @@ __device__ __forceinline__ token<KDA> prepare(const kargs &A, int b, int hv, int
     const float eg0 = KDA ? 0.0f : expf(0.0f + g[0]);
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-        t.kn[e] = kr[e] * sk;
-        t.qn[e] = qr[e] * sq * l.scale;
+        t.kn[e] = in.kr[e] * sk;
+        t.qn[e] = in.qr[e] * sq * l.scale;
         t.eg[e] = KDA ? expf(0.0f + g[e]) : eg0;
         t.xk[e] = t.eg[e] * t.kn[e];
     }
@@ -182,9 +210,14 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     }
-    /* slot and write slot read together (the state's loads wait for both) */
+    /* slot and write slot read together (the state's loads wait for both), then the token's
+     * inputs and v of the warp's rows (lane r row row0 + r, RW <= 32): they do not depend on the
+     * slot, so they land during its round trip rather than behind the rows */
     int s = A.io.slot[b], d = s;
     const int ws = A.io.write_slot ? A.io.write_slot[b] : 0;
+    const token_in tin = load_token<KDA>(A, b, hv, hv / A.group, lane, iobf);
+    const float vown =
+        lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
     bool bad = s < -1 || s >= A.st.num_slots;
     if (bad) s = -1;
     if (s >= 0 && A.io.write_slot) {
@@ -208,10 +241,7 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     rows_raw<SBF> cur, next, after;
     load_rows<SBF>(cur, A.st.checkpoint, src);
     if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
-    /* v of the warp's rows, lane r row row0 + r (RW <= 32) */
-    const float vown =
-        lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
-    const token<KDA> t = prepare<KDA>(A, b, hv, hv / A.group, lane, iobf);
+    const token<KDA> t = prepare<KDA>(A, tin);
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* unrolled: 1.9-3.5% faster than rolled with a bf16 state at B = 32-128 (call V in
      * bench/results/stream-unroll-2026-12-05/); the loads sit where they did, the loop's control
