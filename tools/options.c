@@ -203,7 +203,8 @@ static int set_value(const cli_command *cmd, const cli_opt *o, const char *v)
 
 static const cli_choice split_choices[] = {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
 static const cli_choice producer_choices[] = {{"-1", -1}, {"1", 1}, {"2", 2}, {"3", 3}, {NULL, 0}};
-static const cli_choice stream_choices[] = {{"-1", -1}, {"0", 0}, {"4", 4}, {"8", 8}, {"16", 16}, {"32", 32}, {NULL, 0}};
+static const cli_choice stream_choices[] = {{"-1", -1}, {"0", 0},   {"4", 4}, {"8", 8},
+                                            {"16", 16}, {"32", 32}, {NULL, 0}};
 
 enum { N_SWITCHES = 11 };
 
@@ -235,7 +236,7 @@ void cli_switches_usage(FILE *f)
                "  --cuda-pipeline-producers -1|1|2|3  the pipeline's warps that read ahead\n"
                "  --cuda-prefill -1..3        CUDA prefill lanes (0 one token at a time, 1 narrow, 2 wide, 3 sliced)\n"
                "  --cuda-pdl -1|0|1           CUDA fast kernels: programmatic dependent launch\n"
-               "  --cuda-stream -1|0|4..32    CUDA packed decode streamed by rows (4, 8, 16, 32 rows per warp) or not (0)\n"
+               "  --cuda-stream -1|0|4|8|16|32  CUDA packed decode streamed by rows (that many a warp) or not (0)\n"
                "(-1 = by the measured rule)\n");
 }
 
