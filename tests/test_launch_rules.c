@@ -134,8 +134,8 @@ int main(void)
 
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows):
      * 16 rows per warp with a bf16 state, GDN from B = 24, KDA from B = 31, never with f32; the
-     * first two chunks early from B = 99 (rssm_stream_early); never with pdl, which the per-head
-     * kernel keeps below 3.5 waves (B = 28); nothing streams where the kernel does not take the step */
+     * first two chunks early from B = 99 (rssm_stream_early); with pdl up to B = 66 (the per-head
+     * kernel keeps it below 3.5 waves, B = 28); nothing streams where the kernel does not take the step */
     int stream_ok = 1;
     for (int batch = 1; batch <= 1024; batch++)
         for (int kda = 0; kda <= 1; kda++)
@@ -144,14 +144,15 @@ int main(void)
                 const rssm_lr_switches r = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 1, by_rule);
                 const rssm_lr_switches n = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 0, by_rule);
                 stream_ok &= r.stream == rows && r.early == (rows && batch >= 99);
-                stream_ok &=
-                    r.pdl == (rows ? 0 : n.pdl) && n.pdl == (batch <= 4 || ((sbf || batch >= 9) && batch <= 28));
+                stream_ok &= r.pdl == (rows ? batch <= 66 : n.pdl) &&
+                             n.pdl == (batch <= 4 || ((sbf || batch >= 9) && batch <= 28));
                 stream_ok &=
                     n.stream == 0 && n.early == 0 && r.spec == n.spec && r.split == n.split && r.prefetch == n.prefetch;
             }
-    t_case(RH_OK, stream_ok,
-           "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
-           "two chunks early from B = 99, without pdl; never where the streaming kernel does not take the step");
+    t_case(
+        RH_OK, stream_ok,
+        "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
+        "two chunks early from B = 99, with pdl up to B = 66; never where the streaming kernel does not take the step");
 
     /* forced switches win everywhere (rows per warp and early loads where the streaming kernel
      * takes the step); every result is one the kernels take */

@@ -190,16 +190,17 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. */
     r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows,
-     * rssm_stream_early), launched without pdl: where the rules stream and would launch so (GDN
-     * B = 24-28, bf16 state) it lost or tied, and forced at B = 12-28 it lost everywhere but GDN
-     * B = 20, while the per-head kernel gains 10-20% from it (call X, stream-unroll-2026-12-05/,
-     * two rounds alike, without against with: GDN B = 24 / 28 18.74 / 20.86 us against 18.82 /
-     * 21.78, B = 16 13.39 against 14.04, B = 20 16.77 against 16.61; KDA B = 16 / 28 14.18 / 22.26
-     * against 14.89 / 23.22) */
+     * rssm_stream_early), launched with pdl up to 16 value heads per SM (B = 66 at 32 value heads;
+     * above, unmeasured, without). Its pdl path reads nothing before the wait; with the per-head
+     * kernel's L2 prefetch there it lost 0.4-6.7% to no pdl (calls X on an H200, Z on an H100).
+     * Without it, on an H100, two rounds alike (stream-pdl-2026-12-05/ call Z4, 16-row warps),
+     * with against without: GDN B = 24 / 32 / 64 21.99 / 27.66 / 51.99 us against 22.48 / 28.17
+     * / 52.56, KDA B = 32 / 64 27.91 / 52.69 against 28.55 / 53.34; every B = 12-64 gained
+     * 1.1-4.0%. */
     r.stream = s.stream ? rssm_stream_rows(s.sbf, s.kda, ctas, sms) : 0;
     if (s.stream && forced.stream >= 0) r.stream = forced.stream;
     r.early = r.stream && rssm_stream_early(ctas, sms);
-    if (r.stream) r.pdl = 0;
+    if (r.stream) r.pdl = ctas <= 16 * sms;
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
     if (forced.prefetch >= 0) r.prefetch = forced.prefetch;

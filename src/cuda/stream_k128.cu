@@ -197,16 +197,9 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31, c4 = lane * 4;
     const int row0 = (part * STREAM_NW + w) * RW;
     if (A.pdl) {
-        /* the previous kernel on the stream may still run: read nothing it may write before the
-         * wait; the rows' L2 prefetch is a hint (after the wait the loads see what it wrote) */
-        if (threadIdx.x == 0) {
-            const int s = __ldcg(A.io.slot + b);
-            if (s >= 0 && s < A.st.num_slots)
-                prefetch_l2((const unsigned char *)A.st.checkpoint +
-                                ((((int64_t)s * HV + hv) << 14) + (int64_t)part * STREAM_NW * RW * K128_DIM) *
-                                    (SBF ? 2 : 4),
-                            (unsigned)(STREAM_NW * RW * K128_DIM * (SBF ? 2 : 4)));
-        }
+        /* the previous kernel on the stream may still run: read nothing before the wait. With
+         * an L2 prefetch of the rows before it, as the per-head kernel has, pdl lost 0.4-6.7% to
+         * no pdl; without, it wins (stream-pdl-2026-12-05/, call Z4) */
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     }
