@@ -948,7 +948,7 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--commit", default=None, help="the tree's commit for the records (default: git's HEAD)")
-    ap.add_argument("--cuda-pdl", type=int, choices=(-1, 0, 1), default=None,
+    ap.add_argument("--cuda-pdl", type=int, choices=(-1, 0, 1, 2, 3), default=None,
                     help="replayssm's programmatic dependent launch (cuda_pdl; default: the library's rule)")
     ap.add_argument("--state", choices=("f32", "bf16"), default="f32",
                     help="the state's dtype (bf16: replayssm's and FlashInfer's kernels only; decode only)")

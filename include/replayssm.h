@@ -138,7 +138,9 @@ typedef struct rssm_context_params {
     int32_t cuda_pdl;                /* CUDA fast kernels: programmatic dependent launch (a step kernel may start
                                         while the kernel before it on the stream finishes, and reads nothing that
                                         kernel may write until it has finished): -1 = by mode and grid size
-                                        (default), 0 = never, 1 = always */
+                                        (default), 0 = never, 1 = always; 2 / 3 = always, the per-head kernel
+                                        letting the next grid launch after the token's preparation / before its
+                                        rows' arithmetic rather than at once. Same bits either way. */
     int32_t cuda_stream;             /* CUDA packed decode (K = V = 128, V-first state) streamed a row at a time by
                                         warps of 4, 8, 16 or 32 rows instead of the per-head kernel: -1 = by state dtype,
                                         gate and grid size (default: with a bf16 state from 5.75 heads per SM, GDN,

@@ -67,8 +67,8 @@ static void errors_context_and_layer(void)
     bad.cpu_simd = 2;
     EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cpu_simd 2");
     bad = rssm_context_params_default();
-    bad.cuda_pdl = 2;
-    EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_pdl 2");
+    bad.cuda_pdl = 4;
+    EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_pdl 4");
     bad = rssm_context_params_default();
     bad.cuda_stream = 2;
     EXPECT(RSSM_ERROR_BAD_ARGUMENT, rssm_context_create(RSSM_DEVICE_CPU, &bad, &c), "context_create cuda_stream 2");

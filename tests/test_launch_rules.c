@@ -168,7 +168,7 @@ int main(void)
                     for (int v = 0; v <= 4; v++) {
                         const int rows = v == 4 ? -1 : v == 0 ? 0 : 2 << v; /* 0, 4, 8, 16, by rule */
                         const rssm_lr_switches f = {
-                            v <= 1 ? v : -1, v == 3 ? 0 : v == 0 ? 1 : v, v, v <= 1 ? v : -1, rows, v <= 1 ? v : -1};
+                            v <= 1 ? v : -1, v == 3 ? 0 : v == 0 ? 1 : v, v, v <= 3 ? v : -1, rows, v <= 1 ? v : -1};
                         const rssm_lr_switches g = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, f);
                         forced_ok &= (f.spec < 0 || g.spec == f.spec) && (f.split == 0 || g.split == f.split) &&
                                      g.prefetch == f.prefetch && (f.pdl < 0 || g.pdl == f.pdl);

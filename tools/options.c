@@ -219,7 +219,7 @@ static void switch_table(rssm_context_params *p, cli_opt *t)
     t[5] = cli_int("--cuda-pipeline", &p->cuda_pipeline, -1, 1);
     t[6] = cli_int("--cuda-pipeline-balance", &p->cuda_pipeline_balance, -1, 1);
     t[7] = cli_int("--cuda-prefill", &p->cuda_prefill, -1, 3);
-    t[8] = cli_int("--cuda-pdl", &p->cuda_pdl, -1, 1);
+    t[8] = cli_int("--cuda-pdl", &p->cuda_pdl, -1, 3);
     t[9] = cli_choice_of("--cuda-stream", &p->cuda_stream, stream_choices);
     t[10] = cli_choice_of("--cuda-pipeline-producers", &p->cuda_pipeline_producers, producer_choices);
 }
@@ -235,7 +235,7 @@ void cli_switches_usage(FILE *f)
                "  --cuda-pipeline-balance -1|0|1  the pipeline deals folding rows first\n"
                "  --cuda-pipeline-producers -1|1|2|3  the pipeline's warps that read ahead\n"
                "  --cuda-prefill -1..3        CUDA prefill lanes (0 one token at a time, 1 narrow, 2 wide, 3 sliced)\n"
-               "  --cuda-pdl -1|0|1           CUDA fast kernels: programmatic dependent launch\n"
+               "  --cuda-pdl -1..3            CUDA fast kernels: programmatic dependent launch (2, 3: later trigger)\n"
                "  --cuda-stream -1|0|4|8|16|32  CUDA packed decode streamed by rows (that many a warp) or not (0)\n"
                "(-1 = by the measured rule)\n");
 }

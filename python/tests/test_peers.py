@@ -57,7 +57,7 @@ def test_replayssm_switches_reach_its_context(peers):
     off = peers.f64_error(peers.ReplaySSM(False, {"cuda_pdl": 0}), gate, H, HV, seed=3)
     assert off == peers.f64_error(peers.ReplaySSM(False), gate, H, HV, seed=3)  # no bit depends on it
     with pytest.raises(Exception, match="cuda_pdl"):
-        peers.ReplaySSM(False, {"cuda_pdl": 2})
+        peers.ReplaySSM(False, {"cuda_pdl": 4})
 
 
 @pytest.mark.parametrize("model", ["qwen3-next", "kimi-linear"])

@@ -51,7 +51,7 @@ static rssm_status check_params(const rssm_context_params *p)
                          "rssm_context_create: params.cuda_pipeline_producers = %d (1 to 3 warps; -1 = by rule)",
                          p->cuda_pipeline_producers);
     if ((st = check_switch("cuda_prefill", p->cuda_prefill, -1, 3)) != RSSM_OK) return st;
-    if ((st = check_switch("cuda_pdl", p->cuda_pdl, -1, 1)) != RSSM_OK) return st;
+    if ((st = check_switch("cuda_pdl", p->cuda_pdl, -1, 3)) != RSSM_OK) return st;
     if (p->cuda_stream != -1 && p->cuda_stream != 0 && p->cuda_stream != 4 && p->cuda_stream != 8 &&
         p->cuda_stream != 16 && p->cuda_stream != 32)
         return rssm_fail(

@@ -564,6 +564,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     if (PARK_V) sV[tid] = vraw[0];
     if (KDA && tid == 0) sm.base = base; /* read at the end from here, not held (and spilled) */
     __syncthreads();                     /* ring in shared memory, token inputs prepared */
+    if (A.pdl == 2) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (MODE != MODE_PACKED) K128_TRACE(A, K128_TR_RING);
     /* CHK: a row that does not fold, or has ring entries (or a bad cursor). Its cursor and fold
      * flag came with the rows' loads, so testing them here, after the token's preparation, waits
@@ -676,6 +677,7 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
     }
 
     /* ---- rows ---- */
+    if (A.pdl == 3) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     if (MODE != MODE_PACKED) {
         K128_TRACE(A, K128_TR_ROWS);
         K128_TRACE_VALUE(A, K128_TR_END, end | (sfold ? 4 : 0)); /* 4: a start fold */
@@ -709,7 +711,9 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
  * Meanwhile one thread reads the row's slot through L2 (an L1 copy could go stale) and prefetches
  * the CTA's rows of the checkpoint into L2, a hint only: if the kernel before rewrites those bytes,
  * the loads after the wait read them from L2 as rewritten. Once the wait is over the next grid may
- * launch (not before: its own prefetches then overlap this grid's work, not an earlier one's). */
+ * launch (not before: its own prefetches then overlap this grid's work, not an earlier one's);
+ * with A.pdl 2 or 3 later, after the token's preparation or before the rows' arithmetic (on an
+ * H100 faster with an f32 state on grids of 1.5-4 waves, stream-pdl-2026-12-05/ call Z2). */
 template <bool KDA, bool SBF> __device__ __forceinline__ void pdl_prologue(const kargs &A)
 {
     if (threadIdx.x == 0) {
@@ -720,7 +724,7 @@ template <bool KDA, bool SBF> __device__ __forceinline__ void pdl_prologue(const
                                                  (int)blockDim.x / 4, A.group);
     }
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+    if (A.pdl == 1) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 }
 
 template <bool KDA, bool SBF, int MODE, int TC, bool KF>

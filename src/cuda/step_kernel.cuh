@@ -70,7 +70,7 @@ typedef struct kargs {
     int pf_ahead;                       /* decode_k128.cu only: L2 prefetch for the CTA this many ahead (0: off) */
     int pf_db, pf_dx;                   /* decode_k128.cu only: pf_ahead as rows and CTAs of a row */
     int smem_per_sm;                    /* decode_k128.cu only: the device's shared memory per SM (bytes) */
-    int pdl;                            /* decode_k128.cu only: programmatic dependent launch */
+    int pdl;                            /* decode_k128.cu only: programmatic dependent launch, 1-3 where it triggers */
     int producers;                      /* replay_pipeline.cu only: producer warps that take items */
 #ifdef RSSM_PIPE_TRACE
     int trace_launch; /* diagnostic builds, decode_k128.cu: the launch's index in its trace (k128_trace.cuh) */
