@@ -133,8 +133,9 @@ typedef struct rssm_lr_step {
 /* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl,
  * cuda_stream: -1, or 0 for split, = by rule; early has no parameter and is -1 there) and as the
  * launch takes them (whole-ring read 0/1, CTAs per head 1, 2 or 4, prefetch distance in half
- * waves, programmatic launch 0/1, rows per streaming warp 4, 8 or 16 or 0 for the per-head
- * kernel, the streaming warps' early loads 0/1). */
+ * waves, programmatic launch 0/1, forced also 2 or 3 for the per-head kernel's later triggers,
+ * rows per streaming warp 4, 8, 16 or 32 or 0 for the per-head kernel, the streaming warps'
+ * early loads 0/1). */
 typedef struct rssm_lr_switches {
     int spec, split, prefetch, pdl, stream, early;
 } rssm_lr_switches;

@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     if (A.pdl) {
         /* the previous kernel on the stream may still run: read nothing before the wait. With
          * an L2 prefetch of the rows before it, as the per-head kernel has, pdl lost 0.4-6.7% to
-         * no pdl; without, it wins (stream-pdl-2026-12-05/, call Z4) */
+         * no pdl; without, it wins (stream-pdl-2026-12-05/, call Z4). Every A.pdl triggers here:
+         * later triggers (FQ, FT there) gained nothing consistent */
         asm volatile("griddepcontrol.wait;\n" ::: "memory");
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
     }
