@@ -48,16 +48,19 @@ static void check(const char *what, rssm_lr_mode mode, int kda, int tokens, cons
 
 int main(void)
 {
-    /* packed: 4 CTAs per head up to B = 2 (64 heads <= 66), PDL up to B = 4 (128 <= 132) and
-     * from B = 9 (288 > 264) to 28 (896 < 924), prefetch from B = 9 (above one wave) */
-    const expect packed[] = {{1, 0, 4, 0, 1},  {2, 0, 4, 0, 1},  {3, 0, 2, 0, 1},  {4, 0, 2, 0, 1},
-                             {5, 0, 2, 0, 0},  {8, 0, 2, 0, 0},  {9, 0, 2, 1, 1},  {16, 0, 2, 1, 1},
-                             {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {64, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
+    /* packed: 4 CTAs per head up to B = 2 (64 heads <= 66), PDL triggered at the wait up to B = 4
+     * (128 <= 132), before the rows' arithmetic from B = 5 to 8 (256 <= 264), after the token's
+     * preparation from B = 9 to 49 (1568 <= 12 x 132), prefetch from B = 9 (above one wave) */
+    const expect packed[] = {{1, 0, 4, 0, 1},  {2, 0, 4, 0, 1},  {3, 0, 2, 0, 1},  {4, 0, 2, 0, 1},  {5, 0, 2, 0, 3},
+                             {8, 0, 2, 0, 3},  {9, 0, 2, 1, 2},  {16, 0, 2, 1, 2}, {28, 0, 2, 1, 2}, {29, 0, 2, 1, 2},
+                             {49, 0, 2, 1, 2}, {50, 0, 2, 1, 0}, {64, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
     check("packed, gdn", RSSM_LR_PACKED, 0, 1, packed, sizeof packed / sizeof *packed);
     check("packed, kda", RSSM_LR_PACKED, 1, 1, packed, sizeof packed / sizeof *packed);
-    /* packed, bf16 state: PDL on every grid below 3.5 waves, also at about one wave (B = 5-8) */
-    const expect packed_bf16[] = {{1, 0, 4, 0, 1}, {4, 0, 2, 0, 1},  {5, 0, 2, 0, 1},  {8, 0, 2, 0, 1},
-                                  {9, 0, 2, 1, 1}, {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
+    /* packed, bf16 state: PDL on every grid below 3.5 waves, also at about one wave (B = 5-8),
+     * triggered before the rows' arithmetic at the full second wave (B = 8: 256 > 7 x 132 / 4) */
+    const expect packed_bf16[] = {{1, 0, 4, 0, 1},  {4, 0, 2, 0, 1},  {5, 0, 2, 0, 1},
+                                  {7, 0, 2, 0, 1},  {8, 0, 2, 0, 3},  {9, 0, 2, 1, 1},
+                                  {28, 0, 2, 1, 1}, {29, 0, 2, 1, 0}, {512, 0, 2, 1, 0}};
     check_sbf("packed, gdn, bf16 state", RSSM_LR_PACKED, 0, 1, 1, packed_bf16,
               sizeof packed_bf16 / sizeof *packed_bf16);
     check_sbf("packed, kda, bf16 state", RSSM_LR_PACKED, 1, 1, 1, packed_bf16,
@@ -134,8 +137,9 @@ int main(void)
 
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows):
      * 16 rows per warp with a bf16 state, GDN from B = 24, KDA from B = 31, never with f32; the
-     * first two chunks early from B = 99 (rssm_stream_early); with pdl up to B = 66 (the per-head
-     * kernel keeps it below 3.5 waves, B = 28); nothing streams where the kernel does not take the step */
+     * first two chunks early from B = 99 (rssm_stream_early); with pdl at every B (the per-head
+     * kernel takes it below 3.5 waves with a bf16 state, B = 28, and with an f32 state as the
+     * packed table above); nothing streams where the kernel does not take the step */
     int stream_ok = 1;
     for (int batch = 1; batch <= 1024; batch++)
         for (int kda = 0; kda <= 1; kda++)
@@ -144,15 +148,15 @@ int main(void)
                 const rssm_lr_switches r = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 1, by_rule);
                 const rssm_lr_switches n = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 0, by_rule);
                 stream_ok &= r.stream == rows && r.early == (rows && batch >= 99);
-                stream_ok &= r.pdl == (rows ? batch <= 66 : n.pdl) &&
-                             n.pdl == (batch <= 4 || ((sbf || batch >= 9) && batch <= 28));
+                const int f32_pdl = batch <= 4 ? 1 : batch <= 8 ? 3 : batch <= 49 ? 2 : 0;
+                stream_ok &= r.pdl == (rows ? 1 : n.pdl) && n.pdl == (sbf ? (batch == 8 ? 3 : batch <= 28) : f32_pdl);
                 stream_ok &=
                     n.stream == 0 && n.early == 0 && r.spec == n.spec && r.split == n.split && r.prefetch == n.prefetch;
             }
     t_case(
         RH_OK, stream_ok,
         "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
-        "two chunks early from B = 99, with pdl up to B = 66; never where the streaming kernel does not take the step");
+        "two chunks early from B = 99, with pdl at every B; never where the streaming kernel does not take the step");
 
     /* forced switches win everywhere (rows per warp and early loads where the streaming kernel
      * takes the step); every result is one the kernels take */
@@ -161,10 +165,14 @@ int main(void)
         for (int kda = 0; kda <= 1; kda++)
             for (int batch = 1; batch <= 1024; batch++)
                 for (int stream = 0; stream <= (mode == RSSM_LR_PACKED); stream++) {
+                    for (int sbf = 0; sbf <= 1; sbf++) {
+                        const rssm_lr_switches q = rules_of((rssm_lr_mode)mode, kda, 4, batch, sbf, stream, by_rule);
+                        range_ok &= (q.spec == 0 || q.spec == 1) && (q.split == 1 || q.split == 2 || q.split == 4) &&
+                                    (q.prefetch == 0 || q.prefetch == 1) && q.pdl >= 0 &&
+                                    q.pdl <= (mode == RSSM_LR_PACKED && !q.stream ? 3 : 1) &&
+                                    (q.stream == 0 || q.stream == 16) && (q.early == 0 || q.early == 1);
+                    }
                     const rssm_lr_switches r = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, by_rule);
-                    range_ok &= (r.spec == 0 || r.spec == 1) && (r.split == 1 || r.split == 2 || r.split == 4) &&
-                                (r.prefetch == 0 || r.prefetch == 1) && (r.pdl == 0 || r.pdl == 1) &&
-                                (r.stream == 0 || r.stream == 16) && (r.early == 0 || r.early == 1);
                     for (int v = 0; v <= 4; v++) {
                         const int rows = v == 4 ? -1 : v == 0 ? 0 : 2 << v; /* 0, 4, 8, 16, by rule */
                         const rssm_lr_switches f = {
@@ -179,7 +187,8 @@ int main(void)
                     }
                 }
     t_case(RH_OK, range_ok,
-           "every mode, gate and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1, rows 0/16, early 0/1");
+           "every mode, gate, state dtype and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1 "
+           "(0-3 for packed decode on the per-head kernel), rows 0/16, early 0/1");
     t_case(
         RH_OK, forced_ok,
         "every mode, gate and B = 1-1024: a forced ring read, split, prefetch, pdl, rows per warp or early load wins");

@@ -712,8 +712,8 @@ __device__ __forceinline__ bool decode_k128_cta(const kargs &A)
  * the CTA's rows of the checkpoint into L2, a hint only: if the kernel before rewrites those bytes,
  * the loads after the wait read them from L2 as rewritten. Once the wait is over the next grid may
  * launch (not before: its own prefetches then overlap this grid's work, not an earlier one's);
- * with A.pdl 2 or 3 later, after the token's preparation or before the rows' arithmetic (on an
- * H100 faster with an f32 state on grids of 1.5-4 waves, stream-pdl-2026-12-05/ call Z2). */
+ * with A.pdl 2 or 3 later, after the token's preparation or before the rows' arithmetic, where
+ * the rules found that faster for packed decode (launch_rules.h, pdl-rules-2026-12-05/). */
 template <bool KDA, bool SBF> __device__ __forceinline__ void pdl_prologue(const kargs &A)
 {
     if (threadIdx.x == 0) {

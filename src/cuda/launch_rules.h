@@ -133,7 +133,7 @@ typedef struct rssm_lr_step {
 /* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl,
  * cuda_stream: -1, or 0 for split, = by rule; early has no parameter and is -1 there) and as the
  * launch takes them (whole-ring read 0/1, CTAs per head 1, 2 or 4, prefetch distance in half
- * waves, programmatic launch 0/1, forced also 2 or 3 for the per-head kernel's later triggers,
+ * waves, programmatic launch 0-3: none, at the wait, or the per-head kernel's later triggers,
  * rows per streaming warp 4, 8, 16 or 32 or 0 for the per-head kernel, the streaming warps'
  * early loads 0/1). */
 typedef struct rssm_lr_switches {
@@ -188,20 +188,34 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * flashinfer-2026-12-03/callF-switches-f32.txt), larger ones 2-5% (B = 64), replay's lost or
      * tied. Packed decode of a bf16 state gains there too (callG-pdl-bf16.txt, GDN B = 5 / 6 / 7 /
      * 8: 7.10 / 7.43 / 8.44 / 8.70 -> 6.40 / 6.62 / 7.00 / 7.83 us; KDA 7.30 / 7.64 / 8.88 /
-     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves. */
+     * 9.10 -> 7.12 / 7.31 / 7.39 / 8.10), so it launches that way up to 3.5 waves.
+     * Packed decode on the per-head kernel lets the next grid launch later than at the wait where
+     * that was faster on an H100, three rounds alike (pdl-trigger-2026-12-05/ call Z5,
+     * pdl-rules-2026-12-05/ call Z6; stream-pdl-2026-12-05/ call Z2 before them). With an f32 state
+     * before the rows' arithmetic (3) on grids of one to two waves (GDN B = 5 / 6 / 7 9.59 / 10.79 /
+     * 12.00 us against 9.88 / 11.04 / 12.25 without pdl and 11.06 / 12.09 / 13.61 at the wait; B = 8
+     * tied with no pdl; KDA alike), after the token's preparation (2) from there to 12 heads per SM,
+     * B = 49 (GDN B = 9 / 24 / 36 / 48 15.38 / 36.58 / 54.01 / 71.77 against 17.13 / 37.51 at the
+     * wait and 54.55 / 72.03 without; KDA alike); at B = 64 no pdl, 0.1% ahead of 2, stays. With a
+     * bf16 state the trigger at the wait stays fastest (B = 5 / 6 / 7: GDN 6.69 / 6.91 / 8.05 against
+     * 7.35 / 7.67 / 8.46 after the preparation) but at the full second wave, B = 8, where before the
+     * rows' arithmetic (3) wins (GDN 8.82 against 9.14, KDA 9.31 against 9.45). Measured with a
+     * V-first state; a K-first one runs the same code on these grids and is launched alike. */
     r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
+    if (packed && !s.sbf && ctas > sms) r.pdl = ctas <= 2 * sms ? 3 : ctas <= 12 * sms ? 2 : 0;
+    if (packed && s.sbf && 4 * ctas > 7 * sms && ctas <= 2 * sms) r.pdl = 3;
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows,
-     * rssm_stream_early), launched with pdl up to 16 value heads per SM (B = 66 at 32 value heads;
-     * above, unmeasured, without). Its pdl path reads nothing before the wait; with the per-head
-     * kernel's L2 prefetch there it lost 0.4-6.7% to no pdl (calls X on an H200, Z on an H100).
-     * Without it, on an H100, two rounds alike (stream-pdl-2026-12-05/ call Z4, 16-row warps),
-     * with against without: GDN B = 24 / 32 / 64 21.99 / 27.66 / 51.99 us against 22.48 / 28.17
-     * / 52.56, KDA B = 32 / 64 27.91 / 52.69 against 28.55 / 53.34; every B = 12-64 gained
-     * 1.1-4.0%. */
+     * rssm_stream_early), launched with pdl at every grid size. Its pdl path reads nothing before
+     * the wait; with the per-head kernel's L2 prefetch there it lost 0.4-6.7% to no pdl (calls X
+     * on an H200, Z on an H100). Without it, on an H100, six rounds alike (stream-pdl-2026-12-05/
+     * call Z4, pdl-trigger-2026-12-05/ call Z5, pdl-rules-2026-12-05/ call Z6, 16-row warps), with against without: GDN
+     * B = 24 / 32 / 64 / 128 / 512 22.05 / 27.61 / 52.01 / 99.46 / 384.62 us against 22.56 / 28.12 / 52.54 / 99.93 /
+     * 384.99 (Z5), KDA B = 32 / 128 / 512 27.87 / 100.18 / 387.22 against 28.38 / 100.80 / 387.62; every B = 12-512
+     * gained, 0.1-4.0% (Z6 at B = 192-384 0.03-0.4%). */
     r.stream = s.stream ? rssm_stream_rows(s.sbf, s.kda, ctas, sms) : 0;
     if (s.stream && forced.stream >= 0) r.stream = forced.stream;
     r.early = r.stream && rssm_stream_early(ctas, sms);
-    if (r.stream) r.pdl = ctas <= 16 * sms;
+    if (r.stream) r.pdl = 1;
     if (forced.spec >= 0) r.spec = forced.spec;
     if (forced.split > 0) r.split = forced.split;
     if (forced.prefetch >= 0) r.prefetch = forced.prefetch;
