@@ -201,9 +201,12 @@ static inline rssm_lr_switches rssm_launch_rules(rssm_lr_step s, rssm_lr_switche
      * 7.35 / 7.67 / 8.46 after the preparation) but at the full second wave, B = 8, where before the
      * rows' arithmetic (3) wins (GDN 8.82 against 9.14, KDA 9.31 against 9.45). Measured with a
      * V-first state; a K-first one runs the same code on these grids and is launched alike. */
-    r.pdl = ctas <= sms || (packed && (s.sbf || ctas > 2 * sms) && ctas < waves35);
-    if (packed && !s.sbf && ctas > sms) r.pdl = ctas <= 2 * sms ? 3 : ctas <= 12 * sms ? 2 : 0;
-    if (packed && s.sbf && 4 * ctas > 7 * sms && ctas <= 2 * sms) r.pdl = 3;
+    if (!packed || ctas <= sms)
+        r.pdl = ctas <= sms;
+    else if (s.sbf)
+        r.pdl = 4 * ctas > 7 * sms && ctas <= 2 * sms ? 3 : ctas < waves35;
+    else
+        r.pdl = ctas <= 2 * sms ? 3 : ctas <= 12 * sms ? 2 : 0;
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows,
      * rssm_stream_early), launched with pdl at every grid size. Its pdl path reads nothing before
      * the wait; with the per-head kernel's L2 prefetch there it lost 0.4-6.7% to no pdl (calls X
