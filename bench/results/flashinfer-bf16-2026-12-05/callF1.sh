@@ -6,7 +6,8 @@
 # cuda-python 13.4.4, cuda-tile 1.7.0, nvidia-cudnn-frontend 1.32.0, nccl4py 0.6.0, tabulate,
 # einops, unpacked from their PyPI wheels into one tree without FlashInfer's C++ sources for its
 # run-time-compiled CUDA kernels (data/csrc, cccl, cutlass, spdlog, *.cu, *.cuh: its GDN decode is
-# CuTe-DSL, compiled at run time from Python), xz-compressed (87 MiB) in two parts.
+# CuTe-DSL, compiled at run time from Python), xz-compressed (87 MiB) in two parts: the first 53,000,000 bytes in .fi1, the rest in .fi2 (a call
+# carries 64 MiB with the tree).
 set -uo pipefail
 mkdir -p /tmp/fi && cp .fi1/fipart.00 /tmp/fi/ && ls -la /tmp/fi
 echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"

@@ -27,6 +27,6 @@ export REPLAYSSM_LIBRARY=$V/libreplayssm.so MPLBACKEND=Agg PYTHONUNBUFFERED=1
 python3 -c "import flashinfer; print('flashinfer', flashinfer.__version__)" > "$O/fi-smoke.txt" 2>&1
 el smoke
 timeout $(( 560 - ($(date +%s) - T0) )) python3 bench/peers.py --out "$O/peers-bf16" --state bf16 \
-  --models qwen3-next,kimi-linear --batch 1,2,4,8,16,32,64,128,256,512 --min-time 0.08 --commit 8a68725 2>&1 |
+  --models qwen3-next,kimi-linear --batch 1,2,4,8,16,32,64,128,256,512 --min-time 0.08 --commit 2b45496 2>&1 |
   grep -v "Warning\|warnings.warn" > "$O/peers-bf16.log"
 el peers-bf16

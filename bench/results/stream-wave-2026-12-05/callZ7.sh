@@ -10,8 +10,11 @@
 # wave (16 rows at B = 15-16, 8 rows at B = 8, 32 rows at B = 28-33), behind just past a wave.
 # Then the same one-wave grids with an f32 state (streaming lost at every B there in call R, at
 # other sizes), against the per-head kernel by the rules (pdl 3 at B = 8, 2 at 16 and 32).
-# Carry [".gpz8"] (main 8a68725's build, M). About 4 minutes.
+# Carry [".gpz8", ".wsg"] (main 2b45496's build, M: 8a68725's kernels and rules; .wsg holds sglang's
+# wheel, left in /tmp/whl for call P8, since the tree, the build and every wheel exceed what one call
+# carries). About 4 minutes.
 set -uo pipefail
+if [ -d .wsg ]; then mkdir -p /tmp/whl && cp .wsg/*.whl /tmp/whl/; fi
 O=/tmp/resZ7; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 echo "$(date -u '+%Y-%m-%d %H:%M UTC') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" > "$O/info.txt"
