@@ -136,7 +136,8 @@ int main(void)
     t_case(RH_OK, np_ok, "the pipeline's producers: 2 at B = 17-49, else 3");
 
     /* packed decode streamed by rows where the streaming kernel takes the step (rssm_stream_rows):
-     * 16 rows per warp with a bf16 state, GDN from B = 24, KDA from B = 31, never with f32; the
+     * 16 rows per warp with a bf16 state, GDN from B = 24, KDA from B = 31, and where the grid
+     * fills most of one wave (16 rows at B = 14-16, 8 rows at B = 8), never with f32; the
      * first two chunks early from B = 99 (rssm_stream_early); with pdl at every B (the per-head
      * kernel takes it below 3.5 waves with a bf16 state, B = 28, and with an f32 state as the
      * packed table above); nothing streams where the kernel does not take the step */
@@ -144,7 +145,8 @@ int main(void)
     for (int batch = 1; batch <= 1024; batch++)
         for (int kda = 0; kda <= 1; kda++)
             for (int sbf = 0; sbf <= 1; sbf++) {
-                const int rows = sbf && batch >= (kda ? 31 : 24) ? 16 : 0;
+                const int one_wave = batch >= 14 && batch <= 16 ? 16 : batch == 8 ? 8 : 0;
+                const int rows = !sbf ? 0 : batch >= (kda ? 31 : 24) ? 16 : one_wave;
                 const rssm_lr_switches r = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 1, by_rule);
                 const rssm_lr_switches n = rules_of(RSSM_LR_PACKED, kda, 1, batch, sbf, 0, by_rule);
                 stream_ok &= r.stream == rows && r.early == (rows && batch >= 99);
@@ -155,7 +157,8 @@ int main(void)
             }
     t_case(
         RH_OK, stream_ok,
-        "packed decode streamed by 16-row warps with a bf16 state (GDN from B = 24, KDA from 31, never with f32), "
+        "packed decode streamed with a bf16 state (16 rows per warp at B = 14-16 and GDN from B = 24, KDA from 31; "
+        "8 rows at B = 8; never with f32), "
         "two chunks early from B = 99, with pdl at every B; never where the streaming kernel does not take the step");
 
     /* forced switches win everywhere (rows per warp and early loads where the streaming kernel
@@ -170,7 +173,7 @@ int main(void)
                         range_ok &= (q.spec == 0 || q.spec == 1) && (q.split == 1 || q.split == 2 || q.split == 4) &&
                                     (q.prefetch == 0 || q.prefetch == 1) && q.pdl >= 0 &&
                                     q.pdl <= (mode == RSSM_LR_PACKED && !q.stream ? 3 : 1) &&
-                                    (q.stream == 0 || q.stream == 16) && (q.early == 0 || q.early == 1);
+                                    (q.stream == 0 || q.stream == 8 || q.stream == 16) && (q.early == 0 || q.early == 1);
                     }
                     const rssm_lr_switches r = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, by_rule);
                     for (int v = 0; v <= 4; v++) {
@@ -188,7 +191,7 @@ int main(void)
                 }
     t_case(RH_OK, range_ok,
            "every mode, gate, state dtype and B = 1-1024: ring read 0/1, split 1/2/4, prefetch 0/1, pdl 0/1 "
-           "(0-3 for packed decode on the per-head kernel), rows 0/16, early 0/1");
+           "(0-3 for packed decode on the per-head kernel), rows 0/8/16, early 0/1");
     t_case(
         RH_OK, forced_ok,
         "every mode, gate and B = 1-1024: a forced ring read, split, prefetch, pdl, rows per warp or early load wins");

@@ -79,16 +79,25 @@ static inline int64_t rssm_pipe_word_from(int packed, int kda, int sbf, int kf, 
  * multiprocessors, as the H200 measured (32 value heads, 132 SMs, random slots): with a bf16
  * state 16 rows per warp, GDN from 5.75 heads per SM, B = 24, KDA from 7.5, B = 31
  * (stream-unroll-2026-12-05/ call R, the unrolled kernel, one round: GDN B = 24 / 28 18.73 /
- * 21.73 us against 18.95 / 21.92 on the per-head kernel, B = 20 16.50 against 16.49, B = 16 13.99
- * against 13.69; KDA B = 24 / 28 20.36 / 23.10 against 19.84 / 22.75; stream-2026-12-02/
- * stream-call3.txt: KDA B = 32 / 128 / 512 24.98 / 83.46 / 318.52 against 27.71 / 93.68 /
- * 356.63). Below, every warp repeating the token's preparation and a chunk's chain of shuffles
- * (the per-head kernel shares them over 8 rows) cost more than the barriers they save. With an
- * f32 state never (call R: 8 or 4 rows per warp lost at every B, GDN B = 512 571.05 / 615.93
- * against 540.03; CTAs of one warp lost too, stream-warp-2026-12-05/). */
+ * 21.73 us against 18.95 / 21.92 on the per-head kernel, B = 20 16.50 against 16.49; KDA B = 24
+ * / 28 20.36 / 23.10 against 19.84 / 22.75; stream-2026-12-02/ stream-call3.txt: KDA B = 32 /
+ * 128 / 512 24.98 / 83.46 / 318.52 against 27.71 / 93.68 / 356.63). Below, every warp repeating
+ * the token's preparation and a chunk's chain of shuffles (the per-head kernel shares them over 8
+ * rows) cost more than the barriers they save, but where the streaming grid fills most of one
+ * wave (8 CTAs per SM, 512 / rows CTAs a head), as an H100 measured, two rounds alike
+ * (stream-wave-2026-12-05/ call Z7): 16 rows from 3.25 to 4 heads per SM, B = 14-16 (GDN B = 14 /
+ * 15 / 16 13.41 / 14.13 / 14.88 us against 13.55 / 14.45 / 15.41; KDA 13.62 / 14.31 / 15.06
+ * against 13.91 / 14.83 / 15.77; B = 12 tied or 1% slower, B = 17 7-9% slower), and 8 rows from
+ * 1.75 to 2, B = 8 (GDN 8.57 against 8.81, KDA 8.74 against 9.29; B = 6 and 10 up to 3% slower).
+ * With an f32 state never (call R: 8 or 4 rows per warp lost at every B, GDN B = 512 571.05 /
+ * 615.93 against 540.03; CTAs of one warp lost too, stream-warp-2026-12-05/; call Z7's one-wave
+ * grids lost 5-11%). */
 static inline int rssm_stream_rows(int sbf, int kda, int64_t ctas, int64_t sms)
 {
-    return sbf && (kda ? 2 * ctas >= 15 * sms : 4 * ctas >= 23 * sms) ? 16 : 0;
+    if (!sbf) return 0;
+    if (kda ? 2 * ctas >= 15 * sms : 4 * ctas >= 23 * sms) return 16;
+    if (4 * ctas > 13 * sms && ctas <= 4 * sms) return 16;
+    return 4 * ctas > 7 * sms && ctas <= 2 * sms ? 8 : 0;
 }
 
 /* Whether a streaming warp issues its first two chunks' loads before the token's preparation
