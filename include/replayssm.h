@@ -142,11 +142,11 @@ typedef struct rssm_context_params {
                                         letting the next grid launch after the token's preparation / before its
                                         rows' arithmetic rather than at once. Same bits either way. */
     int32_t cuda_stream;             /* CUDA packed decode (K = V = 128, V-first state) streamed a row at a time by
-                                        warps of 4, 8, 16 or 32 rows instead of the per-head kernel: -1 = by state dtype,
-                                        gate and grid size (default: with a bf16 state from 5.75 heads per SM, GDN,
-                                        or 7.5, KDA), 0 = never, 4 / 8 / 16 / 32 = wherever the per-head kernel would run
-                                        it (cuda_fast, not on the pipeline), with that many rows per warp. Same bits
-                                        either way. */
+                                        warps of 4, 8, 16 or 32 rows instead of the per-head kernel: -1 = by state
+                                        dtype, gate and grid size (default: with a bf16 state from 5.75 heads per SM,
+                                        GDN, or 7.5, KDA, and where its grid fills most of one wave), 0 = never,
+                                        4 / 8 / 16 / 32 = wherever the per-head kernel would run it (cuda_fast, not
+                                        on the pipeline), with that many rows per warp. Same bits either way. */
     const char *pipeline_trace_file; /* diagnostic builds (RSSM_PIPE_TRACE) only: CSV of the replay
                                         pipeline's last launch, written when the context is freed
                                         (the string must live as long as the context) */

@@ -173,7 +173,8 @@ int main(void)
                         range_ok &= (q.spec == 0 || q.spec == 1) && (q.split == 1 || q.split == 2 || q.split == 4) &&
                                     (q.prefetch == 0 || q.prefetch == 1) && q.pdl >= 0 &&
                                     q.pdl <= (mode == RSSM_LR_PACKED && !q.stream ? 3 : 1) &&
-                                    (q.stream == 0 || q.stream == 8 || q.stream == 16) && (q.early == 0 || q.early == 1);
+                                    (q.stream == 0 || q.stream == 8 || q.stream == 16) &&
+                                    (q.early == 0 || q.early == 1);
                     }
                     const rssm_lr_switches r = rules_of((rssm_lr_mode)mode, kda, 4, batch, 1, stream, by_rule);
                     for (int v = 0; v <= 4; v++) {
