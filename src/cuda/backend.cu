@@ -24,7 +24,8 @@ typedef struct cuda_impl {
     cudaEvent_t order;   /* stream ordering between the context's stream and a caller's */
     int *err;            /* device error counter: rows with out-of-range slots */
     int sm_count;
-    int smem_per_sm; /* shared memory per multiprocessor, bytes */
+    int smem_per_sm;         /* shared memory per multiprocessor, bytes */
+    int64_t dram_mbs_per_sm; /* peak DRAM bandwidth per multiprocessor, MB/s; 0 = unknown */
     /* the tuning switches (rssm_context_params says what each value means) */
     int fast;      /* cuda_fast: the K = V = 128 kernels where they apply */
     int split;     /* cuda_split: CTAs per head of the fast kernels, 0 = by batch size */
@@ -220,12 +221,13 @@ static int prefill_config(const cuda_impl *im, const rssm_layer *l, int batch, i
 
 /* Whether replay or packed decode step A of `batch` rows runs on the persistent pipeline by the
  * launch rules (launch_rules.h: from rssm_pipe_from's grids, and batches of one bitmap word from
- * rssm_pipe_word_from's) */
-static bool pipe_by_rule(const kargs &A, int batch, int sms)
+ * rssm_pipe_word_from's, below rssm_pipe_until's on devices with slow memory) */
+static bool pipe_by_rule(const kargs &A, int batch, const cuda_impl *im)
 {
     const int packed = A.mode == MODE_PACKED, kda = A.l.gate == RSSM_GATE_KDA;
     const int sbf = A.l.state_dtype == RSSM_DTYPE_BF16, kf = A.l.state_layout == RSSM_LAYOUT_KV;
-    const int64_t heads = (int64_t)batch * A.l.num_v_heads;
+    const int64_t heads = (int64_t)batch * A.l.num_v_heads, sms = im->sm_count;
+    if (heads >= rssm_pipe_until(packed, kda, sbf, kf, sms, im->dram_mbs_per_sm)) return false;
     return heads >= rssm_pipe_from(packed, kda, sbf, kf, sms) ||
            (batch <= RSSM_PIPE_WORD_ROWS && heads >= rssm_pipe_word_from(packed, kda, sbf, kf, sms));
 }
@@ -271,7 +273,7 @@ static rssm_status cuda_step(rssm_context *ctx, const rssm_params *p, void *stre
      * dtype, layout and grid size (launch_rules.h; not for small-batch steps, io.fold_every: the per-head
      * kernels run those as packed decode) */
     if (im->fast && im->pipe != 0 && !p->io.fold_every && rssm_cuda_pipe_ok(&A) &&
-        (im->pipe == 1 || pipe_by_rule(A, p->io.batch, im->sm_count))) {
+        (im->pipe == 1 || pipe_by_rule(A, p->io.batch, im))) {
         CU(rssm_cuda_pipe_launch(A, im->sm_count, im->pipe_bal, im->pipe_np, (cudaStream_t)stream), fn);
         return RSSM_OK;
     }
@@ -425,6 +427,19 @@ static cudaError_t raise_smem(void)
     return cudaSuccess;
 }
 
+/* Peak DRAM bandwidth per multiprocessor in MB/s (double data rate over the bus), or 0 where the
+ * device does not report its memory clock: the launch rules then take the H200's choices. */
+static int64_t dram_mbs_per_sm(int device, int bus_bits, int sms)
+{
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (khz <= 0 || bus_bits <= 0 || sms <= 0) return 0;
+    return (int64_t)khz * 2 * (bus_bits / 8) / 1000 / sms;
+}
+
 static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *params)
 {
     const int device = params->device_ordinal;
@@ -447,6 +462,7 @@ static rssm_status cuda_init(rssm_context *ctx, const rssm_context_params *param
     im->device = device;
     im->sm_count = prop.multiProcessorCount;
     im->smem_per_sm = (int)prop.sharedMemPerMultiprocessor;
+    im->dram_mbs_per_sm = dram_mbs_per_sm(device, prop.memoryBusWidth, prop.multiProcessorCount);
     /* the tuning switches of rssm_context_params (checked by rssm_context_create) */
     im->fast = params->cuda_fast;
     im->split = params->cuda_split;

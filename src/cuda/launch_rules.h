@@ -58,6 +58,29 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
     return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
 }
 
+/* DRAM bandwidth per multiprocessor, MB/s, under which a device's memory is slow for its SMs:
+ * between the H100's (3.35 TB/s over 132 SMs, 25 GB/s each) and the H200's (4.8 TB/s, 36 GB/s),
+ * which share the chip. */
+#define RSSM_SLOW_DRAM_MBS_PER_SM 30000
+
+/* Replay of a V-first f32 state leaves the pipeline for the per-head kernel from this many value
+ * heads (INT64_MAX: never) on a device whose DRAM moves `dram_mbs_per_sm` MB/s per multiprocessor
+ * (0: unknown, the H200's rules). Where memory is slow for the SMs the per-head kernel, its L2
+ * prefetch half a wave ahead, keeps up with DRAM and the pipeline's hand-offs only add time: on an
+ * H100, two rounds alike (bench/results/replay-switches-h100-2026-12-05/ call Q2, µs, per-head
+ * against the pipeline), GDN B = 56 / 64 / 128 / 512 54.98 / 61.20 / 111.70 / 414.53 against
+ * 56.41 / 63.31 / 114.44 / 422.20, while B = 32 / 40 / 48 stay on the pipeline (34.76 / 42.02 /
+ * 48.46 against 35.99 / 42.36 / 48.73): from 12.5 heads per SM, B = 52, midway; KDA B = 48 / 64
+ * / 128 / 512 49.64 / 62.58 / 114.53 / 425.56 against 51.88 / 67.30 / 120.58 / 443.10: from 11.5,
+ * B = 48, the first measured (B = 38-47 unmeasured). Call Q1 agreed (GDN B = 64 / 80 61.21 /
+ * 73.81 against 63.17 / 76.17). A bf16 or K-first state was not measured there and keeps the
+ * H200's rules. */
+static inline int64_t rssm_pipe_until(int packed, int kda, int sbf, int kf, int64_t sms, int64_t dram_mbs_per_sm)
+{
+    if (packed || sbf || kf || dram_mbs_per_sm <= 0 || dram_mbs_per_sm >= RSSM_SLOW_DRAM_MBS_PER_SM) return INT64_MAX;
+    return kda ? 23 * sms / 2 : 25 * sms / 2;
+}
+
 /* A batch of at most RSSM_PIPE_WORD_ROWS rows (one word of the pipeline's folding-row bitmap,
  * whose start has kernels of its own) also runs replay on the pipeline from this many value heads
  * (INT64_MAX: only from rssm_pipe_from's), as the H200 measured with those kernels
