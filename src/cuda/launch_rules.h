@@ -70,15 +70,19 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
  * H100, two rounds alike (bench/results/replay-switches-h100-2026-12-05/ call Q2, µs, per-head
  * against the pipeline), GDN B = 56 / 64 / 128 / 512 54.98 / 61.20 / 111.70 / 414.53 against
  * 56.41 / 63.31 / 114.44 / 422.20, while B = 32 / 40 / 48 stay on the pipeline (34.76 / 42.02 /
- * 48.46 against 35.99 / 42.36 / 48.73): from 12.5 heads per SM, B = 52, midway; KDA B = 48 / 64
- * / 128 / 512 49.64 / 62.58 / 114.53 / 425.56 against 51.88 / 67.30 / 120.58 / 443.10: from 11.5,
- * B = 48, the first measured (B = 38-47 unmeasured). Call Q1 agreed (GDN B = 64 / 80 61.21 /
- * 73.81 against 63.17 / 76.17). A bf16 or K-first state was not measured there and keeps the
+ * 48.46 against 35.99 / 42.36 / 48.73): from 12.5 heads per SM, B = 52, midway. Call Q1 agreed
+ * (GDN B = 64 / 80 61.21 / 73.81 against 63.17 / 76.17); call Q4 (bad250e, two rounds, spread at
+ * most 0.64) kept the pipeline ahead at GDN B = 12-44. KDA leaves it from 7.5 heads per SM, B = 31,
+ * so that only one-word batches of B = 20-30 stay on it (Q4: B = 24 / 28 30.25 / 33.45 against
+ * 30.92 / 34.25 on the per-head kernel; B = 32 / 38 / 44 36.59 / 41.46 / 46.34 against 37.41 /
+ * 43.69 / 48.58 on the pipeline; Q2: B = 64 / 128 / 512 62.58 / 114.53 / 425.56 against 67.30 /
+ * 120.58 / 443.10). A bf16 state stays on the pipeline (call Q3: GDN B = 64 / 512 40.65 / 225.85
+ * against 46.35 / 304.81 on the per-head kernel); a K-first state was not measured and keeps the
  * H200's rules. */
 static inline int64_t rssm_pipe_until(int packed, int kda, int sbf, int kf, int64_t sms, int64_t dram_mbs_per_sm)
 {
     if (packed || sbf || kf || dram_mbs_per_sm <= 0 || dram_mbs_per_sm >= RSSM_SLOW_DRAM_MBS_PER_SM) return INT64_MAX;
-    return kda ? 23 * sms / 2 : 25 * sms / 2;
+    return kda ? 15 * sms / 2 : 25 * sms / 2;
 }
 
 /* A batch of at most RSSM_PIPE_WORD_ROWS rows (one word of the pipeline's folding-row bitmap,
