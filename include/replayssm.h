@@ -121,7 +121,7 @@ typedef struct rssm_context_params {
                                         -1 = by mode and grid size (default), 0 = never, 1 = always */
     int32_t cuda_pipeline;           /* CUDA replay and packed decode on the persistent pipeline: -1 = by mode,
                                         gate, state dtype, layout and grid size (default: replay GDN from 2.75
-                                        heads per SM, 3.75 with a bf16 state, KDA from 9, 6 with a bf16
+                                        heads per SM, 3.75 with a bf16 state, KDA from 11.5, 6 with a bf16
                                         state, an f32 state's only up to 12.5 (GDN) or 7.5 (KDA) on a GPU
                                         with under 30 GB/s of DRAM per SM, as an H100; packed of a V-first
                                         state never; a K-first state's replay and

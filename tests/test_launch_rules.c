@@ -88,7 +88,7 @@ int main(void)
         const char *what;
     } pipe[] = {{0, 0, 0, 0, 12, "replay, GDN"},
                 {0, 0, 1, 0, 16, "replay, GDN, bf16 state"},
-                {0, 1, 0, 0, 38, "replay, KDA"},
+                {0, 1, 0, 0, 48, "replay, KDA"},
                 {0, 1, 1, 0, 25, "replay, KDA, bf16 state"},
                 {0, 0, 0, 1, 12, "replay, GDN, K-first state"},
                 {0, 0, 1, 1, 16, "replay, GDN, K-first bf16 state"},

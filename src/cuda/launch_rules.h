@@ -22,7 +22,10 @@
  *     17.32 / 18.07 / 18.72 on the per-head kernel; before it B = 9-11 were 5-10% slower,
  *     flashinfer-2026-12-03/callG-pipeline.txt); with a bf16 state from 3.75, B = 16 (call E: B =
  *     12 / 13 / 14 / 15 13.83 / 15.41 / 15.77 / 16.01 against 14.25 / 14.75 / 15.26 / 16.19);
- *   replay, KDA: from 9 (B = 38: B = 36 35.36 against 35.10 us, B = 40 37.53 against 37.73,
+ *   replay, KDA: from 11.5 (B = 48), since the per-head kernel's L2 prefetch and pdl triggers
+ *     (replay-switches-h100-2026-12-05/ call Q5, 8db9dc4, two rounds, spread at most 0.06: B =
+ *     38 / 44 35.26 / 39.20 us against 35.97 / 40.17 on the pipeline, B = 64 52.30 against
+ *     52.10; before them from 9, B = 38: B = 36 35.36 against 35.10, B = 40 37.53 against 37.73,
  *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
  *     against 27.70);
  *   packed, V-first: never. With an f32 state it was slower at every B (GDN B = 64 / 512 77.09 /
@@ -55,7 +58,7 @@ static inline int64_t rssm_pipe_from(int packed, int kda, int sbf, int kf, int64
     if (packed) return INT64_MAX;
     if (!kda && !sbf) return 11 * sms / 4;
     if (kf && !sbf) return 23 * sms / 4;
-    return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 9 * sms;
+    return !kda ? 15 * sms / 4 : sbf ? 6 * sms : 23 * sms / 2;
 }
 
 /* DRAM bandwidth per multiprocessor, MB/s, under which a device's memory is slow for its SMs:
@@ -146,8 +149,8 @@ static inline int rssm_stream_early(int64_t ctas, int64_t sms) { return ctas >= 
  * 24.56 / 29.78 / 39.52 against 25.71 / 29.92 / 39.93; bf16 state B = 32 24.27 against 24.47),
  * else 3 (GDN B = 12 / 16 16.36 / 19.12 against 16.52 / 19.39, B = 64 / 128 / 512 48.71 / 85.90 /
  * 295.51 against 50.08 / 86.64 / 298.28; KDA B = 64 / 128 / 512 52.85 / 88.49 / 311.06 against
- * 54.12 / 92.21 / 324.61; bf16 state B = 128 63.60 against 68.32). KDA from 9 to 12 heads per CTA
- * (B = 38-48 at 32 value heads) takes the same band unmeasured. */
+ * 54.12 / 92.21 / 324.61; bf16 state B = 128 63.60 against 68.32). KDA at 11.5 to 12 heads per CTA
+ * (B = 48 at 32 value heads) takes the same band unmeasured. */
 static inline int rssm_pipe_producers(int64_t heads, int64_t ctas)
 {
     return heads > 4 * ctas && heads <= 12 * ctas ? 2 : 3;
