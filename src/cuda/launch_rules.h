@@ -22,12 +22,12 @@
  *     17.32 / 18.07 / 18.72 on the per-head kernel; before it B = 9-11 were 5-10% slower,
  *     flashinfer-2026-12-03/callG-pipeline.txt); with a bf16 state from 3.75, B = 16 (call E: B =
  *     12 / 13 / 14 / 15 13.83 / 15.41 / 15.77 / 16.01 against 14.25 / 14.75 / 15.26 / 16.19);
- *   replay, KDA: from 11.5 (B = 48), since the per-head kernel's L2 prefetch and pdl triggers
- *     (replay-switches-h100-2026-12-05/ call Q5, 8db9dc4, two rounds, spread at most 0.06: B =
- *     38 / 44 35.26 / 39.20 us against 35.97 / 40.17 on the pipeline, B = 64 52.30 against
- *     52.10; before them from 9, B = 38: B = 36 35.36 against 35.10, B = 40 37.53 against 37.73,
- *     B = 96 73.18 against 74.89); with a bf16 state from 6 (B = 25: B = 24 tied, B = 28 26.90
- *     against 27.70);
+ *   replay, KDA: from 11.5 (B = 48): on today's kernels the per-head one is faster at B = 38 and
+ *     44 (replay-switches-h100-2026-12-05/ call Q5, 8db9dc4, two rounds, spread at most 0.06: B
+ *     = 38 / 44 35.26 / 39.20 us against 35.97 / 40.17 on the pipeline, B = 64 52.30 against
+ *     52.10; B = 45-63 unmeasured); on 2026-12-02's the pipeline led from 9, B = 38 (B = 36 35.36
+ *     against 35.10, B = 40 37.53 against 37.73, B = 96 73.18 against 74.89); with a bf16 state
+ *     from 6 (B = 25: B = 24 tied, B = 28 26.90 against 27.70);
  *   packed, V-first: never. With an f32 state it was slower at every B (GDN B = 64 / 512 77.09 /
  *     568.68 against 73.91 / 561.69 us); with a bf16 state streaming by rows (rssm_stream_rows)
  *     is faster (stream-2026-12-02/: GDN B = 173 106.07 us streamed, B = 174 112.46 on the
