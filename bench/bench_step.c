@@ -99,7 +99,7 @@ bench_step_options bench_step_options_default(void)
     o.device = rssm_cuda_available() ? RSSM_DEVICE_CUDA : RSSM_DEVICE_CPU;
     o.params = rssm_context_params_default();
     o.layers = 36, o.batch = 64, o.ring_len = 16, o.reps = 160, o.staggered = 1, o.small_batch = 1;
-    o.io = RSSM_DTYPE_F32;
+    o.state = RSSM_DTYPE_F32, o.io = RSSM_DTYPE_F32;
     return o;
 }
 
@@ -108,12 +108,13 @@ int bench_step_run(const bench_step_options *o)
     const rssm_device dev = o->device;
     const int layers = o->layers, B = o->batch, L = o->ring_len, reps = o->reps, kda = o->kda;
     const int staggered = o->staggered, small = o->small_batch;
-    const rssm_dtype io = o->io;
+    const rssm_dtype io = o->io, sdt = o->state;
     rssm_context *ctx;
     rssm_status st = rssm_context_create(dev, &o->params, &ctx);
     if (st != RSSM_OK) return fprintf(stderr, "bench-step: %s\n", rh_context_error(dev, st)), 1;
     const int H = kda ? 32 : 16, HV = 32, gk = kda ? 128 : 1; /* gk: gate inputs per value head */
     rssm_layer layer = rssm_layer_default(kda ? RSSM_GATE_KDA : RSSM_GATE_GDN, H, HV, 128, 128, L);
+    layer.state_dtype = sdt;
     layer.ring_dtype = RSSM_DTYPE_BF16;
     layer.io_dtype = io;
     rssm_layer *ls = malloc(sizeof(rssm_layer) * layers);
@@ -178,10 +179,11 @@ int bench_step_run(const bench_step_options *o)
         if (st == RSSM_OK) st = bench_time(ctx, step, &s, 1, warm, reps, &t_small);
         if (st != RSSM_OK) goto fail;
     }
-    printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, f32 state, bf16 ring, %s io, L=%d), batch %d "
+    printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, %s state, bf16 ring, %s io, L=%d), batch %d "
            "%s, %d replays\n",
            dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, kda ? "KDA" : "GDN", H,
-           HV, io == RSSM_DTYPE_BF16 ? "bf16" : "f32", L, B, staggered ? "staggered" : "in phase", reps);
+           HV, sdt == RSSM_DTYPE_BF16 ? "bf16" : "f32", io == RSSM_DTYPE_BF16 ? "bf16" : "f32", L, B,
+           staggered ? "staggered" : "in phase", reps);
     printf("  packed step (N layers)           %10.2f us\n", t_packed);
     printf("  whole replay step                %10.2f us   (%.3fx packed)\n", t_full, t_packed / t_full);
     if (small)
@@ -193,7 +195,7 @@ int bench_step_run(const bench_step_options *o)
     printf("  whole step / sum of parts - 1    %+9.2f %%\n", 100.0 * (t_full / parts - 1.0));
     /* T_1 replays one layer, whose state can stay in a GPU's L2 between replays where N layers' cannot */
     printf("  (one layer's state: %.1f MiB; where it fits the L2 cache, T1 and the sum of parts are optimistic)\n",
-           (double)B * HV * 128 * 128 * 4 / (1 << 20));
+           (double)B * HV * 128 * 128 * (sdt == RSSM_DTYPE_BF16 ? 2 : 4) / (1 << 20));
     rc = 0;
     goto out;
 fail:

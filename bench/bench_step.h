@@ -17,6 +17,7 @@ typedef struct bench_step_options {
     int ring_len;               /* L (default 16) */
     int reps;                   /* graph replays per timing (default 160) */
     int staggered;              /* 1: row b starts at cursor b mod L (default); 0: all at 0 */
+    rssm_dtype state;           /* checkpoint (default f32) */
     rssm_dtype io;              /* q, k, v, a, b, o (default f32) */
     int small_batch;            /* 1: also time the step with every row folded (default) */
 } bench_step_options;

@@ -54,6 +54,7 @@ BAD = [
     ("bench-step --layers 0", ["--layers", "'0'"]),
     ("bench-step --device reference", ["--device", "'reference'"]),
     ("bench-step --small-batch 2", ["--small-batch", "'2'"]),
+    ("bench-step --state f16", ["--state", "'f16'", "f32, bf16"]),
     ("frobnicate", ["unknown command 'frobnicate'"]),
     ("help frobnicate", ["unknown command 'frobnicate'"]),
 ]
