@@ -7,21 +7,36 @@
 # packed against replay): GDN B = 12 / 16 / 17 10.90 / 13.80 / 15.02 against 14.36 / 16.11 /
 # 17.61, KDA 11.61 / 14.31 / 15.41 against 16.47 / 19.00 / 19.91. Whole steps (36 layers, one
 # CUDA graph, the planner's drain included): packed, replay and folded, bf16 state, B = 8-32,
-# with the f32 state's B = 8 and 12 beside them. Carry [".gpzN"] (a build of main with
-# bench-step --state; PKG=.gpzN/pzN.txz, folder M). Writes /tmp/resS2. About 3 minutes.
+# with the f32 state's B = 8 and 12 beside them. With PKG2, a build of main with
+# stream-fold-every.patch (git am; the streaming kernel takes small-batch steps, B = 8 and 14-16
+# with a bf16 state, with the per-head kernel's row check; not yet run on a GPU), first its
+# test_cuda_stream (bit for bit against the per-head kernel, and a row that does not fold), then
+# the same bf16 steps. Carry [".gpzN"] (and ".gpzM"; a build of main with bench-step --state;
+# PKG=.gpzN/pzN.txz, PKG2=.gpzM/pzM.txz, folder M in each). Writes /tmp/resS2. About 3 minutes
+# (5 with PKG2).
 set -uo pipefail
 O=/tmp/resS2; rm -rf "$O"; mkdir -p "$O"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 { date -u '+%Y-%m-%d %H:%M UTC'
   nvidia-smi --query-gpu=name,driver_version,clocks.max.memory,memory.total --format=csv; } > "$O/info.txt"
-rm -rf /tmp/vb && mkdir -p /tmp/vb && tar xJf "${PKG:?PKG=.gpzN/pzN.txz}" -C /tmp/vb
-V=/tmp/vb/M
-st() { LD_LIBRARY_PATH=$V "$V/replayssm" bench-step --device cuda --layers 36 --io bf16 "$@" |
-  awk -v t="$*" '/packed step|whole replay step|every row folded/{printf "%-48s %s\n", t, $0; fflush()}' >> "$O/step$r.txt"; }
+rm -rf /tmp/vb /tmp/vb2 && mkdir -p /tmp/vb /tmp/vb2 && tar xJf "${PKG:?PKG=.gpzN/pzN.txz}" -C /tmp/vb
+[ -n "${PKG2:-}" ] && tar xJf "$PKG2" -C /tmp/vb2
+if [ -n "${PKG2:-}" ]; then
+  LD_LIBRARY_PATH=/tmp/vb2/M timeout 180 /tmp/vb2/M/test_cuda_stream > "$O/stream-patched.txt" 2>&1
+  tail -1 "$O/stream-patched.txt"
+  el "test_cuda_stream (patched)"
+fi
+st() { local V=$1; shift
+  LD_LIBRARY_PATH=$V "$V/replayssm" bench-step --device cuda --layers 36 --io bf16 "$@" |
+    awk -v t="${V#/tmp/} $*" '/packed step|whole replay step|every row folded/{printf "%-52s %s\n", t, $0; fflush()}' \
+      >> "$O/step$r.txt"; }
 for r in 1 2; do
   for m in qwen3-next kimi-linear; do
-    for B in 8 12 16 20 24 32; do st --model $m --state bf16 --batch $B; done
-    for B in 8 12; do st --model $m --state f32 --batch $B; done
+    for B in 8 12 16 20 24 32; do st /tmp/vb/M --model $m --state bf16 --batch $B; done
+    for B in 8 12; do st /tmp/vb/M --model $m --state f32 --batch $B; done
+    if [ -n "${PKG2:-}" ]; then
+      for B in 8 14 16; do st /tmp/vb2/M --model $m --state bf16 --batch $B; done
+    fi
   done
   el "round $r"
 done
