@@ -8,16 +8,11 @@
 # random slots, two rounds.
 # Carry [".gpzN"] (PKG=.gpzN/pzN.txz, folder M). Writes /tmp/resS1. About 5 minutes.
 set -uo pipefail
-O=/tmp/resS1; rm -rf "$O"; mkdir -p "$O"
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-{ date -u '+%Y-%m-%d %H:%M UTC'
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.memory,memory.total --format=csv; } > "$O/info.txt"
-rm -rf /tmp/vs && mkdir -p /tmp/vs && tar xJf "${PKG:?PKG=.gpzN/pzN.txz}" -C /tmp/vs
-V=/tmp/vs/M
+. bench/call_lib.sh
+call_begin /tmp/resS1
+V=$(call_unpack /tmp/vs "${PKG:?PKG=.gpzN/pzN.txz}") || exit 1
 C="--device cuda --state f32 --ring-len 16 --ring bf16 --io bf16 --min-time 0.05 --repeat 3 --slot-order random"
-bn() { local tag=$1 m=$2; shift 2
-  LD_LIBRARY_PATH=$V "$V/replayssm" bench $C --model $m --batch 12,16,24,32,48,64,128 "$@" |
-    awk -v t="$tag" '/staggered/{printf "%-22s %s\n", t, $0; fflush()}' >> "$O/bench$r.txt"; }
+bn() { local tag=$1 m=$2; shift 2; bench_rows "$tag" "$O/bench$r.txt" $C --model $m --batch 12,16,24,32,48,64,128 "$@"; }
 for r in 1 2; do
   for m in qwen3-next kimi-linear; do
     bn "$m/rule" $m

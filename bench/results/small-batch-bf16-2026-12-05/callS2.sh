@@ -15,27 +15,27 @@
 # PKG=.gpzN/pzN.txz, PKG2=.gpzM/pzM.txz, folder M in each). Writes /tmp/resS2. About 3 minutes
 # (5 with PKG2).
 set -uo pipefail
-O=/tmp/resS2; rm -rf "$O"; mkdir -p "$O"
-T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-{ date -u '+%Y-%m-%d %H:%M UTC'
-  nvidia-smi --query-gpu=name,driver_version,clocks.max.memory,memory.total --format=csv; } > "$O/info.txt"
-rm -rf /tmp/vb /tmp/vb2 && mkdir -p /tmp/vb /tmp/vb2 && tar xJf "${PKG:?PKG=.gpzN/pzN.txz}" -C /tmp/vb
-[ -n "${PKG2:-}" ] && tar xJf "$PKG2" -C /tmp/vb2
+. bench/call_lib.sh
+call_begin /tmp/resS2
+V1=$(call_unpack /tmp/vb "${PKG:?PKG=.gpzN/pzN.txz}") || exit 1
+V2=
 if [ -n "${PKG2:-}" ]; then
-  LD_LIBRARY_PATH=/tmp/vb2/M timeout 180 /tmp/vb2/M/test_cuda_stream > "$O/stream-patched.txt" 2>&1
+  V2=$(call_unpack /tmp/vb2 "$PKG2") || exit 1
+  LD_LIBRARY_PATH=$V2 timeout 180 "$V2/test_cuda_stream" > "$O/stream-patched.txt" 2>&1
   tail -1 "$O/stream-patched.txt"
   el "test_cuda_stream (patched)"
 fi
-st() { local V=$1; shift
-  LD_LIBRARY_PATH=$V "$V/replayssm" bench-step --device cuda --layers 36 --io bf16 "$@" |
-    awk -v t="${V#/tmp/} $*" '/packed step|whole replay step|every row folded/{printf "%-52s %s\n", t, $0; fflush()}' \
+# st BUILD ARGS...: bench-step's packed, replay and folded lines, tagged with the build and ARGS
+st() { local v=$1; shift
+  LD_LIBRARY_PATH=$v "$v/replayssm" bench-step --device cuda --layers 36 --io bf16 "$@" |
+    awk -v t="${v#/tmp/} $*" '/packed step|whole replay step|every row folded/{printf "%-52s %s\n", t, $0; fflush()}' \
       >> "$O/step$r.txt"; }
 for r in 1 2; do
   for m in qwen3-next kimi-linear; do
-    for B in 8 12 16 20 24 32; do st /tmp/vb/M --model $m --state bf16 --batch $B; done
-    for B in 8 12; do st /tmp/vb/M --model $m --state f32 --batch $B; done
-    if [ -n "${PKG2:-}" ]; then
-      for B in 8 14 16; do st /tmp/vb2/M --model $m --state bf16 --batch $B; done
+    for B in 8 12 16 20 24 32; do st "$V1" --model $m --state bf16 --batch $B; done
+    for B in 8 12; do st "$V1" --model $m --state f32 --batch $B; done
+    if [ -n "$V2" ]; then
+      for B in 8 14 16; do st "$V2" --model $m --state bf16 --batch $B; done
     fi
   done
   el "round $r"
