@@ -42,13 +42,16 @@ def test_replayssm_kfirst_gives_the_vfirst_bits(peers, model):
 
 
 def test_outputs_are_written(peers, tmp_path):
-    rows = [dict(model="qwen3-next", gate="gdn", B=b, kernel=k, order=o, layout="vfirst", us=float(b), floor_packed_us=0.5,
-                 layers=2, err_f64="1.0e-07", gpu="-", commit="-", date="-")
-            for b in (1, 8) for k, o in (("rs-packed", "seq"), ("rs-replay", "rnd"))]
+    kernels = (("rs-packed", "seq", 1.0), ("rs-replay", "rnd", 1.0), ("fla-vfirst", "inplace", 1.5),
+               ("fla-vfirst", "reuse", 0.5), ("sgl-replay", "seq", 0.25))
+    rows = [dict(model="qwen3-next", gate="gdn", B=b, kernel=k, order=o, layout="vfirst", us=float(b) * f,
+                 floor_packed_us=0.5, layers=2, err_f64="1.0e-07", gpu="-", commit="-", date="-")
+            for b in (1, 8) for k, o, f in kernels]
     peers.write_outputs(str(tmp_path), ["# test"], rows)
     text = (tmp_path / "peers.txt").read_text()
-    assert "| 8 | 8.00 | 8.00 | 0.50 |" in text
-    assert (tmp_path / "peers.csv").read_text().count("\n") == 5
+    # the comparison takes rs rnd (8.00) against the peers' engine forms: inplace (12.00), not reuse or seq
+    assert "| 8 | 8.00 | 8.00 | 12.00 | 4.00 | 2.00 | 0.50 | 8.00 | 12.00 | 1.50x |" in text
+    assert (tmp_path / "peers.csv").read_text().count("\n") == 11
 
 
 def test_replayssm_switches_reach_its_context(peers):
