@@ -119,9 +119,9 @@ static inline int64_t rssm_pipe_word_from(int packed, int kda, int sbf, int kf, 
  * 15 / 16 13.41 / 14.13 / 14.88 us against 13.55 / 14.45 / 15.41; KDA 13.62 / 14.31 / 15.06
  * against 13.91 / 14.83 / 15.77; B = 12 tied or 1% slower, B = 17 7-9% slower), and 8 rows from
  * 1.75 to 2, B = 8 (GDN 8.57 against 8.81, KDA 8.74 against 9.29; B = 6 and 10 up to 3% slower).
- * The H200 has not timed these bands on today's kernel; before it loaded the token first and
- * launched with pdl, GDN B = 16 streamed lost there in call R (13.99 against 13.69) and won in
- * call X (13.39 against 13.75, both without pdl).
+ * On the H200 (peers-2026-12-05/ call F4, 8db9dc4, one round) the bands won by more: GDN B = 8 /
+ * 14 / 16 7.11 / 10.89 / 11.78 against 8.14 / 12.34 / 13.80, KDA B = 8 / 14 / 16 7.76 / 11.44 /
+ * 12.26 against 8.64 / 12.90 / 14.31, B = 6-7, 9-13 and 17 equal within 0.03.
  * With an f32 state never (call R: 8 or 4 rows per warp lost at every B, GDN B = 512 571.05 /
  * 615.93 against 540.03; CTAs of one warp lost too, stream-warp-2026-12-05/; call Z7's one-wave
  * grids lost 5-11%). */
