@@ -195,7 +195,7 @@ int bench_step_run(const bench_step_options *o)
     printf("  whole step / sum of parts - 1    %+9.2f %%\n", 100.0 * (t_full / parts - 1.0));
     /* T_1 replays one layer, whose state can stay in a GPU's L2 between replays where N layers' cannot */
     printf("  (one layer's state: %.1f MiB; where it fits the L2 cache, T1 and the sum of parts are optimistic)\n",
-           (double)B * HV * 128 * 128 * (sdt == RSSM_DTYPE_BF16 ? 2 : 4) / (1 << 20));
+           (double)B * HV * 128 * 128 * rssm_dtype_size(sdt) / (1 << 20));
     rc = 0;
     goto out;
 fail:
