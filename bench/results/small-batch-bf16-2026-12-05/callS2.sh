@@ -11,9 +11,11 @@
 # stream-fold-every.patch (git am; the streaming kernel takes small-batch steps, B = 8 and 14-16
 # with a bf16 state, with the per-head kernel's row check; not yet run on a GPU), first its
 # test_cuda_stream (bit for bit against the per-head kernel, and a row that does not fold), then
-# the same bf16 steps. Carry [".gpzN"] (and ".gpzM"; a build of main with bench-step --state;
-# PKG=.gpzN/pzN.txz, PKG2=.gpzM/pzM.txz, folder M in each). Writes /tmp/resS2. About 3 minutes
-# (5 with PKG2).
+# the same bf16 steps. Last, the streaming kernel's programmatic launch on this GPU (the rules launch
+# it so at every B from H100 calls only, stream-pdl-2026-12-05/): bf16 packed decode by the rules
+# against --cuda-pdl 0, B = 24-512 (bench$r.txt). Carry [".gpzN"] (and ".gpzM"; a build of main
+# with bench-step --state; PKG=.gpzN/pzN.txz, PKG2=.gpzM/pzM.txz, folder M in each). Writes
+# /tmp/resS2. About 6 minutes (8 with PKG2).
 set -uo pipefail
 . bench/call_lib.sh
 call_begin /tmp/resS2
@@ -39,4 +41,13 @@ for r in 1 2; do
     fi
   done
   el "round $r"
+done
+V=$V1
+C="--device cuda --state bf16 --ring-len 16 --ring bf16 --io bf16 --min-time 0.05 --repeat 3 --slot-order random"
+for r in 1 2; do
+  for m in qwen3-next kimi-linear; do
+    bench_rows "$m/rule" "$O/bench$r.txt" $C --model $m --batch 24,32,64,128,512
+    bench_rows "$m/pdl0" "$O/bench$r.txt" $C --model $m --batch 24,32,64,128,512 --cuda-pdl 0
+  done
+  el "stream pdl, round $r"
 done
