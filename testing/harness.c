@@ -652,7 +652,7 @@ int rh_step(rssm_context *ctx, rh_state *s, rh_op op, const rh_inputs *in, const
         sio.q = b[Q].p, sio.k = b[K_].p, sio.v = b[V_].p, sio.a = b[A].p, sio.b = b[B_].p;
         sio.g = b[G].p, sio.beta = b[BETA].p, sio.A_log = b[ALOG].p, sio.dt_bias = b[DTB].p;
         sio.o = b[O].p, sio.slot = b[SLOT].p, sio.write_slot = b[WSLOT].p, sio.fold = b[FOLD].p;
-        sio.cu_seqlens = b[CU].p;
+        sio.cu_seqlens = b[CU].p, sio.fold_every = in->fold_every;
         if (strided) {
             sio.q_stride = stride_of(nq, 1), sio.k_stride = stride_of(nq, 1), sio.v_stride = stride_of(nv, 1);
             if (in->g)

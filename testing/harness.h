@@ -124,6 +124,7 @@ typedef struct rh_inputs {
     /* ragged prefill (rh_inputs_ragged): [B + 1] row offsets; the token arrays then hold
      * cu_seqlens[B] tokens, row b's at cu_seqlens[b] + t, and T is the longest row; else NULL */
     int32_t *cu_seqlens;
+    int fold_every; /* replay decode: io.fold_every (every row folds, its ring empty: small-batch steps) */
 } rh_inputs;
 int rh_inputs_alloc(rh_inputs *in, const rssm_layer *l, int B, int T, int precomputed);
 void rh_inputs_free(rh_inputs *in);

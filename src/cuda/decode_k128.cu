@@ -42,7 +42,7 @@
  * Verify T = 5..8 runs here (TC = 8): a lane holds v of two tokens (t and t + 4).
  * Small-batch replay steps (io.fold_every: every row folds, its ring drained by the planner)
  * run decode_k128_fold_every_kernel: packed's code, after a check of the row's fold flag and
- * cursor (CHK).
+ * cursor (CHK); where the rules stream packed decode, the streaming kernel makes the same check.
  * Verify T = 3..4 (TC = 4, "MMA") computes the rows' dot products on the FP64 tensor cores
  * instead of FFMA butterflies (the window was bound by issuing them: 1,645 of 2,609
  * instructions per warp); its lanes hold the state in that product's fragment layout (one row

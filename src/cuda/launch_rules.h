@@ -169,7 +169,7 @@ typedef struct rssm_lr_step {
     int64_t ctas; /* value heads of the grid, batch x HV */
     int64_t sms;  /* multiprocessors */
     int sbf;      /* bf16 state */
-    int stream;   /* the streaming kernel takes the step (packed decode of a V-first state, not a small-batch step) */
+    int stream;   /* the streaming kernel takes the step (packed decode of a V-first state, small-batch steps too) */
 } rssm_lr_step;
 
 /* As rssm_context_params gives them (cuda_ring_read, cuda_split, cuda_prefetch, cuda_pdl,

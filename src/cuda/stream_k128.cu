@@ -209,6 +209,9 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
      * slot, so they land during its round trip rather than behind the rows */
     int s = A.io.slot[b], d = s;
     const int ws = A.io.write_slot ? A.io.write_slot[b] : 0;
+    /* a small-batch step (io.fold_every): the row must fold with an empty ring, as the
+     * planner's drain leaves it; read with the slot, tested before the first store */
+    const int fold = A.io.fold_every ? A.io.fold[b] : 1;
     const token_in tin = load_token<KDA>(A, b, hv, hv / A.group, lane, iobf);
     const float vown =
         lane < RW ? ld_dt(A.io.v, l.io_dtype, (int64_t)b * A.io.v_stride + hv * K128_DIM + row0 + lane) : 0.0f;
@@ -224,6 +227,7 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
         if (lane < RW) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + lane, 0.0f);
         return;
     }
+    const int cursor = A.io.fold_every ? A.st.cursor[s] : 0;
     const int64_t src = (((int64_t)s * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* EARLY (large grids, launch_rules.h): the first two chunks' loads before the token's
      * preparation, which waits for k and q; a warp of 8 rows then has them all in flight at once,
@@ -236,6 +240,11 @@ __global__ void __launch_bounds__(STREAM_NW * 32, 8) stream_kernel(const kargs A
     load_rows<SBF>(cur, A.st.checkpoint, src);
     if (EARLY) load_rows<SBF>(next, A.st.checkpoint, src + (int64_t)STREAM_CHUNK * K128_DIM);
     const token<KDA> t = prepare<KDA>(A, tin);
+    if (cursor != 0 || !fold) { /* not drained: a zero output and a device error, nothing written */
+        if (blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(A.err, 1);
+        if (lane < RW) st_dt(A.io.o, l.io_dtype, (((int64_t)b * HV + hv) << 7) + row0 + lane, 0.0f);
+        return;
+    }
     const int64_t dst = (((int64_t)d * HV + hv) << 14) + (int64_t)row0 * K128_DIM + c4;
     /* unrolled: 1.9-3.5% faster than rolled with a bf16 state at B = 32-128 (call V in
      * bench/results/stream-unroll-2026-12-05/); the loads sit where they did, the loop's control
@@ -296,11 +305,12 @@ template <bool KDA, bool SBF> static const void *kernel_of(int rw, bool early)
 int rssm_cuda_decode_k128_ok(const kargs *A); /* decode_k128.cu */
 
 /* 1 when packed decode of A can stream: the per-head kernel's cases (rssm_cuda_decode_k128_ok)
- * with the V-first state */
+ * with the V-first state; also a small-batch replay step (io.fold_every), which is packed decode
+ * of rows the planner drained */
 int rssm_cuda_stream_ok(const kargs *A)
 {
-    return A->mode == MODE_PACKED && !A->io.fold_every && A->l.state_layout != RSSM_LAYOUT_KV &&
-           rssm_cuda_decode_k128_ok(A);
+    return (A->mode == MODE_PACKED || (A->mode == MODE_REPLAY && A->io.fold_every)) &&
+           A->l.state_layout != RSSM_LAYOUT_KV && rssm_cuda_decode_k128_ok(A);
 }
 
 /* rw: rows per warp, 4, 8, 16 or 32; early: the first two chunks' loads before the token's
