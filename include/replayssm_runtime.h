@@ -173,7 +173,8 @@ RSSM_API rssm_status rssm_plan_begin(rssm_plan *plan, rssm_plan_mode mode, int32
  * any step (its drain folds whatever rows the step has). rssm_plan_fold_rows still reports only
  * prefix-snapshot points.
  * max_rows: 0 = never (the default); RSSM_PLAN_SMALL_BATCH_AUTO = the rule of the devices where
- * folded steps measured faster than replay's (CUDA, layers of K = V = 128: B * HV <= 2 * SMs;
+ * folded steps measured faster than replay's (CUDA, layers of K = V = 128: B * HV <= 2 * SMs with
+ * f32 states, 4 * SMs (GDN) or 6 * SMs (KDA) with bf16 states, a pool's layers taking the least;
  * other layers and host devices: never). Takes effect from the next rssm_plan_set; not inside a
  * step. */
 #define RSSM_PLAN_SMALL_BATCH_AUTO (-1)

@@ -586,6 +586,35 @@ static void sb_limit(sb_fixture *f, int k128, rt_counts *c)
             f->gn, autolim);
 }
 
+/* AUTO's value heads per SM by the pool's state dtypes (K = V = 128 on CUDA; host devices 0): every
+ * layer's state bf16, 4 for GDN and 6 for KDA; one layer's f32, 2 (a pool takes its layers' least). */
+static void sb_auto_rule(rssm_context *ctx, rssm_gate gate, rt_counts *c)
+{
+    const int cuda = rssm_context_device(ctx) == RSSM_DEVICE_CUDA;
+    int ok = 1;
+    int32_t got[2] = {-1, -1}, want[2] = {0, 0};
+    for (int mixed = 0; mixed < 2; mixed++) {
+        rssm_layer ly[NL];
+        rt_layers(gate, ly);
+        for (int l = 0; l < NL; l++) {
+            ly[l].head_k_dim = ly[l].head_v_dim = 128;
+            ly[l].state_dtype = mixed && l == NL - 1 ? RSSM_DTYPE_F32 : RSSM_DTYPE_BF16;
+        }
+        const int heads = mixed ? 2 : gate == RSSM_GATE_KDA ? 6 : 4;
+        want[mixed] = cuda ? heads * sm_count(ctx) / ly[0].num_v_heads : 0;
+        rssm_pool *p = NULL;
+        rssm_plan *plan = NULL;
+        ok &= rssm_pool_create(ctx, ly, NL, 2, &p) == RSSM_OK && rssm_plan_create(p, 2, 0, &plan) == RSSM_OK &&
+              rssm_plan_set_small_batch(plan, RSSM_PLAN_SMALL_BATCH_AUTO) == RSSM_OK;
+        got[mixed] = rssm_plan_small_batch(plan);
+        ok &= got[mixed] == want[mixed];
+        rssm_plan_free(plan);
+        rssm_pool_free(p);
+    }
+    rt_case(c, ok, "plan/%s small batch: AUTO with bf16 states %d rows (expected %d), with one f32 layer %d (%d)",
+            gate == RSSM_GATE_KDA ? "kda" : "gdn", got[0], want[0], got[1], want[1]);
+}
+
 /* rssm_plan_set_small_batch: a step of at most max_rows live rows folds every live row. Slot a
  * steps with the small-batch folds, b is a's twin stepped by a plain planner, c a's twin
  * stepped by packed decode. The first small step folds a's ring and gives b's outputs; from
@@ -760,6 +789,8 @@ void rt_suite_plan(rssm_context *ctx, rt_counts *c)
         plan_small_batch(ctx, RSSM_GATE_GDN, variant, c);
         plan_small_batch(ctx, RSSM_GATE_KDA, variant, c);
     }
+    sb_auto_rule(ctx, RSSM_GATE_GDN, c);
+    sb_auto_rule(ctx, RSSM_GATE_KDA, c);
 }
 
 /* ---- export / import ------------------------------------------------------------------------ */

@@ -34,6 +34,7 @@ struct rssm_plan {
     uint8_t *fold;                               /* device */
     rssm_plan_layer *layers;                     /* device: the pool's layers, for the drain */
     int32_t max_heads, ring_bytes;               /* the most value heads, ring bytes of a head */
+    int32_t fold_heads; /* RSSM_PLAN_SMALL_BATCH_AUTO: value heads per SM (small_batch_heads) */
     /* the back end drains small-batch steps for every layer of the pool (plan_drain), so that
      * they run packed decode's kernels (io.fold_every) */
     int drain;
@@ -84,6 +85,24 @@ static rssm_status upload_layers(rssm_plan *p)
     return st;
 }
 
+/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, layers of K = V = 128 (the fast kernels' shape, the one
+ * measured): fold every row while the step has at most this many value heads per multiprocessor
+ * (a pool takes its layers' least). There bench-step measured the drained step (packed decode's
+ * kernels) faster than replay's (bench/results/README.md, "Small batches"):
+ * - f32 state, 2 (8 rows of 32 heads on 132 SMs): on an H200 GDN 26%, 28%, 9% and 8% at 1, 2, 4
+ *   and 8 rows, KDA 25%, 27%, 15% and 7%; from 10 rows replay's step is as fast or faster;
+ * - bf16 state, GDN 4 (16 rows), KDA 6 (24 rows): on an H100 (36 layers, the streaming kernel
+ *   taking the folded steps where it takes packed decode), GDN 21% faster at 8 rows, 9% at 16
+ *   (503.2 against 553.5 us), 8% slower at 20 and more above; KDA 32% faster at 8 rows, 26% at 16,
+ *   5% at 24, level at 28 and 3.5% faster at 32, where packed decode itself leads replay by only 5%
+ *   (bench/results/small-batch-bf16-2026-12-05/, calls S2 and S3).
+ * Host devices: never (the caller checks plan->drain). */
+static int32_t small_batch_heads(const rssm_layer *ly)
+{
+    if (ly->state_dtype != RSSM_DTYPE_BF16) return 2;
+    return ly->gate == RSSM_GATE_KDA ? 6 : 4;
+}
+
 rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_interval, rssm_plan **out)
 {
     const char *fn = "rssm_plan_create";
@@ -114,6 +133,8 @@ rssm_status rssm_plan_create(rssm_pool *pool, int32_t batch, int32_t track_inter
         const int32_t rb = ly->ring_len * ly->head_k_dim * (int32_t)rssm_dtype_size(ly->ring_dtype);
         if (ly->num_v_heads > p->max_heads) p->max_heads = ly->num_v_heads;
         if (rb > p->ring_bytes) p->ring_bytes = rb;
+        const int32_t fh = small_batch_heads(ly);
+        if (l == 0 || fh < p->fold_heads) p->fold_heads = fh;
     }
     p->host = calloc(1, p->off_acc);
     p->mark = calloc((size_t)pool->n_slots, sizeof *p->mark);
@@ -230,14 +251,6 @@ rssm_status rssm_plan_set_accepted(rssm_plan *plan, int32_t n, const int32_t *ac
     return st;
 }
 
-/* RSSM_PLAN_SMALL_BATCH_AUTO on CUDA, layers of K = V = 128 (the fast kernels' shape, the one
- * measured): fold every row while the step has at most HEADS_PER_SM value heads per
- * multiprocessor (8 rows of 32 heads on an H200). There bench-step measured the drained step
- * (packed decode's kernels) faster than replay's: GDN 26%, 28%, 9% and 8% at 1, 2, 4 and 8 rows,
- * KDA 25%, 27%, 15% and 7%; from 10 rows replay's step is as fast or faster
- * (bench/results/README.md, "Small batches"). Host devices: never. */
-#define HEADS_PER_SM 2
-
 rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
 {
     const char *fn = "rssm_plan_set_small_batch";
@@ -251,7 +264,7 @@ rssm_status rssm_plan_set_small_batch(rssm_plan *plan, int32_t max_rows)
         rssm_context_info info;
         rssm_context_get_info(plan->pool->ctx, &info);
         const int sms = plan->drain ? info.multiprocessors : 0;
-        max_rows = sms * HEADS_PER_SM / plan->max_heads;
+        max_rows = sms * plan->fold_heads / plan->max_heads;
     }
     plan->small_rows = max_rows;
     return RSSM_OK;
