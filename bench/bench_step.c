@@ -182,8 +182,7 @@ int bench_step_run(const bench_step_options *o)
     printf("bench-step on %s: %d layers (%s H=%d HV=%d K=V=128, %s state, bf16 ring, %s io, L=%d), batch %d "
            "%s, %d replays\n",
            dev == RSSM_DEVICE_CUDA ? "cuda (one CUDA graph per step)" : "cpu (eager)", layers, kda ? "KDA" : "GDN", H,
-           HV, sdt == RSSM_DTYPE_BF16 ? "bf16" : "f32", io == RSSM_DTYPE_BF16 ? "bf16" : "f32", L, B,
-           staggered ? "staggered" : "in phase", reps);
+           HV, rh_dtype_name(sdt), rh_dtype_name(io), L, B, staggered ? "staggered" : "in phase", reps);
     printf("  packed step (N layers)           %10.2f us\n", t_packed);
     printf("  whole replay step                %10.2f us   (%.3fx packed)\n", t_full, t_packed / t_full);
     if (small)

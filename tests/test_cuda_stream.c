@@ -39,15 +39,14 @@ static void row_slots(rh_rng *rng, int B, int32_t *slot, int32_t *wslot)
         wslot[b] = b == 1 && B > 2 ? -1 : b % 11 == 2 && slot[b] >= 0 && spare < slots ? perm[spare++] : slot[b];
 }
 
-/* fold_every: small-batch replay steps (every row's fold flag set unless `unfolded` names a row,
- * no write slots) instead of packed decode */
+/* fold_every: small-batch replay steps (every row's fold flag set, no write slots) instead of packed
+ * decode */
 static int run_steps(rssm_context *ctx, const rssm_layer *l, int B, int precomputed, int strided, int fold_every,
-                     int unfolded, const rh_snap *init, const int32_t *slot, const int32_t *wslot, uint64_t seed,
-                     double *o, rh_snap *after)
+                     const rh_snap *init, const int32_t *slot, const int32_t *wslot, uint64_t seed, double *o,
+                     rh_snap *after)
 {
     uint8_t fold[MAX_SLOTS];
-    for (int b = 0; b < B; b++)
-        fold[b] = b != unfolded;
+    memset(fold, 1, sizeof fold);
     rh_state s;
     int rc = rh_state_create(ctx, l, slots_for(B), &s);
     if (rc) return rc;
@@ -103,7 +102,7 @@ static void one_case(rssm_context *const *ctx, layer_case c, uint64_t seed)
         if (!o[r] && !rc) rc = rh_set(RH_FAIL, "out of host memory");
     }
     for (int r = 0; r < RUNS && !rc; r++)
-        rc = run_steps(ctx[r], &l, c.B, c.precomputed, c.strided, c.fold_every, -1, &init, slot, wslot, seed + 1, o[r],
+        rc = run_steps(ctx[r], &l, c.B, c.precomputed, c.strided, c.fold_every, &init, slot, wslot, seed + 1, o[r],
                        &after[r]);
     uint8_t named[MAX_SLOTS] = {0};
     for (int b = 0; b < c.B; b++)
